@@ -1,0 +1,219 @@
+"""The playground's settings: one table of fields, their defaults and their allowed ranges.
+
+Rule: every input a user can set (browser, API, command line) is a field of :class:`StepConfig`.
+Each field carries a :class:`Bounds` in its metadata; defaults, validation, the UI's sliders and
+the CLI's flags are all read from that one table, so a limit is written exactly once.
+
+Validation turns any bad value into a :class:`ConfigError` (a ``ValueError``) that names the
+field and its allowed range, before any JAX code runs.
+
+Example::
+
+    >>> StepConfig(n=32, d_in=8, d_out=4, loss_scale=1024.0).loss_scale
+    1024.0
+    >>> StepConfig(n=0)
+    Traceback (most recent call last):
+    ...
+    playground.config.ConfigError: n (batch rows N) must be an integer in [1, 4096]; got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# JAX's threefry key holds 32 bits while x64 is off: jax.random.key(2**32) silently equals
+# jax.random.key(0), so larger seeds are refused instead of wrapping.
+SEED_MAX = 2**32 - 1
+# The largest float32 is the ceiling for anything that is multiplied into float32 values.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+# The smallest positive float32: a smaller loss scale would round to zero in float32.
+FLOAT32_SMALLEST = float(np.finfo(np.float32).smallest_subnormal)
+COMPUTE_DTYPES = ("bfloat16", "float16")
+
+
+class ConfigError(ValueError):
+    """A setting outside its allowed range; ``field`` names the offending setting."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How one setting is shown and checked: a label, the closed range [low, high], a help line.
+
+    ``integer`` fields accept only whole numbers; ``log`` asks the UI for a log-scale control;
+    ``choices`` replaces the range for a categorical field.
+    """
+
+    label: str
+    low: float
+    high: float
+    help: str
+    integer: bool = False
+    log: bool = False
+    choices: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The allowed values in words, used in every error message."""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        kind = "an integer" if self.integer else "a finite number"
+        return f"{kind} in [{_fmt(self.low)}, {_fmt(self.high)}]"
+
+
+def _fmt(value: float) -> str:
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.6g}"
+
+
+def _setting(default: Any, bounds: Bounds) -> Any:
+    return dataclasses.field(default=default, metadata={"bounds": bounds})
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    """A validated, immutable description of one playground run.
+
+    Fields (ranges are in each field's :class:`Bounds`):
+      model_seed, data_seed: seeds for the layer's initial weights and for the synthetic batch.
+      n, d_in, d_out: x has shape (n, d_in), y has shape (n, d_out), the kernel (d_in, d_out).
+      lr: SGD learning rate. loss_scale: the fixed loss scale S.
+      input_scale, target_scale: magnitudes of x and y (see ``playground.data``).
+      compute_dtype: the low-precision dtype of the forward and backward pass.
+
+    Caps: the largest run (4096 x 1024 x 1024) does about 50 GFLOP of matmuls and holds well
+    under 200 MB of arrays, so it finishes in well under a second on a 2-vCPU machine.
+    """
+
+    model_seed: int = _setting(
+        0,
+        Bounds(
+            "model seed",
+            0,
+            SEED_MAX,
+            "Seeds nnx.Rngs for the layer's initial weights.",
+            True,
+        ),
+    )
+    data_seed: int = _setting(
+        0, Bounds("data seed", 0, SEED_MAX, "Seeds the synthetic batch x, y.", True)
+    )
+    n: int = _setting(256, Bounds("batch rows N", 1, 4096, "Rows in the batch.", True))
+    d_in: int = _setting(64, Bounds("input width D_in", 1, 1024, "Features per row of x.", True))
+    d_out: int = _setting(16, Bounds("output width D_out", 1, 1024, "Targets per row of y.", True))
+    lr: float = _setting(
+        0.1,
+        Bounds(
+            "learning rate",
+            0.0,
+            FLOAT32_MAX,
+            "SGD step size; 0 leaves the parameters unchanged.",
+        ),
+    )
+    loss_scale: float = _setting(
+        1024.0,
+        Bounds(
+            "loss scale",
+            FLOAT32_SMALLEST,
+            FLOAT32_MAX,
+            "The loss is multiplied by this before differentiation and the gradients divided by "
+            "it after.",
+            log=True,
+        ),
+    )
+    input_scale: float = _setting(
+        1.0,
+        Bounds(
+            "input scale",
+            2.0**-64,
+            2.0**64,
+            "Typical magnitude of the entries of x.",
+            log=True,
+        ),
+    )
+    target_scale: float = _setting(
+        1.0,
+        Bounds(
+            "target scale",
+            2.0**-64,
+            2.0**64,
+            "Typical magnitude of the entries of y.",
+            log=True,
+        ),
+    )
+    compute_dtype: str = _setting(
+        "bfloat16",
+        Bounds(
+            "compute dtype",
+            0,
+            0,
+            "The low-precision dtype of the forward and backward pass; parameters stay float32.",
+            choices=COMPUTE_DTYPES,
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        for name, bounds in settings().items():
+            object.__setattr__(self, name, check_setting(name, getattr(self, name), bounds))
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(N, D_in, D_out)."""
+        return (self.n, self.d_in, self.d_out)
+
+    def replace(self, **changes: Any) -> StepConfig:
+        """A new validated config with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-able dict."""
+        return dataclasses.asdict(self)
+
+
+def settings() -> dict[str, Bounds]:
+    """The table: field name -> Bounds, in declaration order."""
+    return {f.name: f.metadata["bounds"] for f in dataclasses.fields(StepConfig)}
+
+
+def defaults() -> dict[str, Any]:
+    """Field name -> default value."""
+    return {f.name: f.default for f in dataclasses.fields(StepConfig)}
+
+
+def _error(name: str, bounds: Bounds, value: Any) -> ConfigError:
+    return ConfigError(name, f"{name} ({bounds.label}) must be {bounds.describe()}; got {value!r}")
+
+
+def check_setting(name: str, value: Any, bounds: Bounds | None = None) -> Any:
+    """Return ``value`` coerced to the field's type, or raise ConfigError naming the field.
+
+    Integers accept whole floats such as ``3.0`` (browsers send numbers as floats) but not
+    ``3.5``, booleans or strings; floats must be finite and inside the closed range.
+    """
+    bounds = bounds or settings()[name]
+    if bounds.choices:
+        if isinstance(value, str) and value in bounds.choices:
+            return value
+        raise _error(name, bounds, value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _error(name, bounds, value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float is out of every range here
+        raise _error(name, bounds, value) from None
+    if not math.isfinite(number) or not bounds.low <= number <= bounds.high:
+        raise _error(name, bounds, value)
+    if bounds.integer:
+        if not number.is_integer() and not isinstance(value, numbers.Integral):
+            raise _error(name, bounds, value)
+        return int(value)
+    return number

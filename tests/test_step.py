@@ -1,0 +1,185 @@
+"""The seed exercise's step against an independent numpy model (tests/reference.py)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import reference
+from playground import ConfigError, float32_step, mixed_precision_step
+from playground.step import low_precision_loss, step_trace
+
+BF16_EPS = float(jnp.finfo(jnp.bfloat16).eps)
+
+
+def batch(n, d_in, d_out, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    x = (scale * rng.standard_normal((n, d_in))).astype(np.float32)
+    y = (scale * rng.standard_normal((n, d_out))).astype(np.float32)
+    return x, y
+
+
+def test_the_seed_precision_example_holds():
+    assert float(jnp.asarray(1e-9, dtype=jnp.bfloat16)) > 0
+    one, step = jnp.asarray(1.0, jnp.bfloat16), jnp.asarray(1e-4, jnp.bfloat16)
+    assert float(one + step) == 1.0
+    assert float(jnp.float32(1.0) + jnp.float32(1e-4)) > 1.0
+
+
+def test_returns_float32_jax_array_of_shape_1():
+    x, y = batch(16, 5, 3)
+    loss = mixed_precision_step(0, x, y, 0.1, 128.0)
+    assert isinstance(loss, jax.Array)
+    assert loss.shape == (1,) and loss.dtype == jnp.float32
+
+
+@pytest.mark.parametrize("seed, lr, loss_scale", [(0, 0.1, 1024.0), (3, 0.5, 1.0), (7, 0.01, 3.7)])
+def test_mixed_step_matches_numpy_model(seed, lr, loss_scale):
+    x, y = batch(64, 8, 4, seed)
+    expected_initial, expected_new, *_ = reference.step(seed, x, y, lr, "bfloat16")
+    loss = float(mixed_precision_step(seed, x, y, lr, loss_scale)[0])
+    # The new loss is a bfloat16 value: allow a few bfloat16 ulps of the reference.
+    assert loss == pytest.approx(expected_new, rel=4 * BF16_EPS)
+    assert loss != pytest.approx(expected_initial, rel=BF16_EPS / 4)
+
+
+@pytest.mark.parametrize("seed, lr", [(0, 0.1), (5, 0.3)])
+def test_float32_twin_matches_float64_model(seed, lr):
+    x, y = batch(64, 8, 4, seed)
+    _, expected_new, *_ = reference.step(seed, x, y, lr, "float32")
+    assert float(float32_step(seed, x, y, lr)[0]) == pytest.approx(expected_new, rel=1e-5)
+
+
+def test_gradients_are_float32_and_match_numpy_model():
+    x, y = batch(64, 8, 4, 1)
+    trace = step_trace(1, jnp.asarray(x), jnp.asarray(y), 0.1, 256.0)
+    _, _, kernel_grad, bias_grad = reference.step(1, x, y, 0.1, "bfloat16")
+    for name, expected in (("kernel", kernel_grad), ("bias", bias_grad)):
+        assert trace.grads[name].dtype == jnp.float32
+        assert trace.scaled_grads[name].dtype == jnp.float32
+        got = np.asarray(trace.grads[name], np.float64)
+        assert np.linalg.norm(got - expected) <= 0.02 * np.linalg.norm(expected)
+    # Scaled gradients hold values the bfloat16 backward pass produced: exact in bfloat16.
+    scaled = np.asarray(trace.scaled_grads["kernel"])
+    assert np.array_equal(reference.rounded(scaled, "bfloat16"), scaled.astype(np.float64))
+
+
+def test_unscaling_happens_before_the_update():
+    x, y = batch(32, 6, 2, 2)
+    trace = step_trace(2, jnp.asarray(x), jnp.asarray(y), 0.1, 2.0**10)
+    for name in ("kernel", "bias"):
+        np.testing.assert_array_equal(
+            trace.grads[name], np.asarray(trace.scaled_grads[name]) / np.float32(2.0**10)
+        )
+        np.testing.assert_allclose(
+            trace.params_after[name],
+            np.asarray(trace.params_before[name]) - np.float32(0.1) * np.asarray(trace.grads[name]),
+            rtol=1e-6,
+            atol=1e-7,
+        )
+
+
+def test_lr_zero_leaves_the_loss_at_its_initial_value():
+    x, y = batch(48, 7, 3, 4)
+    trace = step_trace(4, jnp.asarray(x), jnp.asarray(y), 0.0, 512.0)
+    assert float(trace.new_loss[0]) == float(trace.initial_loss[0])
+    expected_initial, *_ = reference.step(4, x, y, 0.0, "bfloat16")
+    assert float(trace.new_loss[0]) == pytest.approx(expected_initial, rel=4 * BF16_EPS)
+
+
+def test_power_of_two_scales_change_nothing_and_others_stay_within_rounding():
+    x, y = batch(64, 8, 4, 6)
+    unscaled = float(mixed_precision_step(6, x, y, 0.2, 1.0)[0])
+    for exponent in (-8, 1, 8, 15, 24, 60):
+        # Multiplying by 2**k is exact in bfloat16 away from overflow and subnormals.
+        assert float(mixed_precision_step(6, x, y, 0.2, 2.0**exponent)[0]) == unscaled
+    for scale in (3.7, 1000.0, 12345.0):
+        scaled = float(mixed_precision_step(6, x, y, 0.2, scale)[0])
+        assert scaled == pytest.approx(unscaled, rel=2 * BF16_EPS)
+
+
+def test_master_parameters_stay_float32_and_untouched_by_the_temporary_model():
+    x, y = batch(16, 4, 2)
+    model = nnx.Linear(4, 2, rngs=nnx.Rngs(0))
+    kernel = np.array(model.kernel[...])
+    loss = low_precision_loss(model, jnp.asarray(x), jnp.asarray(y), jnp.bfloat16)
+    assert loss.dtype == jnp.bfloat16
+    assert model.kernel[...].dtype == jnp.float32 and model.bias[...].dtype == jnp.float32
+    np.testing.assert_array_equal(model.kernel[...], kernel)
+    trace = step_trace(0, jnp.asarray(x), jnp.asarray(y), 0.1, 8.0)
+    assert all(trace.params_after[name].dtype == jnp.float32 for name in ("kernel", "bias"))
+
+
+def test_jit_and_eager_agree_within_bfloat16_rounding():
+    x, y = batch(40, 9, 5, 8)
+    eager = float(mixed_precision_step(8, x, y, 0.1, 64.0)[0])
+    compiled = float(jax.jit(mixed_precision_step, static_argnums=0)(8, x, y, 0.1, 64.0)[0])
+    assert compiled == pytest.approx(eager, rel=2 * BF16_EPS)
+
+
+def test_accepts_jax_and_numpy_inputs_alike():
+    x, y = batch(16, 4, 2)
+    from_numpy = mixed_precision_step(0, x, y, 0.1, 4.0)
+    from_jax = mixed_precision_step(0, jnp.asarray(x), jnp.asarray(y), 0.1, 4.0)
+    np.testing.assert_array_equal(from_numpy, from_jax)
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        ((-1, "x", "y", 0.1, 1.0), "seed"),
+        ((1.5, "x", "y", 0.1, 1.0), "seed"),
+        ((2**32, "x", "y", 0.1, 1.0), "seed"),
+        ((0, "x", "y", -0.1, 1.0), "lr"),
+        ((0, "x", "y", float("nan"), 1.0), "lr"),
+        ((0, "x", "y", float("inf"), 1.0), "lr"),
+        ((0, "x", "y", 0.1, 0.0), "loss_scale"),
+        ((0, "x", "y", 0.1, -2.0), "loss_scale"),
+        ((0, "x", "y", 0.1, float("nan")), "loss_scale"),
+        ((0, "x", "y", 0.1, float("inf")), "loss_scale"),
+        ((0, "x", "y_rows", 0.1, 1.0), "y"),
+        ((0, "x_1d", "y", 0.1, 1.0), "x"),
+        ((0, "x", "y_empty", 0.1, 1.0), "y"),
+        ((0, "x_text", "y", 0.1, 1.0), "x"),
+    ],
+)
+def test_bad_arguments_raise_value_errors_naming_them(args, field):
+    x, y = batch(8, 3, 2)
+    arrays = {
+        "x": x,
+        "y": y,
+        "y_rows": y[:5],
+        "x_1d": x[:, 0],
+        "y_empty": y[:, :0],
+        "x_text": np.array([["a"]]),
+    }
+    seed, x_name, y_name, lr, loss_scale = args
+    with pytest.raises(ConfigError) as caught:
+        mixed_precision_step(seed, arrays[x_name], arrays[y_name], lr, loss_scale)
+    assert isinstance(caught.value, ValueError)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(field)
+
+
+SHAPES = st.sampled_from([(8, 3, 2), (33, 5, 4), (64, 16, 1)])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=SHAPES,
+    seed=st.integers(0, 2**32 - 1),
+    lr=st.floats(0.0, 0.5),
+    exponent=st.integers(0, 20),
+)
+def test_property_step_tracks_numpy_model(shape, seed, lr, exponent):
+    n, d_in, d_out = shape
+    x, y = batch(n, d_in, d_out, seed % 1000)
+    compiled = jax.jit(mixed_precision_step, static_argnums=0)
+    loss = float(compiled(seed, x, y, lr, 2.0**exponent)[0])
+    initial, expected, *_ = reference.step(seed, x, y, lr, "bfloat16")
+    assert np.isfinite(loss)
+    # Within bfloat16 rounding of the independent model, judged on the loss's own scale.
+    assert abs(loss - expected) <= 8 * BF16_EPS * max(abs(expected), abs(initial))
