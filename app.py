@@ -1,0 +1,12 @@
+"""Entry point for `python app.py` and for Hugging Face Spaces.
+
+Serves on 127.0.0.1:7860 unless GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say otherwise
+(Spaces sets them).
+"""
+
+from playground.ui import build_demo, launch_kwargs, queue_kwargs
+
+demo = build_demo()
+
+if __name__ == "__main__":
+    demo.queue(**queue_kwargs()).launch(**launch_kwargs())

@@ -1,0 +1,254 @@
+"""Plotly figures of a StepReport, one function per figure.
+
+Rule: a figure is a plain Plotly JSON dict ({"data": [...], "layout": {...}}) built from the
+report's numpy arrays after binning or subsampling, so it carries at most a few thousand numbers
+whatever the shapes. Dicts cost microseconds to build, where ``plotly.graph_objects`` validation
+would cost milliseconds per figure on every run; tests validate every dict with
+``plotly.graph_objects.Figure``. Colours and fonts are chosen to read on light and dark pages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from playground.report import StepReport
+
+Figure = dict[str, Any]
+
+MIXED_COLOR = "#f28e2b"  # orange: the low-precision path
+FLOAT32_COLOR = "#4e79a7"  # blue: the float32 twin
+PARAM_COLORS = {"kernel": "#59a14f", "bias": "#b07aa1"}
+TEXT_COLOR = "#8c8c8c"  # mid grey: legible on white and on Gradio's dark background
+GRID_COLOR = "rgba(140, 140, 140, 0.25)"
+BINS = 60
+MAX_POINTS = 2000  # per scatter trace
+
+
+def _axis(title: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": title},
+        "gridcolor": GRID_COLOR,
+        "zerolinecolor": GRID_COLOR,
+        "automargin": True,
+        **extra,
+    }
+
+
+def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 14}},
+        "xaxis": _axis(x_title),
+        "yaxis": _axis(y_title),
+        "font": {"color": TEXT_COLOR, "size": 12},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        "margin": {"l": 10, "r": 10, "t": 70, "b": 10},
+        "autosize": True,
+        "hovermode": "closest",
+        **extra,
+    }
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    flat = values.ravel()
+    return flat[np.isfinite(flat)]
+
+
+def _edges(*arrays: np.ndarray) -> np.ndarray:
+    """BINS equal-width bin edges spanning the finite values of all arrays."""
+    finite = np.concatenate([_finite(a) for a in arrays]) if arrays else np.zeros(0)
+    if finite.size == 0:
+        return np.linspace(-1.0, 1.0, BINS + 1)
+    low, high = float(finite.min()), float(finite.max())
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    return np.linspace(low, high, BINS + 1)
+
+
+def _bars(
+    values: np.ndarray,
+    edges: np.ndarray,
+    name: str,
+    color: str,
+    hover: str = "%{y} entries near %{x:.3g}",
+    **extra: Any,
+) -> Figure:
+    counts, _ = np.histogram(_finite(values), bins=edges)
+    centers = (edges[:-1] + edges[1:]) / 2
+    return {
+        "type": "bar",
+        "x": centers.tolist(),
+        "y": counts.tolist(),
+        "width": float(edges[1] - edges[0]),
+        "name": name,
+        "marker": {"color": color},
+        "opacity": 0.6,
+        "hovertemplate": hover + "<extra>" + name + "</extra>",
+        **extra,
+    }
+
+
+def _not_shown(values: np.ndarray) -> str:
+    hidden = int(values.size - np.isfinite(values).sum())
+    return f" ({hidden:,} non-finite not shown)" if hidden else ""
+
+
+def loss_figure(report: StepReport) -> Figure:
+    """Grouped bars: the unscaled loss before and after the step, mixed vs float32."""
+    dtype = report.config.compute_dtype
+    traces = []
+    for name, color, before, after in (
+        (f"mixed ({dtype})", MIXED_COLOR, report.mixed_initial_loss, report.mixed_new_loss),
+        ("float32", FLOAT32_COLOR, report.float32_initial_loss, report.float32_new_loss),
+    ):
+        values = [before, after]
+        traces.append(
+            {
+                "type": "bar",
+                "x": ["before the step", "after the step"],
+                "y": [v if np.isfinite(v) else None for v in values],
+                "text": [f"{v:.6g}" for v in values],
+                "textposition": "auto",
+                "name": name,
+                "marker": {"color": color},
+                "hovertemplate": "%{x}: %{text}<extra>" + name + "</extra>",
+            }
+        )
+    return {"data": traces, "layout": _layout("Loss before and after", "", "MSE loss")}
+
+
+def gradient_histograms(report: StepReport) -> Figure:
+    """Gradient entries binned: float32 as bars, mixed (unscaled) as an outline; kernel first."""
+    data: list[Figure] = []
+    layout = _layout("Gradient histograms: mixed vs float32", "", "")
+    layout.update(barmode="overlay", grid={"rows": 2, "columns": 1, "pattern": "independent"})
+    for row, param in enumerate(report.params.values(), start=1):
+        suffix = "" if row == 1 else str(row)
+        edges = _edges(param.mixed_grads, param.float32_grads)
+        axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+        base = param.float32_grads
+        data.append(
+            _bars(base, edges, f"float32 {param.name}{_not_shown(base)}", FLOAT32_COLOR, **axes)
+        )
+        # The mixed path as a step outline over the float32 bars, so both stay visible.
+        counts, _ = np.histogram(_finite(param.mixed_grads), bins=edges)
+        name = f"mixed {param.name}{_not_shown(param.mixed_grads)}"
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "line": {"shape": "hvh", "color": MIXED_COLOR, "width": 2},
+                "x": ((edges[:-1] + edges[1:]) / 2).tolist(),
+                "y": counts.tolist(),
+                "name": name,
+                "hovertemplate": "%{y} entries near %{x:.3g}<extra>" + name + "</extra>",
+                **axes,
+            }
+        )
+        layout[f"xaxis{suffix}"] = _axis(f"{param.name} gradient entry")
+        layout[f"yaxis{suffix}"] = _axis("entries")
+    layout["height"] = 560
+    return {"data": data, "layout": layout}
+
+
+def _subsample(count: int) -> np.ndarray:
+    """Evenly spaced indices, at most MAX_POINTS of them."""
+    return np.unique(np.linspace(0, count - 1, min(count, MAX_POINTS)).astype(np.int64))
+
+
+def gradient_scatter(report: StepReport) -> Figure:
+    """Each gradient entry as (float32, mixed); on the y = x line the two paths agree exactly."""
+    data: list[Figure] = []
+    low, high = np.inf, -np.inf
+    for param in report.params.values():
+        base, mixed = param.float32_grads.ravel(), param.mixed_grads.ravel()
+        keep = np.isfinite(base) & np.isfinite(mixed)
+        base, mixed = base[keep], mixed[keep]
+        if base.size == 0:
+            continue
+        picked = _subsample(base.size)
+        low = min(low, float(base.min()), float(mixed.min()))
+        high = max(high, float(base.max()), float(mixed.max()))
+        shown = f"{picked.size:,} of {param.size:,}"
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": base[picked].tolist(),
+                "y": mixed[picked].tolist(),
+                "name": f"{param.name} ({shown} entries)",
+                "marker": {"color": PARAM_COLORS[param.name], "size": 5, "opacity": 0.7},
+                "hovertemplate": "float32 %{x:.6g}<br>mixed %{y:.6g}<extra>"
+                + param.name
+                + "</extra>",
+            }
+        )
+    if np.isfinite(low):
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": [low, high],
+                "y": [low, high],
+                "name": "y = x",
+                "line": {"color": TEXT_COLOR, "dash": "dash", "width": 1},
+                "hoverinfo": "skip",
+            }
+        )
+    layout = _layout("Mixed vs float32 gradient entries", "float32 gradient", "mixed gradient")
+    return {"data": data, "layout": layout}
+
+
+def _log10_histogram(title: str, x_title: str, arrays: dict[str, np.ndarray]) -> Figure:
+    """Histogram of log10 of positive finite values; zeros and undefined entries are counted."""
+    logs = {}
+    notes = []
+    for name, values in arrays.items():
+        flat = values.ravel()
+        positive = flat[np.isfinite(flat) & (flat > 0)]
+        logs[name] = np.log10(positive)
+        zero, undefined = int(np.sum(flat == 0)), int(np.sum(~np.isfinite(flat)))
+        if zero or undefined:
+            notes.append(f"{name}: {zero:,} exactly 0, {undefined:,} undefined")
+    edges = _edges(*logs.values())
+    hover = "%{y} entries near 10^%{x:.2f}"
+    data = [_bars(values, edges, name, PARAM_COLORS[name], hover) for name, values in logs.items()]
+    full_title = title + ("<br><sup>" + "; ".join(notes) + "</sup>" if notes else "")
+    return {"data": data, "layout": _layout(full_title, x_title, "entries", barmode="overlay")}
+
+
+def relative_error_histogram(report: StepReport) -> Figure:
+    """Distribution of |mixed - float32| / |float32| per entry, on a log10 axis."""
+    arrays = {name: param.rel_error for name, param in report.params.items()}
+    return _log10_histogram(
+        "Element-wise relative gradient error vs float32",
+        "log10 relative error",
+        arrays,
+    )
+
+
+def update_size_histogram(report: StepReport) -> Figure:
+    """Distribution of |lr * gradient| / |parameter| of the mixed step, on a log10 axis."""
+    arrays = {name: param.update_ratio for name, param in report.params.items()}
+    return _log10_histogram(
+        "Update size relative to the parameter (mixed step)",
+        "log10 |lr x gradient| / |parameter|",
+        arrays,
+    )
+
+
+FIGURES = (
+    loss_figure,
+    gradient_histograms,
+    gradient_scatter,
+    relative_error_histogram,
+    update_size_histogram,
+)
+
+
+def all_figures(report: StepReport) -> list[Figure]:
+    """Every figure of the page, in page order."""
+    return [figure(report) for figure in FIGURES]

@@ -1,0 +1,249 @@
+"""The Gradio page: controls -> StepConfig -> run_report -> summary and figures.
+
+Rule: this module only lays out components and wires events. Handlers are plain functions
+defined outside the Blocks so tests call them directly; every limit comes from StepConfig's
+table; every number shown comes from the report. One event, ``step``, serves the page and the
+API; it runs at page load and whenever an input changes, and only the latest change is run
+(``trigger_mode="always_last"``), so dragging a slider never queues stale work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from playground.charts import all_figures
+from playground.config import ConfigError, StepConfig, defaults, settings
+from playground.report import StepReport, run_report
+from playground.summary import agreeing_digits, summarize
+
+TITLE = "Mixed-Precision Step Playground"
+LOSS_SCALE_PRESETS = {
+    "2^0 = 1": 1.0,
+    "2^8": 2.0**8,
+    "2^10": 2.0**10,
+    "2^15": 2.0**15,
+    "2^24": 2.0**24,
+}
+# Inputs of the `step` event, in API order: the first six are required by the API.
+INPUT_ORDER = (
+    "model_seed",
+    "n",
+    "d_in",
+    "d_out",
+    "lr",
+    "loss_scale",
+    "data_seed",
+    "input_scale",
+    "target_scale",
+    "compute_dtype",
+)
+FIGURE_LABELS = (
+    "Loss before and after",
+    "Gradient histograms",
+    "Mixed vs float32 gradient entries",
+    "Relative gradient error",
+    "Update sizes",
+)
+# Each one teaches something; values are (label, overrides of the defaults).
+EXAMPLES = (
+    ("Well-behaved bfloat16 step", {}),
+    (
+        "float16 with tiny data and no loss scale: gradients flush to zero",
+        {
+            "compute_dtype": "float16",
+            "input_scale": 2.0**-12,
+            "target_scale": 2.0**-12,
+            "loss_scale": 1.0,
+        },
+    ),
+    (
+        "The same data with loss scale 2^10: the gradients come back",
+        {
+            "compute_dtype": "float16",
+            "input_scale": 2.0**-12,
+            "target_scale": 2.0**-12,
+            "loss_scale": 2.0**10,
+        },
+    ),
+    (
+        "float16 with loss scale 2^16: the scale itself overflows float16",
+        {"compute_dtype": "float16", "loss_scale": 2.0**16},
+    ),
+)
+
+INTRO = """
+# Mixed-Precision Step Playground
+
+One SGD step of a linear layer (`flax.nnx.Linear`), trained on a synthetic regression batch.
+The **mixed** step keeps the parameters in float32 but runs the forward and backward pass on
+copies rounded to a low-precision dtype: the loss is multiplied by a *loss scale* before
+differentiation and the gradients are divided by it again before the update. Next to it runs
+the **same step in float32**. Change any input and both steps are recomputed.
+"""
+
+
+def config_from_inputs(*values: Any) -> StepConfig:
+    """Build the validated config from the step event's inputs (INPUT_ORDER)."""
+    return StepConfig(**dict(zip(INPUT_ORDER, values, strict=True)))
+
+
+def _cell(value: float) -> str:
+    return f"{value:.7g}" if math.isfinite(value) else f"**{value}**"
+
+
+def headline(report: StepReport) -> str:
+    """The losses as a small Markdown table, then the report's reading as bullets."""
+    dtype = report.config.compute_dtype
+    difference = report.mixed_new_loss - report.float32_new_loss
+    digits = agreeing_digits(report.mixed_new_loss, report.float32_new_loss)
+    reading = "\n".join(f"- {sentence}" for sentence in summarize(report)["reading"])
+    return (
+        f"| | initial loss | **new loss** |\n"
+        f"|---|---|---|\n"
+        f"| mixed ({dtype} compute, float32 master) | {_cell(report.mixed_initial_loss)} "
+        f"| <span id='mixed-new-loss'>{_cell(report.mixed_new_loss)}</span> |\n"
+        f"| float32 | {_cell(report.float32_initial_loss)} "
+        f"| {_cell(report.float32_new_loss)} |\n"
+        f"| difference (mixed - float32) | "
+        f"{_cell(report.mixed_initial_loss - report.float32_initial_loss)} "
+        f"| {_cell(difference)} ({digits:.1f} digits agree) |\n\n"
+        f"{reading}\n"
+    )
+
+
+def _plot(figure: dict[str, Any]) -> PlotData:
+    # gr.Plot accepts its own PlotData: a Plotly JSON string, sent as is to Plotly.js.
+    return PlotData(type="plotly", plot=json.dumps(figure))
+
+
+def run_step(
+    seed: Any,
+    n: Any,
+    d_in: Any,
+    d_out: Any,
+    lr: Any,
+    loss_scale: Any,
+    data_seed: Any = 0,
+    input_scale: Any = 1.0,
+    target_scale: Any = 1.0,
+    compute_dtype: Any = "bfloat16",
+) -> tuple[Any, ...]:
+    """The ``step`` endpoint: (headline Markdown, JSON summary, then one figure per chart).
+
+    Raises gr.Error with the core's message (field and allowed range) on invalid input.
+    """
+    try:
+        config = config_from_inputs(
+            seed, n, d_in, d_out, lr, loss_scale, data_seed, input_scale, target_scale,
+            compute_dtype,
+        )  # fmt: skip
+    except ConfigError as error:
+        raise gr.Error(str(error), title=f"Invalid {error.field}") from None
+    report = run_report(config)
+    return (headline(report), summarize(report), *(_plot(f) for f in all_figures(report)))
+
+
+def preset_loss_scale(label: str) -> float:
+    """The loss scale of a preset label."""
+    return LOSS_SCALE_PRESETS[label]
+
+
+def ping() -> str:
+    """A trivial endpoint on the same server, the baseline of bench/bench_app.py."""
+    return "pong"
+
+
+def _control(name: str) -> gr.components.Component:
+    """One input component, with its range and help text read from the settings table."""
+    bounds = settings()[name]
+    value = defaults()[name]
+    info = f"{bounds.help} Allowed: {bounds.describe()}."
+    label = f"{bounds.label} ({name})"
+    if bounds.choices:
+        return gr.Radio(list(bounds.choices), value=value, label=label, info=bounds.help)
+    if name in ("n", "d_in", "d_out"):
+        return gr.Slider(bounds.low, bounds.high, value=value, step=1, label=label, info=info)
+    return gr.Number(value=value, label=label, info=info, precision=0 if bounds.integer else None)
+
+
+def _plot_slot(label: str) -> gr.Plot:
+    # The figure carries its own title, so the component label is kept for screen readers only.
+    return gr.Plot(label=label, show_label=False)
+
+
+def build_demo() -> gr.Blocks:
+    """The page, top to bottom: intro, controls, losses and reading, charts, raw JSON."""
+    with gr.Blocks(title=TITLE) as demo:
+        gr.Markdown(INTRO)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=280):
+                controls = {name: None for name in INPUT_ORDER}
+                with gr.Group():
+                    controls["model_seed"] = _control("model_seed")
+                    controls["data_seed"] = _control("data_seed")
+                for name in ("n", "d_in", "d_out", "lr"):
+                    controls[name] = _control(name)
+                presets = gr.Radio(list(LOSS_SCALE_PRESETS), label="loss scale presets", value=None)
+                controls["loss_scale"] = _control("loss_scale")
+                controls["compute_dtype"] = _control("compute_dtype")
+                with gr.Accordion("Data magnitudes", open=False):
+                    controls["input_scale"] = _control("input_scale")
+                    controls["target_scale"] = _control("target_scale")
+            with gr.Column(scale=2, min_width=320):
+                inputs = [controls[name] for name in INPUT_ORDER]
+                gr.Examples(
+                    examples=[
+                        [{**defaults(), **overrides}[name] for name in INPUT_ORDER]
+                        for _, overrides in EXAMPLES
+                    ],
+                    example_labels=[label for label, _ in EXAMPLES],
+                    inputs=inputs,
+                    label="Examples that each teach something",
+                )
+                losses = gr.Markdown(elem_id="headline", label="losses")
+                plots = [_plot_slot(FIGURE_LABELS[0])]
+        with gr.Tabs():
+            with gr.Tab("Gradient histograms"):
+                plots.append(_plot_slot(FIGURE_LABELS[1]))
+            with gr.Tab("Float32 comparison"):
+                plots.append(_plot_slot(FIGURE_LABELS[2]))
+                plots.append(_plot_slot(FIGURE_LABELS[3]))
+            with gr.Tab("Update sizes"):
+                plots.append(_plot_slot(FIGURE_LABELS[4]))
+        with gr.Accordion("All numbers (JSON, as returned by the API)", open=False):
+            summary = gr.JSON(label="summary")
+
+        presets.input(preset_loss_scale, presets, controls["loss_scale"], api_visibility="private")
+        gr.on(
+            triggers=[demo.load] + [component.change for component in inputs],
+            fn=run_step,
+            inputs=inputs,
+            outputs=[losses, summary, *plots],
+            api_name="step",
+            trigger_mode="always_last",
+            preprocess=False,  # StepConfig checks every value and names the field on error
+            concurrency_limit=1,
+        )
+        gr.api(ping, api_name="ping")
+    return demo
+
+
+def launch_kwargs() -> dict[str, Any]:
+    """Options for ``demo.launch``: a public Space that shares nothing but this page."""
+    return {
+        "share": False,
+        "show_error": True,
+        "max_threads": 8,
+        "footer_links": ["api", "gradio"],
+        "theme": gr.themes.Soft(),
+    }
+
+
+def queue_kwargs() -> dict[str, Any]:
+    """Bounded queue: one run at a time per event, at most 32 waiting visitors."""
+    return {"max_size": 32, "default_concurrency_limit": 1}
