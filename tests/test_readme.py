@@ -1,0 +1,51 @@
+"""The README's promises: Space front matter, the two set-up commands, CI running the test one."""
+
+import pathlib
+import re
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def front_matter() -> dict:
+    match = re.match(r"^---\n(.*?)\n---\n", README, re.DOTALL)
+    assert match, "README.md must start with Hugging Face Space front matter"
+    return yaml.safe_load(match.group(1))
+
+
+def pins(path: str) -> dict[str, str]:
+    lines = (ROOT / path).read_text().splitlines()
+    return dict(
+        line.split("==", 1) for line in lines if "==" in line and not line.startswith("#")
+    )
+
+
+def bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)\n```", README, re.DOTALL)
+
+
+def test_front_matter_describes_a_gradio_space_matching_the_pins():
+    meta = front_matter()
+    assert meta["sdk"] == "gradio"
+    assert meta["sdk_version"] == pins("requirements.txt")["gradio"]
+    assert (ROOT / meta["app_file"]).is_file()
+    major, minor = (int(part) for part in str(meta["python_version"]).split("."))
+    assert (major, minor) >= (3, 11)  # jax and flax need Python 3.11+
+    assert len(meta["short_description"]) <= 60
+    for key in ("title", "emoji", "colorFrom", "colorTo", "license"):
+        assert meta[key]
+
+
+def test_two_commands_run_the_app_and_the_tests_and_ci_runs_the_same_test_command():
+    run_app, run_tests = bash_blocks()[:2]
+    assert run_app == "pip install -r requirements.txt && python app.py"
+    assert run_tests.startswith("pip install -r requirements-dev.txt && ")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert run_tests in ci, ".ci/run must run the README's test command verbatim"
+
+
+def test_dev_requirements_include_the_runtime_pins():
+    assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text()
+    assert {"jax", "flax", "optax", "gradio", "plotly", "numpy"} <= set(pins("requirements.txt"))
