@@ -12,6 +12,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from playground.precision import dtype_facts
 from playground.report import StepReport
 
 PARAM_STATS = (
@@ -50,11 +51,6 @@ def agreeing_digits(value: float, reference: float) -> float:
     return float(min(max(-math.log10(abs(value - reference) / scale), 0.0), FLOAT32_DIGITS))
 
 
-def dtype_digits(dtype: str) -> float:
-    """Decimal digits a dtype's significand holds: (mantissa bits + 1) * log10(2)."""
-    return (jnp.finfo(jnp.dtype(dtype)).nmant + 1) * math.log10(2)
-
-
 def summarize(report: StepReport) -> dict[str, Any]:
     """The numbers shown on the page, as a JSON-able dict (the API's ``summary`` output)."""
     losses = {
@@ -86,13 +82,13 @@ def reading(report: StepReport) -> list[str]:
     """A few sentences that interpret the report for a reader new to mixed precision."""
     config = report.config
     dtype = config.compute_dtype
-    finfo = jnp.finfo(jnp.dtype(dtype))
+    facts = dtype_facts(dtype)
     digits = agreeing_digits(report.mixed_new_loss, report.float32_new_loss)
     sentences = [
         (
             f"After one step the {dtype} mixed-precision loss is {report.mixed_new_loss:.6g} and "
             f"the float32 loss is {report.float32_new_loss:.6g}: they agree to {digits:.1f} "
-            f"significant digits, while {dtype} itself keeps about {dtype_digits(dtype):.1f}."
+            f"significant digits, while {dtype} itself keeps about {dtype_facts(dtype).decimal_digits:.1f}."
         )
     ]
     if math.isfinite(report.mixed_new_loss) and math.isfinite(report.mixed_initial_loss):
@@ -111,12 +107,12 @@ def reading(report: StepReport) -> list[str]:
             sentence += (
                 f"; {_count(param.underflow_count, param.size)} entries are exactly zero in the "
                 "mixed gradient but not in float32 (rounded or flushed to zero; "
-                f"{dtype}'s smallest subnormal is {float(finfo.smallest_subnormal):.3g})"
+                f"{dtype}'s smallest subnormal is {facts.smallest_subnormal:.3g})"
             )
         if param.nonfinite_scaled_count:
             sentence += (
                 f"; {_count(param.nonfinite_scaled_count, param.size)} scaled entries overflowed "
-                f"past {dtype}'s largest value, {float(finfo.max):.4g}"
+                f"past {dtype}'s largest value, {facts.max:.4g}"
             )
         sentences.append(sentence + ".")
     if any(p.nonfinite_scaled_count for p in report.params.values()):

@@ -8,7 +8,7 @@ import pytest
 from playground import StepConfig, run_report, summarize
 from playground.__main__ import main
 from playground.config import FLOAT32_MAX
-from playground.summary import agreeing_digits, dtype_digits, json_number
+from playground.summary import agreeing_digits, json_number
 
 
 def test_summary_is_strict_json_with_the_report_numbers():
@@ -26,11 +26,6 @@ def test_agreeing_digits():
     assert agreeing_digits(2.0, 2.0) == pytest.approx(-math.log10(2.0**-24))
     assert agreeing_digits(math.nan, 1.0) == 0.0
     assert json_number(math.inf) == "inf" and json_number(3) == 3
-
-
-def test_dtype_digits_from_finfo():
-    assert dtype_digits("bfloat16") == pytest.approx(8 * math.log10(2))
-    assert dtype_digits("float16") == pytest.approx(11 * math.log10(2))
 
 
 def test_cli_prints_the_summary(capsys):

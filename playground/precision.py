@@ -1,0 +1,222 @@
+"""Dtype facts and bit views: what float32, bfloat16 and float16 hold, and how a number is stored.
+
+Rule: every limit (largest value, smallest normal and subnormal, eps, bit widths) is read from
+``jnp.finfo``; nothing is typed in. A number is stored the way the playground stores it: the typed
+value becomes a float32 first (as ``jnp.asarray`` does with x64 off) and is then cast to the
+dtype with round-to-nearest-even by numpy / ml_dtypes, which matches ``jnp.astype`` bit for bit.
+Errors are measured in float64 against the value that was typed.
+
+Example::
+
+    >>> dtype_facts("float16").max
+    65504.0
+    >>> bit_view(1e-9, "float16").category
+    'zero'
+    >>> bit_view(-2.0, "bfloat16").sign_bit, bit_view(-2.0, "bfloat16").exponent_bits
+    ('1', '10000000')
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+DTYPES = ("float32", "bfloat16", "float16")
+CATEGORIES = ("zero", "subnormal", "normal", "inf", "nan")
+CLASSES = ("zero", "flushed", "subnormal", "normal", "overflow", "nonfinite")
+
+# The examples offered in the UI. Each one shows a single fact about the formats.
+PRESETS: tuple[tuple[str, float], ...] = (
+    ("1e-9: kept by bfloat16, flushed to zero by float16", 1e-9),
+    ("1 + 1e-4: rounds to 1 in bfloat16, not in float32", 1 + 1e-4),
+    ("65504: the largest float16", 65504.0),
+    ("65520: the first value that rounds to inf in float16", 65520.0),
+    ("1/3: no binary format holds it exactly", 1 / 3),
+    ("0.1: not exact in binary either", 0.1),
+    ("1e-6: a float16 subnormal", 1e-6),
+    ("1e39: overflows even float32", 1e39),
+)
+
+
+@dataclass(frozen=True)
+class DtypeFacts:
+    """The limits of one floating-point dtype, all read from its finfo.
+
+    bits = 1 sign bit + exponent_bits + mantissa_bits (the stored fraction; the leading 1 of a
+    normal number is implicit). max is the largest finite value; eps the gap between 1 and the
+    next value; decimal_digits = (mantissa_bits + 1) * log10(2).
+    """
+
+    name: str
+    bits: int
+    exponent_bits: int
+    mantissa_bits: int
+    max: float
+    smallest_normal: float
+    smallest_subnormal: float
+    eps: float
+    decimal_digits: float
+
+
+@dataclass(frozen=True)
+class BitView:
+    """One number as stored in one dtype: its value, its three bit fields and its rounding error.
+
+    stored is the value after the cast (may be 0 or +-inf). rounding_error = stored - input in
+    float64 (0 when both are the same infinity, nan when input is nan); relative_error =
+    |rounding_error| / |input| (0 when the error is 0). gap_to_next is the distance from stored
+    to the next value of the dtype toward +inf (inf at the largest finite value, nan when stored
+    is not finite). category is one of CATEGORIES.
+    """
+
+    dtype: str
+    input: float
+    stored: float
+    sign_bit: str
+    exponent_bits: str
+    mantissa_bits: str
+    rounding_error: float
+    relative_error: float
+    gap_to_next: float
+    category: str
+
+
+def _check_dtype(name: str) -> None:
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype for a name in DTYPES (bfloat16 comes from ml_dtypes via JAX)."""
+    _check_dtype(name)
+    return np.dtype(jnp.dtype(name))
+
+
+@functools.cache
+def dtype_facts(name: str) -> DtypeFacts:
+    """The limits of ``name`` (one of DTYPES), read from ``jnp.finfo``."""
+    finfo = jnp.finfo(numpy_dtype(name))
+    return DtypeFacts(
+        name=name,
+        bits=int(finfo.bits),
+        exponent_bits=int(finfo.nexp),
+        mantissa_bits=int(finfo.nmant),
+        max=float(finfo.max),
+        smallest_normal=float(finfo.smallest_normal),
+        smallest_subnormal=float(finfo.smallest_subnormal),
+        eps=float(finfo.eps),
+        decimal_digits=(int(finfo.nmant) + 1) * math.log10(2),
+    )
+
+
+def cast(values: np.ndarray | float, dtype: str) -> np.ndarray:
+    """``values`` cast to ``dtype`` with round-to-nearest-even; overflow gives inf silently."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(values).astype(numpy_dtype(dtype))
+
+
+def _store(value: float, dtype: str) -> np.ndarray:
+    """A 0-d array of ``dtype``: the typed value made float32, then cast (the playground's path)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return cast(np.asarray(value, dtype=np.float64).astype(np.float32), dtype)
+
+
+def _category(stored: float, facts: DtypeFacts) -> str:
+    if math.isnan(stored):
+        return "nan"
+    if math.isinf(stored):
+        return "inf"
+    if stored == 0:
+        return "zero"
+    return "subnormal" if abs(stored) < facts.smallest_normal else "normal"
+
+
+def _errors(stored: float, value: float) -> tuple[float, float]:
+    """(stored - value, |stored - value| / |value|), with equal infinities counting as exact."""
+    if stored == value:  # also covers 0 and the infinities, where the subtraction would fail
+        return 0.0, 0.0
+    error = stored - value  # float64: a finite value that became inf has an infinite error
+    return error, abs(error) / abs(value)
+
+
+def bit_view(value: float, dtype: str) -> BitView:
+    """How ``value`` is stored in ``dtype``: the rounded value, its bits and the rounding error.
+
+    The raw bits come from viewing the stored value as an unsigned integer of the same width;
+    they split into 1 sign bit, ``exponent_bits`` and ``mantissa_bits`` as finfo states.
+    """
+    facts = dtype_facts(dtype)
+    value = float(value)
+    stored_array = _store(value, dtype)
+    stored = float(stored_array)
+    raw = int(stored_array.view(np.dtype(f"uint{facts.bits}")))
+    bits = format(raw, f"0{facts.bits}b")
+    exponent_end = 1 + facts.exponent_bits
+    with np.errstate(over="ignore", invalid="ignore"):
+        following = np.nextafter(stored_array, np.asarray(np.inf, dtype=stored_array.dtype))
+        gap = float(following) - stored if math.isfinite(stored) else math.nan
+    error, relative = _errors(stored, value)
+    return BitView(
+        dtype=dtype,
+        input=value,
+        stored=stored,
+        sign_bit=bits[0],
+        exponent_bits=bits[1:exponent_end],
+        mantissa_bits=bits[exponent_end:],
+        rounding_error=error,
+        relative_error=relative,
+        gap_to_next=gap,
+        category=_category(stored, facts),
+    )
+
+
+def inspect_number(value: float) -> tuple[BitView, ...]:
+    """``value`` as stored in each of DTYPES, in that order."""
+    return tuple(bit_view(value, dtype) for dtype in DTYPES)
+
+
+def classify(values: np.ndarray, dtype: str) -> dict[str, int]:
+    """Count where the entries of ``values`` land when cast to ``dtype``; keys are CLASSES.
+
+    zero: already zero. flushed: nonzero but rounds to zero. subnormal / normal: the cast value's
+    kind. overflow: finite but rounds to +-inf. nonfinite: already inf or nan. The cast itself
+    decides every boundary, so ties (half the smallest subnormal, max + half an ulp) follow
+    round-to-nearest-even exactly. The counts sum to ``values.size``.
+    """
+    original = np.asarray(values)
+    result = cast(original, dtype).astype(np.float64)
+    original = original.astype(np.float64)
+    finite = np.isfinite(original)
+    was_zero = original == 0
+    live = finite & ~was_zero
+    is_zero = result == 0
+    overflow = live & np.isinf(result)
+    kept = live & ~is_zero & ~overflow
+    subnormal = kept & (np.abs(result) < dtype_facts(dtype).smallest_normal)
+    counts = {
+        "zero": was_zero,
+        "flushed": live & is_zero,
+        "subnormal": subnormal,
+        "normal": kept & ~subnormal,
+        "overflow": overflow,
+        "nonfinite": ~finite,
+    }
+    return {name: int(np.count_nonzero(mask)) for name, mask in counts.items()}
+
+
+def log2_magnitude_bands(dtype: str) -> dict[str, float]:
+    """log2 of the smallest subnormal, the smallest normal and the largest value of ``dtype``.
+
+    Magnitudes below the first are flushed to zero, between the first two are subnormal (fewer
+    significant bits), up to the last are normal, and beyond it overflow to inf.
+    """
+    facts = dtype_facts(dtype)
+    return {
+        "smallest_subnormal": math.log2(facts.smallest_subnormal),
+        "smallest_normal": math.log2(facts.smallest_normal),
+        "max": math.log2(facts.max),
+    }

@@ -1,0 +1,203 @@
+"""Tests for playground.precision: every expectation comes from the format definitions or JAX.
+
+The published bit widths (IEEE 754 binary32 and binary16, Google's bfloat16) are the only facts
+typed in here; the limits are derived from them, and stored values are checked against JAX's own
+cast, not against the module's arithmetic.
+"""
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from playground.precision import (
+    CLASSES,
+    DTYPES,
+    PRESETS,
+    bit_view,
+    classify,
+    dtype_facts,
+    inspect_number,
+    log2_magnitude_bands,
+)
+
+# (exponent bits, stored mantissa bits) from the format specifications.
+WIDTHS = {"float32": (8, 23), "bfloat16": (8, 7), "float16": (5, 10)}
+
+
+def format_limits(dtype: str) -> dict[str, float]:
+    """The limits of a binary format, derived from its exponent and mantissa widths alone."""
+    exponent, mantissa = WIDTHS[dtype]
+    bias = 2 ** (exponent - 1) - 1
+    largest_exponent = (2**exponent - 2) - bias  # all-ones is reserved for inf and nan
+    return {
+        "bits": 1 + exponent + mantissa,
+        "max": (2 - 2.0**-mantissa) * 2.0**largest_exponent,
+        "smallest_normal": 2.0 ** (1 - bias),
+        "smallest_subnormal": 2.0 ** (1 - bias - mantissa),
+        "eps": 2.0**-mantissa,
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_facts_match_the_format_definition(dtype):
+    facts = dtype_facts(dtype)
+    limits = format_limits(dtype)
+    assert (facts.exponent_bits, facts.mantissa_bits) == WIDTHS[dtype]
+    assert facts.bits == limits["bits"]
+    assert facts.max == limits["max"]
+    assert facts.smallest_normal == limits["smallest_normal"]
+    assert facts.smallest_subnormal == limits["smallest_subnormal"]
+    assert facts.eps == limits["eps"]
+    assert facts.decimal_digits == pytest.approx(math.log10(2.0 ** (WIDTHS[dtype][1] + 1)))
+
+
+def test_known_limits_spelled_out():
+    assert dtype_facts("float16").max == (2 - 2**-10) * 2**15 == 65504
+    assert dtype_facts("bfloat16").smallest_subnormal == 2.0 ** (-126 - 7)
+    assert dtype_facts("float32").max == float(np.finfo(np.float32).max)
+
+
+def test_unknown_dtype_is_refused():
+    with pytest.raises(ValueError, match="float64"):
+        dtype_facts("float64")
+
+
+def test_tiny_value_survives_bfloat16_but_not_float16():
+    assert bit_view(1e-9, "bfloat16").stored > 0
+    assert bit_view(1e-9, "bfloat16").category == "normal"
+    flushed = bit_view(1e-9, "float16")
+    assert flushed.stored == 0 and flushed.category == "zero"
+    assert flushed.rounding_error == -1e-9 and flushed.relative_error == 1.0
+
+
+def test_small_increment_is_lost_in_bfloat16_only():
+    assert bit_view(1 + 1e-4, "bfloat16").stored == 1.0
+    assert bit_view(1 + 1e-4, "float32").stored > 1.0
+
+
+def test_float16_overflow_boundary():
+    largest = bit_view(65504, "float16")
+    assert largest.stored == 65504 and largest.category == "normal"
+    assert largest.gap_to_next == math.inf
+    # 65520 is halfway between 65504 and the next power of two; the tie goes to the even
+    # neighbour, which is 2**16, past the largest float16.
+    overflow = bit_view(65520, "float16")
+    assert overflow.stored == math.inf and overflow.category == "inf"
+    assert overflow.rounding_error == math.inf and overflow.relative_error == math.inf
+    assert overflow.exponent_bits == "1" * 5 and overflow.mantissa_bits == "0" * 10
+
+
+def test_bit_fields_of_one_and_minus_two():
+    one = bit_view(1.0, "float32")
+    assert (one.sign_bit, one.exponent_bits, one.mantissa_bits) == ("0", "01111111", "0" * 23)
+    minus_two = bit_view(-2.0, "bfloat16")
+    assert minus_two.sign_bit == "1"
+    assert minus_two.exponent_bits == format(127 + 1, "08b")
+    assert minus_two.mantissa_bits == "0" * 7
+
+
+def test_subnormal_has_zero_exponent_field():
+    view = bit_view(1e-6, "float16")
+    assert view.category == "subnormal"
+    assert view.exponent_bits == "00000"
+    # A subnormal is mantissa * smallest_subnormal.
+    assert int(view.mantissa_bits, 2) * 2.0**-24 == view.stored
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gap_after_one_is_eps(dtype):
+    assert bit_view(1.0, dtype).gap_to_next == 2.0 ** -WIDTHS[dtype][1]
+
+
+def test_non_finite_inputs():
+    for view in inspect_number(math.inf):
+        assert view.category == "inf" and view.rounding_error == 0 and view.relative_error == 0
+    for view in inspect_number(math.nan):
+        assert view.category == "nan" and math.isnan(view.rounding_error)
+        assert math.isnan(view.gap_to_next)
+
+
+def test_inspect_number_covers_every_dtype_in_order():
+    views = inspect_number(0.1)
+    assert tuple(view.dtype for view in views) == DTYPES
+    assert all(view.input == 0.1 for view in views)
+    assert views[0].relative_error < views[2].relative_error < views[1].relative_error
+
+
+def test_presets_include_the_seed_examples():
+    values = {value for _, value in PRESETS}
+    assert {1e-9, 1 + 1e-4, 65504, 65520, 1 / 3, 0.1} <= values
+    assert all(isinstance(label, str) and label for label, _ in PRESETS)
+
+
+def _reassemble(view) -> float:
+    raw = int(view.sign_bit + view.exponent_bits + view.mantissa_bits, 2)
+    bits = len(view.sign_bit + view.exponent_bits + view.mantissa_bits)
+    integer = np.asarray(raw, dtype=np.dtype(f"uint{bits}"))
+    return float(integer.view(np.dtype(jnp.dtype(view.dtype))))
+
+
+@settings(deadline=None, max_examples=200)
+@given(value=st.floats(allow_nan=False, allow_infinity=False), dtype=st.sampled_from(DTYPES))
+def test_bits_reassemble_to_the_stored_value(value, dtype):
+    view = bit_view(value, dtype)
+    reassembled = _reassemble(view)
+    assert reassembled == view.stored
+    assert math.copysign(1.0, reassembled) == math.copysign(1.0, view.stored)
+    # The stored value is what JAX's own cast produces (a Python float enters JAX as float32).
+    with np.errstate(over="ignore"):
+        expected = float(jnp.asarray(np.float32(value)).astype(dtype))
+    assert view.stored == expected
+    if view.category == "normal":
+        # Rounding moves a normal value by at most half a step, and a step is at most eps * |x|.
+        assert abs(view.rounding_error) <= 2.0 ** -WIDTHS[dtype][1] * abs(view.stored)
+
+
+def test_classify_float16():
+    values = np.array([0, 1e-9, 1e-6, 1.0, 7e4, np.inf], dtype=np.float32)
+    counts = classify(values, "float16")
+    assert counts == {name: 1 for name in CLASSES}
+    assert sum(counts.values()) == values.size
+
+
+def test_classify_bfloat16_keeps_what_float16_loses():
+    values = np.array([0, 1e-9, 1e-6, 1.0, 7e4, np.inf, -np.inf, np.nan], dtype=np.float32)
+    counts = classify(values, "bfloat16")
+    assert counts == {
+        "zero": 1,
+        "flushed": 0,
+        "subnormal": 0,
+        "normal": 4,
+        "overflow": 0,
+        "nonfinite": 3,
+    }
+
+
+def test_classify_boundaries_follow_round_to_nearest_even():
+    half_subnormal = np.float32(2.0**-25)  # exactly half of float16's smallest subnormal
+    above_half = np.nextafter(half_subnormal, np.float32(1))
+    below_overflow = np.nextafter(np.float32(65520), np.float32(0))
+    values = np.array(
+        [half_subnormal, -above_half, np.float32(65520), -below_overflow], dtype=np.float32
+    )
+    counts = classify(values, "float16")
+    assert counts["flushed"] == 1  # the tie rounds to the even neighbour, zero
+    assert counts["subnormal"] == 1
+    assert counts["overflow"] == 1
+    assert counts["normal"] == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_log2_bands(dtype):
+    limits = format_limits(dtype)
+    exponent, mantissa = WIDTHS[dtype]
+    bias = 2 ** (exponent - 1) - 1
+    bands = log2_magnitude_bands(dtype)
+    assert bands["smallest_subnormal"] == 1 - bias - mantissa
+    assert bands["smallest_normal"] == 1 - bias
+    assert bands["max"] == pytest.approx(math.log2(limits["max"]))
+    assert bands["smallest_subnormal"] < bands["smallest_normal"] < bands["max"]
