@@ -88,7 +88,7 @@ def reading(report: StepReport) -> list[str]:
         (
             f"After one step the {dtype} mixed-precision loss is {report.mixed_new_loss:.6g} and "
             f"the float32 loss is {report.float32_new_loss:.6g}: they agree to {digits:.1f} "
-            f"significant digits, while {dtype} itself keeps about {dtype_facts(dtype).decimal_digits:.1f}."
+            f"significant digits, while {dtype} itself keeps about {facts.decimal_digits:.1f}."
         )
     ]
     if math.isfinite(report.mixed_new_loss) and math.isfinite(report.mixed_initial_loss):

@@ -39,8 +39,11 @@ def test_scatter_is_subsampled_and_has_the_identity_line(report):
     kernel = next(t for t in figure["data"] if t["name"].startswith("kernel"))
     assert len(kernel["x"]) == MAX_POINTS < report.kernel.size
     # The points are real (float32, mixed) pairs of the report.
-    pairs = set(zip(report.kernel.float32_grads.ravel(), report.kernel.mixed_grads.ravel()))
-    assert all((x, y) in pairs for x, y in zip(kernel["x"][:50], kernel["y"][:50]))
+    kernel_grads = report.kernel
+    pairs = set(
+        zip(kernel_grads.float32_grads.ravel(), kernel_grads.mixed_grads.ravel(), strict=True)
+    )
+    assert all((x, y) in pairs for x, y in zip(kernel["x"], kernel["y"], strict=True))
     line = next(t for t in figure["data"] if t["name"] == "y = x")
     assert line["x"] == line["y"]
 
