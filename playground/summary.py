@@ -12,8 +12,9 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from playground.precision import dtype_facts
+from playground.precision import classify, dtype_facts
 from playground.report import StepReport
+from playground.sweep import SAFE_FACTOR, SweepReport
 
 PARAM_STATS = (
     "norm_rel_error",
@@ -51,6 +52,33 @@ def agreeing_digits(value: float, reference: float) -> float:
     return float(min(max(-math.log10(abs(value - reference) / scale), 0.0), FLOAT32_DIGITS))
 
 
+def magnitude_counts(report: StepReport) -> dict[str, dict[str, int]]:
+    """Where the gradient entries (kernel and bias together) sit in the compute dtype.
+
+    "before scaling": the float32 twin's gradient cast to the dtype as it is, i.e. what an
+    unscaled low-precision gradient would at best be. "after scaling": the scaled gradients the
+    low-precision backward pass actually produced. "lost to zero" counts entries that are zero
+    there but not in float32; "non-finite" counts inf and NaN (after an overflow).
+    """
+    dtype = report.config.compute_dtype
+    base = np.concatenate([p.float32_grads.ravel() for p in report.params.values()])
+    scaled = np.concatenate([p.scaled_grads.ravel() for p in report.params.values()])
+    before, after = classify(base, dtype), classify(scaled, dtype)
+    return {
+        "before scaling": {
+            "lost to zero": before["flushed"],
+            "subnormal": before["subnormal"],
+            "non-finite": before["overflow"] + before["nonfinite"],
+        },
+        "after scaling": {
+            "lost to zero": int(np.sum((scaled == 0) & (base != 0))),
+            "subnormal": after["subnormal"],
+            "non-finite": after["nonfinite"],
+        },
+        "entries": {"total": int(base.size)},
+    }
+
+
 def summarize(report: StepReport) -> dict[str, Any]:
     """The numbers shown on the page, as a JSON-able dict (the API's ``summary`` output)."""
     losses = {
@@ -70,6 +98,7 @@ def summarize(report: StepReport) -> dict[str, Any]:
             name: {stat: json_number(getattr(param, stat)) for stat in PARAM_STATS}
             for name, param in report.params.items()
         },
+        "magnitudes": magnitude_counts(report),
         "reading": reading(report),
     }
 
@@ -126,5 +155,52 @@ def reading(report: StepReport) -> list[str]:
         sentences.append(
             f"{lost:,} parameter updates were rounded away entirely: lr x gradient was smaller "
             "than half the float32 spacing at that parameter."
+        )
+    return sentences
+
+
+def sweep_summary(sweep: SweepReport) -> dict[str, Any]:
+    """The sweep's curves and its reading, as a JSON-able dict (the API's ``sweep`` output)."""
+    curves = {
+        "rel_error": sweep.rel_error,
+        "underflow_share": sweep.underflow_share,
+        "nonfinite_share": sweep.nonfinite_share,
+        "new_loss": sweep.new_loss,
+    }
+    return {
+        "config": sweep.config.to_dict(),
+        "log2_scales": sweep.exponents.tolist(),
+        **{name: [json_number(v) for v in values.tolist()] for name, values in curves.items()},
+        "float32_new_loss": json_number(sweep.float32_new_loss),
+        "safe_log2_scales": sweep.safe_exponents.tolist(),
+        "reading": sweep_reading(sweep),
+    }
+
+
+def sweep_reading(sweep: SweepReport) -> list[str]:
+    """Where the safe window lies, where the user's scale sits, what goes wrong outside it."""
+    dtype = sweep.config.compute_dtype
+    safe = sweep.safe_exponents
+    current = math.log2(sweep.config.loss_scale)
+    best = float(np.nanmin(np.where(np.isfinite(sweep.rel_error), sweep.rel_error, np.nan)))
+    sentences = [
+        f"Scales from 2^{safe.min()} to 2^{safe.max()} give {dtype} gradients within "
+        f"{SAFE_FACTOR:g}x of the best relative error in the sweep ({best:.3g})."
+        if safe.size
+        else f"No scale in the sweep gives finite {dtype} gradients."
+    ]
+    inside = safe.size and any(abs(current - e) < 1e-9 for e in safe)
+    sentences.append(
+        f"Your loss scale 2^{current:.3g} is {'inside' if inside else 'outside'} that window."
+    )
+    if sweep.underflow_share[0] > 0:
+        sentences.append(
+            f"Without scaling, {sweep.underflow_share[0]:.1%} of the gradient entries come out "
+            f"as zero in {dtype}."
+        )
+    overflowing = sweep.exponents[sweep.nonfinite_share > 0]
+    if overflowing.size:
+        sentences.append(
+            f"From 2^{overflowing.min()} on, some scaled gradients overflow {dtype} to inf."
         )
     return sentences

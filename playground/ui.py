@@ -16,10 +16,12 @@ from typing import Any
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from playground.charts import all_figures
+from playground.charts import all_figures, sweep_figure
 from playground.config import ConfigError, StepConfig, defaults, settings
+from playground.precision import PRESETS, inspect_number
 from playground.report import StepReport, run_report
-from playground.summary import agreeing_digits, summarize
+from playground.summary import agreeing_digits, magnitude_counts, summarize, sweep_summary
+from playground.sweep import run_sweep
 
 TITLE = "Mixed-Precision Step Playground"
 LOSS_SCALE_PRESETS = {
@@ -42,12 +44,13 @@ INPUT_ORDER = (
     "target_scale",
     "compute_dtype",
 )
-FIGURE_LABELS = (
+FIGURE_LABELS = (  # the order of charts.FIGURES
     "Loss before and after",
     "Gradient histograms",
     "Mixed vs float32 gradient entries",
     "Relative gradient error",
     "Update sizes",
+    "Gradient magnitudes against the dtype's ranges",
 )
 # Each one teaches something; values are (label, overrides of the defaults).
 EXAMPLES = (
@@ -76,6 +79,24 @@ EXAMPLES = (
     ),
 )
 
+PRECISION_LAB = """
+### Where the gradients land
+Bars: the scaled gradients as the low-precision backward pass holds them. Outline: the same
+gradients after dividing by the loss scale (in float32). Shaded: the compute dtype's ranges.
+Anything left of the subnormal band is rounded to zero; anything right of the normal band
+becomes infinite. Switch the compute dtype to float16 to see how much narrower its range is.
+"""
+SWEEP_INTRO = """
+### Loss-scale sweep
+Runs the mixed step at every power-of-two loss scale from 2^0 to just past the dtype's largest
+value, in one compiled call, and compares each with float32. Green marks the scales whose
+gradients are finite and within 2x of the best error the sweep finds.
+"""
+INSPECTOR_INTRO = """
+### Precision inspector
+Type a number to see how float32, bfloat16 and float16 store it: the sign, exponent and mantissa
+bits, the value actually kept, the rounding error and the gap to the next representable value.
+"""
 INTRO = """
 # Mixed-Precision Step Playground
 
@@ -87,9 +108,12 @@ the **same step in float32**. Change any input and both steps are recomputed.
 """
 
 
-def config_from_inputs(*values: Any) -> StepConfig:
-    """Build the validated config from the step event's inputs (INPUT_ORDER)."""
-    return StepConfig(**dict(zip(INPUT_ORDER, values, strict=True)))
+def _validated(*values: Any) -> StepConfig:
+    """The config from the events' inputs (INPUT_ORDER); gr.Error with the core's message."""
+    try:
+        return StepConfig(**dict(zip(INPUT_ORDER, values, strict=True)))
+    except ConfigError as error:
+        raise gr.Error(str(error), title=f"Invalid {error.field}") from None
 
 
 def _cell(value: float) -> str:
@@ -116,6 +140,23 @@ def headline(report: StepReport) -> str:
     )
 
 
+def magnitude_table(report: StepReport) -> str:
+    """The before/after-scaling counters as a Markdown table of shares."""
+    counts = magnitude_counts(report)
+    total = counts["entries"]["total"]
+    dtype = report.config.compute_dtype
+    rows = [
+        f"| {when} | " + " | ".join(f"{n / total:.1%} ({n:,})" for n in kinds.values()) + " |"
+        for when, kinds in counts.items()
+        if when != "entries"
+    ]
+    header = " | ".join(counts["before scaling"])
+    return (
+        f"Gradient entries in {dtype} ({total:,} in all), by where they land:\n\n"
+        f"| | {header} |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
 def _plot(figure: dict[str, Any]) -> PlotData:
     # gr.Plot accepts its own PlotData: a Plotly JSON string, sent as is to Plotly.js.
     return PlotData(type="plotly", plot=json.dumps(figure))
@@ -133,19 +174,48 @@ def run_step(
     target_scale: Any = 1.0,
     compute_dtype: Any = "bfloat16",
 ) -> tuple[Any, ...]:
-    """The ``step`` endpoint: (headline Markdown, JSON summary, then one figure per chart).
+    """The ``step`` endpoint: (headline Markdown, JSON summary, magnitude counters, figures...).
 
     Raises gr.Error with the core's message (field and allowed range) on invalid input.
     """
-    try:
-        config = config_from_inputs(
-            seed, n, d_in, d_out, lr, loss_scale, data_seed, input_scale, target_scale,
-            compute_dtype,
-        )  # fmt: skip
-    except ConfigError as error:
-        raise gr.Error(str(error), title=f"Invalid {error.field}") from None
+    config = _validated(
+        seed, n, d_in, d_out, lr, loss_scale, data_seed, input_scale, target_scale, compute_dtype
+    )
     report = run_report(config)
-    return (headline(report), summarize(report), *(_plot(f) for f in all_figures(report)))
+    figures = (_plot(figure) for figure in all_figures(report))
+    return (headline(report), summarize(report), magnitude_table(report), *figures)
+
+
+def run_sweep_event(*values: Any) -> tuple[Any, ...]:
+    """The ``sweep`` endpoint (same inputs as ``step``): (reading Markdown, JSON, figure)."""
+    config = _validated(*values)
+    sweep = run_sweep(config)
+    summary = sweep_summary(sweep)
+    reading = "\n".join(f"- {sentence}" for sentence in summary["reading"])
+    return reading, summary, _plot(sweep_figure(sweep))
+
+
+def inspect_event(value: Any) -> str:
+    """The ``inspect`` endpoint: how a number is stored in float32, bfloat16 and float16."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise gr.Error(f"number must be a real number; got {value!r}", title="Invalid number")
+    rows = [
+        f"| {v.dtype} | {v.stored:.9g} | `{v.sign_bit}` | `{v.exponent_bits}` "
+        f"| `{v.mantissa_bits}` | {v.rounding_error:.3g} | {v.relative_error:.3g} "
+        f"| {v.gap_to_next:.3g} | {v.category} |"
+        for v in inspect_number(float(value))
+    ]
+    return (
+        f"Typed: **{float(value)!r}**\n\n"
+        "| dtype | stored value | sign | exponent | mantissa | rounding error "
+        "| relative error | gap to next | kind |\n"
+        "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
+def preset_number(label: str) -> float:
+    """The number of an inspector preset label."""
+    return dict(PRESETS)[label]
 
 
 def preset_loss_scale(label: str) -> float:
@@ -215,6 +285,23 @@ def build_demo() -> gr.Blocks:
                 plots.append(_plot_slot(FIGURE_LABELS[3]))
             with gr.Tab("Update sizes"):
                 plots.append(_plot_slot(FIGURE_LABELS[4]))
+            with gr.Tab("Precision lab"):
+                gr.Markdown(PRECISION_LAB)
+                magnitudes = gr.Markdown(elem_id="magnitudes")
+                plots.append(_plot_slot(FIGURE_LABELS[5]))
+                gr.Markdown(SWEEP_INTRO)
+                sweep_button = gr.Button("Sweep the loss scale", variant="primary")
+                sweep_reading = gr.Markdown(elem_id="sweep-reading")
+                sweep_plot = _plot_slot("Loss-scale sweep")
+                with gr.Accordion("Sweep numbers (JSON)", open=False):
+                    sweep_json = gr.JSON(label="sweep")
+                gr.Markdown(INSPECTOR_INTRO)
+                with gr.Row():
+                    number = gr.Number(value=1 + 1e-4, label="a number", elem_id="inspect-number")
+                    number_presets = gr.Dropdown(
+                        [label for label, _ in PRESETS], label="examples", value=None
+                    )
+                inspection = gr.Markdown(elem_id="inspection")
         with gr.Accordion("All numbers (JSON, as returned by the API)", open=False):
             summary = gr.JSON(label="summary")
 
@@ -223,11 +310,30 @@ def build_demo() -> gr.Blocks:
             triggers=[demo.load] + [component.change for component in inputs],
             fn=run_step,
             inputs=inputs,
-            outputs=[losses, summary, *plots],
+            outputs=[losses, summary, magnitudes, *plots],
             api_name="step",
             trigger_mode="always_last",
             preprocess=False,  # StepConfig checks every value and names the field on error
             concurrency_limit=1,
+        )
+        sweep_button.click(
+            run_sweep_event,
+            inputs=inputs,
+            outputs=[sweep_reading, sweep_json, sweep_plot],
+            api_name="sweep",
+            preprocess=False,
+            concurrency_limit=1,
+            show_progress="full",
+        )
+        number_presets.input(preset_number, number_presets, number, api_visibility="private")
+        gr.on(
+            triggers=[demo.load, number.change],
+            fn=inspect_event,
+            inputs=number,
+            outputs=inspection,
+            api_name="inspect",
+            preprocess=False,
+            trigger_mode="always_last",
         )
         gr.api(ping, api_name="ping")
     return demo
