@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from playground.dynamics import DynamicsReport
 from playground.precision import log2_magnitude_bands
 from playground.report import StepReport
 from playground.sweep import SweepReport
@@ -455,6 +456,86 @@ def sweep_figure(sweep: SweepReport) -> Figure:
     layout["legend"] = LEGEND_BELOW
     layout["margin"]["b"] = 110
     return {"data": data, "layout": layout}
+
+
+def _line(x: list, values: np.ndarray, name: str, color: str, **extra: Any) -> Figure:
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": x,
+        "y": [float(v) if np.isfinite(v) else None for v in values],
+        "name": name,
+        "line": {"color": color, "width": 2},
+        "hovertemplate": "step %{x}: %{y:.6g}<extra>" + name + "</extra>",
+        **extra,
+    }
+
+
+def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
+    """float32 loss of the three runs' parameters, step by step (log scale)."""
+    dtype = dynamics.config.compute_dtype
+    picked = _subsample(dynamics.steps)
+    x = picked.tolist()
+    data = [
+        _line(x, dynamics.float32_loss[picked], "float32", FLOAT32_COLOR),
+        _line(x, dynamics.mixed_loss[picked], f"mixed ({dtype}, float32 masters)", MIXED_COLOR),
+        _line(
+            x,
+            dynamics.pure_loss[picked],
+            f"pure {dtype} parameters",
+            "#e15759",
+            line={"color": "#e15759", "width": 2, "dash": "dash"},
+        ),  # fmt: skip
+    ]
+    layout = _layout("Loss over the steps", "step", "MSE (float32, log scale)")
+    layout["yaxis"]["type"] = "log"
+    return {"data": data, "layout": layout}
+
+
+def lost_update_figure(dynamics: DynamicsReport) -> Figure:
+    """Share of parameter entries whose update was rounded away, per step, pure vs masters."""
+    dtype = dynamics.config.compute_dtype
+    picked = _subsample(dynamics.steps)
+    x = picked.tolist()
+    data = [
+        _line(x, 100 * dynamics.pure_lost_share[picked], f"pure {dtype} parameters", "#e15759"),
+        _line(x, 100 * dynamics.mixed_lost_share[picked], "float32 master weights", MIXED_COLOR),
+    ]
+    layout = _layout(
+        "Lost-update meter: updates rounded away (p + delta == p)", "step", "% of entries"
+    )
+    layout["yaxis"]["range"] = [-3, 103]
+    return {"data": data, "layout": layout}
+
+
+def scale_figure(dynamics: DynamicsReport) -> Figure:
+    """The loss scale over the steps (log2), skipped steps marked with crosses."""
+    picked = _subsample(dynamics.steps)
+    x = picked.tolist()
+    skipped = np.flatnonzero(dynamics.mixed_skipped)[:MAX_POINTS]
+    data = [
+        _line(
+            x,
+            np.log2(dynamics.mixed_scale[picked]),
+            "log2 loss scale",
+            MIXED_COLOR,
+            line={"color": MIXED_COLOR, "width": 2, "shape": "hv"},
+        ),  # fmt: skip
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": skipped.tolist(),
+            "y": np.log2(dynamics.mixed_scale[skipped]).tolist(),
+            "name": f"skipped update ({int(dynamics.mixed_skipped.sum())})",
+            "marker": {"symbol": "x", "size": 9, "color": "#e15759"},
+            "hovertemplate": "step %{x} skipped at S = 2^%{y}<extra></extra>",
+        },
+    ]
+    title = f"Loss scale over the steps ({dynamics.mode} scaling, mixed run)"
+    return {"data": data, "layout": _layout(title, "step", "log2 S")}
+
+
+DYNAMICS_FIGURES = (dynamics_loss_figure, lost_update_figure, scale_figure)
 
 
 FIGURES = (

@@ -9,18 +9,27 @@ API; it runs at page load and whenever an input changes, and only the latest cha
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from playground.charts import all_figures, sweep_figure
+from playground.charts import DYNAMICS_FIGURES, all_figures, sweep_figure
 from playground.config import ConfigError, StepConfig, defaults, settings
+from playground.dynamics import DEFAULT_PERIOD, MAX_STEPS, SCALING_MODES, run_dynamics
 from playground.precision import PRESETS, inspect_number
 from playground.report import StepReport, run_report
-from playground.summary import agreeing_digits, magnitude_counts, summarize, sweep_summary
+from playground.summary import (
+    agreeing_digits,
+    dynamics_summary,
+    magnitude_counts,
+    summarize,
+    sweep_summary,
+)
 from playground.sweep import run_sweep
 
 TITLE = "Mixed-Precision Step Playground"
@@ -79,6 +88,16 @@ EXAMPLES = (
     ),
 )
 
+DYNAMICS_LABELS = ("Loss over the steps", "Lost-update meter", "Loss scale over the steps")
+DYNAMICS_INTRO = """
+### Many steps: float32, mixed (float32 master weights) and pure low precision
+Trains three copies of the layer on the same batch, with the learning rate, loss scale and
+compute dtype above: plain float32; the mixed step repeated (low-precision compute, float32
+master weights); and parameters stored in the low-precision dtype itself. The lost-update meter
+counts parameter entries whose update was too small to change the stored value. *Dynamic*
+scaling grows the scale after a run of finite steps and halves it, skipping the update, when a
+gradient overflows.
+"""
 PRECISION_LAB = """
 ### Where the gradients land
 Bars: the scaled gradients as the low-precision backward pass holds them. Outline: the same
@@ -108,12 +127,19 @@ the **same step in float32**. Change any input and both steps are recomputed.
 """
 
 
-def _validated(*values: Any) -> StepConfig:
-    """The config from the events' inputs (INPUT_ORDER); gr.Error with the core's message."""
+@contextlib.contextmanager
+def _core_errors() -> Iterator[None]:
+    """Turn the core's ConfigError into gr.Error with the same message (field and range)."""
     try:
-        return StepConfig(**dict(zip(INPUT_ORDER, values, strict=True)))
+        yield
     except ConfigError as error:
         raise gr.Error(str(error), title=f"Invalid {error.field}") from None
+
+
+def _validated(*values: Any) -> StepConfig:
+    """The config from the events' inputs (INPUT_ORDER); gr.Error with the core's message."""
+    with _core_errors():
+        return StepConfig(**dict(zip(INPUT_ORDER, values, strict=True)))
 
 
 def _cell(value: float) -> str:
@@ -193,6 +219,20 @@ def run_sweep_event(*values: Any) -> tuple[Any, ...]:
     summary = sweep_summary(sweep)
     reading = "\n".join(f"- {sentence}" for sentence in summary["reading"])
     return reading, summary, _plot(sweep_figure(sweep))
+
+
+def run_dynamics_event(*values: Any) -> tuple[Any, ...]:
+    """The ``dynamics`` endpoint: the step inputs, then steps, scaling mode and growth period.
+
+    Returns (reading Markdown, JSON summary, loss curves, lost-update meter, scale figure).
+    """
+    config = _validated(*values[: len(INPUT_ORDER)])
+    steps, mode, period = values[len(INPUT_ORDER) :]
+    with _core_errors():
+        dynamics = run_dynamics(config, steps, mode, period)
+    summary = dynamics_summary(dynamics)
+    reading = "\n".join(f"- {sentence}" for sentence in summary["reading"])
+    return (reading, summary, *(_plot(figure(dynamics)) for figure in DYNAMICS_FIGURES))
 
 
 def inspect_event(value: Any) -> str:
@@ -302,6 +342,25 @@ def build_demo() -> gr.Blocks:
                         [label for label, _ in PRESETS], label="examples", value=None
                     )
                 inspection = gr.Markdown(elem_id="inspection")
+            with gr.Tab("Training dynamics"):
+                gr.Markdown(DYNAMICS_INTRO)
+                with gr.Row():
+                    steps = gr.Slider(
+                        1, MAX_STEPS, value=200, step=1, label="training steps (steps)"
+                    )
+                    mode = gr.Radio(list(SCALING_MODES), value="static", label="loss scaling")
+                    period = gr.Number(
+                        value=100,
+                        precision=0,
+                        label="dynamic growth period (steps)",
+                        info=f"PyTorch's GradScaler and jmp default to {DEFAULT_PERIOD}; "
+                        "a shorter period shows the growth within a short run.",
+                    )
+                train_button = gr.Button("Train the three runs", variant="primary")
+                dynamics_reading = gr.Markdown(elem_id="dynamics-reading")
+                dynamics_plots = [_plot_slot(label) for label in DYNAMICS_LABELS]
+                with gr.Accordion("Training numbers (JSON)", open=False):
+                    dynamics_json = gr.JSON(label="dynamics")
         with gr.Accordion("All numbers (JSON, as returned by the API)", open=False):
             summary = gr.JSON(label="summary")
 
@@ -321,6 +380,15 @@ def build_demo() -> gr.Blocks:
             inputs=inputs,
             outputs=[sweep_reading, sweep_json, sweep_plot],
             api_name="sweep",
+            preprocess=False,
+            concurrency_limit=1,
+            show_progress="full",
+        )
+        train_button.click(
+            run_dynamics_event,
+            inputs=[*inputs, steps, mode, period],
+            outputs=[dynamics_reading, dynamics_json, *dynamics_plots],
+            api_name="dynamics",
             preprocess=False,
             concurrency_limit=1,
             show_progress="full",
