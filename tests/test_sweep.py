@@ -1,0 +1,70 @@
+import math
+
+import numpy as np
+
+from playground import StepConfig, run_report
+from playground.precision import dtype_facts
+from playground.summary import sweep_summary
+from playground.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+
+TINY_FLOAT16 = StepConfig(
+    n=32,
+    d_in=8,
+    d_out=4,
+    compute_dtype="float16",
+    input_scale=2.0**-12,
+    target_scale=2.0**-12,
+    loss_scale=2.0**10,
+)
+
+
+def test_exponents_reach_past_the_dtype_maximum():
+    for dtype in ("float16", "bfloat16"):
+        exponents = sweep_exponents(dtype)
+        assert exponents[0] == 0
+        assert 2.0 ** float(exponents[-1]) > dtype_facts(dtype).max or exponents[-1] == 127
+    # float16 tops out below 2**16, so its sweep ends exactly there.
+    assert sweep_exponents("float16")[-1] == 16
+
+
+def test_sweep_agrees_with_single_reports_at_each_scale():
+    sweep = run_sweep(TINY_FLOAT16)
+    for exponent in (0, 10, 16):
+        report = run_report(TINY_FLOAT16.replace(loss_scale=2.0**exponent))
+        index = int(np.flatnonzero(sweep.exponents == exponent)[0])
+        assert sweep.new_loss[index] == report.mixed_new_loss or (
+            math.isnan(sweep.new_loss[index]) and math.isnan(report.mixed_new_loss)
+        )
+        worst = max(report.kernel.norm_rel_error, report.bias.norm_rel_error)
+        # Two compiled programs may round float16 intermediates differently (XLA fusion), so
+        # the errors agree to within one float16 ulp of the gradient, not bit for bit.
+        eps = dtype_facts("float16").eps
+        assert np.isclose(sweep.rel_error[index], worst, rtol=0, atol=eps, equal_nan=True)
+        lost = report.kernel.underflow_count + report.bias.underflow_count
+        assert sweep.underflow_share[index] == np.float32(lost / 36)
+
+
+def test_float16_safe_window_contains_the_recovering_scale_and_excludes_the_extremes():
+    sweep = run_sweep(TINY_FLOAT16)
+    safe = set(sweep.safe_exponents.tolist())
+    assert 10 in safe and 0 not in safe and 16 not in safe
+    assert sweep.nonfinite_share[-1] == 1.0  # 2**16 is not a float16
+    assert sweep.underflow_share[0] > 0.5
+    best = np.nanmin(sweep.rel_error)
+    assert all(sweep.rel_error[e] <= SAFE_FACTOR * best for e in safe)
+    # The float32 baseline is the float32 twin of the same config.
+    assert sweep.float32_new_loss == run_report(TINY_FLOAT16).float32_new_loss
+
+
+def test_bfloat16_needs_no_scale_on_ordinary_data():
+    sweep = run_sweep(StepConfig(n=32, d_in=8, d_out=4))
+    # Every power of two up to 2**100 gives the same new loss, bit for bit.
+    assert np.all(sweep.new_loss[:101] == sweep.new_loss[0])
+    assert {0, 10, 100} <= set(sweep.safe_exponents.tolist())
+
+
+def test_sweep_summary_reading_names_the_window_and_the_users_scale():
+    summary = sweep_summary(run_sweep(TINY_FLOAT16))
+    assert summary["safe_log2_scales"][0] <= 10 <= summary["safe_log2_scales"][-1]
+    assert "inside" in summary["reading"][1]
+    assert any("overflow" in sentence for sentence in summary["reading"])
