@@ -40,7 +40,8 @@ LOSS_SCALE_PRESETS = {
     "2^15": 2.0**15,
     "2^24": 2.0**24,
 }
-# Inputs of the `step` event, in API order: the first six are required by the API.
+# Inputs of the `step` event, in API order: the six a caller most often sets come first; every
+# input has the page's default, so a call may stop after any of them.
 INPUT_ORDER = (
     "model_seed",
     "n",
@@ -63,9 +64,9 @@ FIGURE_LABELS = (  # the order of charts.FIGURES
 )
 # Each one teaches something; values are (label, overrides of the defaults).
 EXAMPLES = (
-    ("Well-behaved bfloat16 step", {}),
+    ("bfloat16, well behaved", {}),
     (
-        "float16 with tiny data and no loss scale: gradients flush to zero",
+        "float16, tiny data, S = 1: gradients flush to 0",
         {
             "compute_dtype": "float16",
             "input_scale": 2.0**-12,
@@ -74,16 +75,16 @@ EXAMPLES = (
         },
     ),
     (
-        "The same data with loss scale 2^10: the gradients come back",
+        "same data, S = 2^15: the gradients come back",
         {
             "compute_dtype": "float16",
             "input_scale": 2.0**-12,
             "target_scale": 2.0**-12,
-            "loss_scale": 2.0**10,
+            "loss_scale": 2.0**15,
         },
     ),
     (
-        "float16 with loss scale 2^16: the scale itself overflows float16",
+        "float16, S = 2^16: the scale overflows",
         {"compute_dtype": "float16", "loss_scale": 2.0**16},
     ),
 )
@@ -133,7 +134,8 @@ def _core_errors() -> Iterator[None]:
     try:
         yield
     except ConfigError as error:
-        raise gr.Error(str(error), title=f"Invalid {error.field}") from None
+        # A visitor's typo is not a server fault: no traceback in the Space's log.
+        raise gr.Error(str(error), title=f"Invalid {error.field}", print_exception=False) from None
 
 
 def _validated(*values: Any) -> StepConfig:
@@ -142,8 +144,8 @@ def _validated(*values: Any) -> StepConfig:
         return StepConfig(**dict(zip(INPUT_ORDER, values, strict=True)))
 
 
-def _cell(value: float) -> str:
-    return f"{value:.7g}" if math.isfinite(value) else f"**{value}**"
+def _cell(value: float, digits: int = 7) -> str:
+    return f"{value:.{digits}g}" if math.isfinite(value) else f"**{value}**"
 
 
 def headline(report: StepReport) -> str:
@@ -153,15 +155,17 @@ def headline(report: StepReport) -> str:
     digits = agreeing_digits(report.mixed_new_loss, report.float32_new_loss)
     reading = "\n".join(f"- {sentence}" for sentence in summarize(report)["reading"])
     return (
-        f"| | initial loss | **new loss** |\n"
+        f"| loss | initial | **new** |\n"
         f"|---|---|---|\n"
-        f"| mixed ({dtype} compute, float32 master) | {_cell(report.mixed_initial_loss)} "
-        f"| <span id='mixed-new-loss'>{_cell(report.mixed_new_loss)}</span> |\n"
+        f"| mixed {dtype} | {_cell(report.mixed_initial_loss)} "
+        f"| **<span id='mixed-new-loss'>{_cell(report.mixed_new_loss)}</span>** |\n"
         f"| float32 | {_cell(report.float32_initial_loss)} "
-        f"| {_cell(report.float32_new_loss)} |\n"
-        f"| difference (mixed - float32) | "
-        f"{_cell(report.mixed_initial_loss - report.float32_initial_loss)} "
-        f"| {_cell(difference)} ({digits:.1f} digits agree) |\n\n"
+        f"| **{_cell(report.float32_new_loss)}** |\n"
+        f"| mixed - float32 | "
+        f"{_cell(report.mixed_initial_loss - report.float32_initial_loss, 4)} "
+        f"| {_cell(difference, 4)} |\n\n"
+        f"The new losses agree to **{digits:.1f}** significant digits. The mixed step uses "
+        f"{dtype} compute and float32 master weights.\n\n"
         f"{reading}\n"
     )
 
@@ -238,19 +242,27 @@ def run_dynamics_event(*values: Any) -> tuple[Any, ...]:
 def inspect_event(value: Any) -> str:
     """The ``inspect`` endpoint: how a number is stored in float32, bfloat16 and float16."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise gr.Error(f"number must be a real number; got {value!r}", title="Invalid number")
-    rows = [
-        f"| {v.dtype} | {v.stored:.9g} | `{v.sign_bit}` | `{v.exponent_bits}` "
-        f"| `{v.mantissa_bits}` | {v.rounding_error:.3g} | {v.relative_error:.3g} "
-        f"| {v.gap_to_next:.3g} | {v.category} |"
-        for v in inspect_number(float(value))
-    ]
-    return (
-        f"Typed: **{float(value)!r}**\n\n"
-        "| dtype | stored value | sign | exponent | mantissa | rounding error "
-        "| relative error | gap to next | kind |\n"
-        "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+        raise gr.Error(
+            f"number must be a real number; got {value!r}",
+            title="Invalid number",
+            print_exception=False,
+        )
+    views = inspect_number(float(value))
+    # One column per dtype and one row per property: four columns stay readable on a phone.
+    fields = (
+        ("stored value", lambda v: f"{v.stored:.9g}"),
+        ("kind", lambda v: v.category),
+        ("sign bit", lambda v: f"`{v.sign_bit}`"),
+        ("exponent bits", lambda v: f"`{v.exponent_bits}`"),
+        ("mantissa bits", lambda v: f"`{v.mantissa_bits}`"),
+        ("rounding error", lambda v: f"{v.rounding_error:.3g}"),
+        ("relative error", lambda v: f"{v.relative_error:.3g}"),
+        ("gap to next value", lambda v: f"{v.gap_to_next:.3g}"),
     )
+    header = "| | " + " | ".join(v.dtype for v in views) + " |"
+    rule = "|---" * (len(views) + 1) + "|"
+    rows = [f"| {name} | " + " | ".join(show(v) for v in views) + " |" for name, show in fields]
+    return f"Typed: **{float(value)!r}**\n\n" + "\n".join([header, rule, *rows]) + "\n"
 
 
 def preset_number(label: str) -> float:
@@ -407,6 +419,16 @@ def build_demo() -> gr.Blocks:
     return demo
 
 
+# Wide tables scroll inside their box instead of breaking numbers mid-digit on a phone.
+CSS = """
+#headline table, #inspection table, #magnitudes table { display: block; overflow-x: auto; }
+#headline td, #inspection td, #magnitudes td { white-space: nowrap; }
+@media (max-width: 480px) {
+  #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
+}
+"""
+
+
 def launch_kwargs() -> dict[str, Any]:
     """Options for ``demo.launch``: a public Space that shares nothing but this page."""
     return {
@@ -415,6 +437,7 @@ def launch_kwargs() -> dict[str, Any]:
         "max_threads": 8,
         "footer_links": ["api", "gradio"],
         "theme": gr.themes.Soft(),
+        "css": CSS,
     }
 
 

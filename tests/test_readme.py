@@ -17,9 +17,7 @@ def front_matter() -> dict:
 
 def pins(path: str) -> dict[str, str]:
     lines = (ROOT / path).read_text().splitlines()
-    return dict(
-        line.split("==", 1) for line in lines if "==" in line and not line.startswith("#")
-    )
+    return dict(line.split("==", 1) for line in lines if "==" in line and not line.startswith("#"))
 
 
 def bash_blocks() -> list[str]:

@@ -1,0 +1,140 @@
+"""The page in real headless Chromium: it loads, recomputes on input, and fits a phone screen."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from playground import StepConfig, run_report
+from playground.config import defaults
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+TIMEOUT_MS = 60_000
+
+
+def _unavailable(reason: str) -> None:
+    """Skip on a developer machine; fail under CI, where the browser tests must run."""
+    if os.environ.get("CI"):
+        pytest.fail(f"browser tests must run in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is missing (Debian package `chromium`)")
+    try:
+        from playwright import sync_api
+    except ImportError as error:
+        _unavailable(f"playwright is not installed ({error})")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _open(browser, url: str, width: int, height: int):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    # The load event runs the step: a chart and the mixed new loss appear.
+    page.locator(".js-plotly-plot").first.wait_for(state="visible")
+    page.locator("#headline #mixed-new-loss").wait_for(state="visible")
+    return page
+
+
+def _mixed_new_loss_text(page) -> str:
+    return page.locator("#headline #mixed-new-loss").inner_text().strip()
+
+
+def _wait_for_new_headline(page, old: str) -> str:
+    page.wait_for_function(
+        "old => { const e = document.querySelector('#headline #mixed-new-loss');"
+        " return e !== null && e.textContent.trim() !== old; }",
+        arg=old,
+        timeout=TIMEOUT_MS,
+    )
+    return _mixed_new_loss_text(page)
+
+
+def _expected(**changes) -> str:
+    """The mixed new loss as the headline prints it, computed in this process."""
+    report = run_report(StepConfig(**(defaults() | changes)))
+    return f"{report.mixed_new_loss:.7g}"
+
+
+def test_page_recomputes_when_inputs_change(browser, app_url):
+    page = _open(browser, app_url, 1280, 900)
+    try:
+        first = _mixed_new_loss_text(page)
+        assert first == _expected()
+        assert page.locator(".js-plotly-plot").count() >= 1
+        assert "bfloat16 compute" in page.locator("#headline").inner_text()
+
+        lr = page.get_by_label("learning rate (lr)", exact=True)
+        lr.fill("0.5")
+        lr.press("Enter")
+        second = _wait_for_new_headline(page, first)
+        assert second == _expected(lr=0.5)
+
+        page.get_by_role("radio", name="float16", exact=True).check()
+        page.wait_for_function(
+            "() => document.querySelector('#headline').innerText.includes('float16 compute')",
+            timeout=TIMEOUT_MS,
+        )
+        third = _wait_for_new_headline(page, second)
+        assert third == _expected(lr=0.5, compute_dtype="float16")
+        assert "bfloat16" not in page.locator("#headline").inner_text()
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "desktop.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def _widths(page) -> tuple[int, int]:
+    return tuple(page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]"))
+
+
+def _select_tab(page, name: str) -> None:
+    """Open a tab; on a narrow screen Gradio moves most tabs into a "More tabs" menu."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    if tab.count():
+        tab.click()
+    else:
+        page.get_by_role("button", name="More tabs").click()
+        page.locator(".overflow-dropdown button", has_text=name).click()
+    page.get_by_role("tab", name=name, exact=True, selected=True).wait_for()
+    page.wait_for_timeout(300)  # let the newly shown charts lay themselves out
+
+
+def test_phone_width_has_no_horizontal_overflow(browser, app_url):
+    page = _open(browser, app_url, 390, 844)
+    try:
+        assert _mixed_new_loss_text(page) == _expected()
+        scroll_width, inner_width = _widths(page)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "phone.png"), full_page=True)
+        assert inner_width == 390
+        assert scroll_width <= inner_width + 1, f"page is {scroll_width}px wide at {inner_width}px"
+
+        # Every tab, not just the first: each holds its own charts and tables.
+        tabs = page.locator(".tab-container.visually-hidden button").all_inner_texts()
+        assert len(tabs) >= 4, tabs
+        for name in tabs[1:]:
+            _select_tab(page, name)
+            scroll_width, inner_width = _widths(page)
+            assert scroll_width <= inner_width + 1, f"tab {name!r} is {scroll_width}px wide"
+    finally:
+        page.close()

@@ -1,0 +1,192 @@
+"""The page's handlers called directly, without a server: outputs, figures, errors, examples."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import gradio as gr
+import plotly.graph_objects as go
+import pytest
+from gradio.components.plot import PlotData
+
+from playground import StepConfig, run_report
+from playground.config import defaults
+from playground.ui import (
+    EXAMPLES,
+    FIGURE_LABELS,
+    INPUT_ORDER,
+    LOSS_SCALE_PRESETS,
+    build_demo,
+    preset_loss_scale,
+    run_step,
+)
+
+SMALL = StepConfig(n=32, d_in=8, d_out=4, lr=0.1, loss_scale=1024.0)
+# run_step returns (headline Markdown, JSON summary, magnitude counters Markdown, *figures).
+TEXT_OUTPUTS = 3
+LARGEST = (4096, 1024, 1024)
+# A scatter trace shows at most 2,000 points; a figure may hold two such traces (kernel and a
+# bias of up to 1,024 entries, each subsampled the same way) plus a few hundred histogram and
+# reference-line numbers. Counting x and y separately gives this ceiling whatever the shape.
+MAX_POINTS_PER_TRACE = 2000
+MAX_NUMBERS_PER_FIGURE = 2 * (2 * MAX_POINTS_PER_TRACE) + 400
+
+
+@pytest.fixture(scope="module")
+def small_outputs():
+    return run_step(0, 32, 8, 4, 0.1, 1024.0)
+
+
+def _figures(outputs) -> list[dict]:
+    return [json.loads(plot.plot) for plot in outputs[TEXT_OUTPUTS:]]
+
+
+def _numbers(values) -> int:
+    """How many numbers (not labels) a trace's x or y holds, counting nested lists."""
+    if isinstance(values, list):
+        return sum(_numbers(v) for v in values)
+    return 1 if isinstance(values, (int, float)) and not isinstance(values, bool) else 0
+
+
+def test_step_returns_headline_summary_and_one_plot_per_slot(small_outputs):
+    markdown, summary, counters, *plots = small_outputs
+    report = run_report(SMALL)
+
+    assert len(plots) == len(FIGURE_LABELS) >= 5  # one figure per gr.Plot on the page
+    assert all(isinstance(plot, PlotData) and plot.type == "plotly" for plot in plots)
+    assert summary["losses"]["mixed_new"] == report.mixed_new_loss
+    assert summary["losses"]["float32_new"] == report.float32_new_loss
+    assert summary["config"] == SMALL.to_dict()
+    # The headline shows the losses to 7 significant digits, the mixed new loss tagged by id.
+    assert f"<span id='mixed-new-loss'>{report.mixed_new_loss:.7g}</span>" in markdown
+    assert f"| float32 | {report.float32_initial_loss:.7g} " in markdown
+    assert f"{report.float32_new_loss:.7g}" in markdown
+    assert "bfloat16 compute" in markdown
+    # The counters cover every gradient entry: 8 x 4 kernel + 4 bias.
+    assert counters.startswith("Gradient entries in bfloat16 (36 in all)")
+
+
+def test_headline_follows_the_inputs():
+    """A different learning rate and dtype give a different headline, matching run_report."""
+    markdown, summary, counters, *_ = run_step(0, 32, 8, 4, 0.5, 1024.0, 0, 1.0, 1.0, "float16")
+    report = run_report(SMALL.replace(lr=0.5, compute_dtype="float16"))
+    assert summary["config"]["compute_dtype"] == "float16"
+    assert summary["losses"]["mixed_new"] == report.mixed_new_loss
+    assert f"<span id='mixed-new-loss'>{report.mixed_new_loss:.7g}</span>" in markdown
+    assert "float16 compute" in markdown and "bfloat16" not in markdown
+    assert counters.startswith("Gradient entries in float16 (36 in all)")
+
+
+def test_every_figure_is_valid_plotly(small_outputs):
+    for figure in _figures(small_outputs):
+        validated = go.Figure(figure)  # raises ValueError on any invalid property
+        assert len(validated.data) >= 1
+        assert validated.layout.title.text
+
+
+def test_figures_stay_small_at_the_largest_shape():
+    n, d_in, d_out = LARGEST
+    outputs = run_step(0, n, d_in, d_out, 0.1, 1024.0)
+    assert outputs[1]["config"]["n"] == n
+    figures = _figures(outputs)
+    assert len(figures) == len(FIGURE_LABELS)
+    total_chars = sum(len(plot.plot) for plot in outputs[TEXT_OUTPUTS:])
+    for figure in figures:
+        go.Figure(figure)
+        per_figure = 0
+        for trace in figure["data"]:
+            for axis in ("x", "y"):
+                count = _numbers(trace.get(axis, []))
+                assert count <= MAX_POINTS_PER_TRACE, (trace.get("name"), axis, count)
+                per_figure += count
+        assert per_figure <= MAX_NUMBERS_PER_FIGURE, (figure["layout"]["title"], per_figure)
+    # 4M kernel entries would be ~80 MB of JSON; the page gets a few hundred kB at most.
+    assert total_chars < 400_000
+
+
+BAD_INPUTS = [
+    ("n", 0, "n (batch rows N) must be an integer in [1, 4096]"),
+    ("n", 4097, "n (batch rows N) must be an integer in [1, 4096]"),
+    ("n", "abc", "n (batch rows N) must be an integer in [1, 4096]"),
+    ("n", None, "n (batch rows N) must be an integer in [1, 4096]"),
+    ("lr", -1, "lr (learning rate) must be a finite number in [0, "),
+    ("lr", math.nan, "lr (learning rate) must be a finite number in [0, "),
+    ("loss_scale", 0, "loss_scale (loss scale) must be a finite number in [1.4013e-45, "),
+    ("loss_scale", math.inf, "loss_scale (loss scale) must be a finite number in [1.4013e-45, "),
+    ("model_seed", -1, "model_seed (model seed) must be an integer in [0, 4294967295]"),
+    ("model_seed", 1.5, "model_seed (model seed) must be an integer in [0, 4294967295]"),
+    ("compute_dtype", "float64", "compute_dtype (compute dtype) must be one of bfloat16, float16"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "message"), BAD_INPUTS, ids=lambda v: repr(v))
+def test_invalid_input_raises_gr_error_naming_the_field(field, value, message):
+    args = {**defaults(), "n": 32, "d_in": 8, "d_out": 4, field: value}
+    with pytest.raises(gr.Error) as caught:
+        run_step(*(args[name] for name in INPUT_ORDER))
+    text = caught.value.message
+    assert text.startswith(field + " ("), text
+    assert text.startswith(message), text
+    assert text.endswith(f"got {value!r}"), text
+
+
+def test_build_demo_wires_the_step_endpoint_to_every_output():
+    demo = build_demo()
+    config = demo.config if isinstance(demo.config, dict) else demo.get_config_file()
+    endpoints = {dep.get("api_name"): dep for dep in config["dependencies"]}
+    assert "step" in endpoints and "ping" in endpoints
+    step = endpoints["step"]
+    assert len(step["inputs"]) == len(INPUT_ORDER) == 10
+    # Gradio drops surplus return values with only a warning, so the counts must match.
+    assert len(step["outputs"]) == len(run_step(0, 4, 2, 1, 0.1, 1.0))
+    assert len(step["outputs"]) == TEXT_OUTPUTS + len(FIGURE_LABELS)
+    assert step["trigger_mode"] == "always_last"
+    presets = [name for name in endpoints if name and name.startswith("preset_")]
+    assert "preset_loss_scale" in presets
+    assert all(endpoints[name]["api_visibility"] == "private" for name in presets), presets
+    assert config["title"] == "Mixed-Precision Step Playground"
+
+
+def test_loss_scale_presets_are_powers_of_two():
+    assert len(LOSS_SCALE_PRESETS) >= 3
+    for label in LOSS_SCALE_PRESETS:
+        value = preset_loss_scale(label)
+        mantissa, exponent = math.frexp(value)
+        assert mantissa == 0.5, (label, value)  # exactly 2**(exponent - 1)
+        assert label.startswith("2^")
+        assert value == 2.0 ** int(label.split()[0][2:]), (label, value)
+
+
+def _example_report(keyword: str):
+    (overrides,) = [o for label, o in EXAMPLES if keyword in label]
+    return run_report(StepConfig(**(defaults() | overrides)))
+
+
+def test_every_example_is_a_valid_config():
+    assert len(EXAMPLES) >= 4
+    for label, overrides in EXAMPLES:
+        config = StepConfig(**(defaults() | overrides))
+        assert set(overrides) <= set(INPUT_ORDER), label
+        assert config.to_dict() == defaults() | overrides, label
+
+
+def test_flush_example_loses_gradients_to_underflow():
+    report = _example_report("flush")
+    assert report.config.compute_dtype == "float16"
+    assert sum(p.underflow_count for p in report.params.values()) > 0
+
+
+def test_come_back_example_recovers_them_with_a_loss_scale():
+    report = _example_report("come back")
+    flushed = _example_report("flush")
+    assert report.config.loss_scale > 1
+    assert report.config.input_scale == flushed.config.input_scale  # the same data
+    underflow = {name: p.underflow_count for name, p in report.params.items()}
+    assert sum(underflow.values()) == 0, f"still flushed to zero with the loss scale: {underflow}"
+    assert all(p.nonfinite_scaled_count == 0 for p in report.params.values())
+
+
+def test_overflow_example_overflows_the_scaled_gradients():
+    report = _example_report("overflow")
+    assert sum(p.nonfinite_scaled_count for p in report.params.values()) > 0
