@@ -47,3 +47,26 @@ def test_two_commands_run_the_app_and_the_tests_and_ci_runs_the_same_test_comman
 def test_dev_requirements_include_the_runtime_pins():
     assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text()
     assert {"jax", "flax", "optax", "gradio", "plotly", "numpy"} <= set(pins("requirements.txt"))
+
+
+def test_the_client_example_works_as_written(app_url, capsys):
+    from playground import StepConfig, run_report
+
+    blocks = re.findall(r"```python\n(.*?)\n```", README, re.DOTALL)
+    example = next(block for block in blocks if "gradio_client" in block)
+    assert 'Client("http://127.0.0.1:7860/")' in example
+    exec(example.replace("http://127.0.0.1:7860/", app_url), {})
+    # The client first announces itself ("Loaded as API: ..."); the example's prints come last.
+    printed = " ".join(capsys.readouterr().out.splitlines()[-2:]).split()
+    report = run_report(StepConfig(n=32, d_in=8, d_out=4, lr=0.1, loss_scale=1024.0))
+    assert float(printed[0]) == report.mixed_new_loss
+    assert float(printed[1]) == report.float32_new_loss
+    assert int(printed[2]) == report.kernel.underflow_count
+
+
+def test_the_package_example_runs():
+    blocks = re.findall(r"```python\n(.*?)\n```", README, re.DOTALL)
+    example = next(block for block in blocks if "mixed_precision_step(0, x, y" in block)
+    namespace: dict = {}
+    exec(example, namespace)
+    assert namespace["report"].config.n == 32
