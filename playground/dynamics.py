@@ -42,7 +42,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from playground.config import StepConfig
+from playground.config import Bounds, StepConfig, check_setting
 from playground.data import make_batch
 from playground.step import low_precision_loss
 
@@ -52,6 +52,14 @@ GROWTH_FACTOR = 2.0  # torch GradScaler growth_factor; jmp factor
 BACKOFF_FACTOR = 0.5  # torch GradScaler backoff_factor; jmp divides by factor
 DEFAULT_PERIOD = 2000  # torch growth_interval; jmp period
 MIN_SCALE = 1.0  # jmp min_loss_scale
+# The run's own settings, checked like StepConfig's fields (the UI reads its limits here too).
+RUN_SETTINGS = {
+    "steps": Bounds("training steps", 1, MAX_STEPS, "SGD steps per run.", integer=True),
+    "mode": Bounds("loss scaling", 0, 0, "How the loss scale is chosen.", choices=SCALING_MODES),
+    "period": Bounds(
+        "growth period", 1, 10**6, "Finite steps before a dynamic scale doubles.", integer=True
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -184,11 +192,10 @@ def run_dynamics(
     Raises:
       ConfigError naming the bad argument.
     """
-    from playground.config import Bounds, check_setting
-
-    steps = check_setting("steps", steps, Bounds("training steps", 1, MAX_STEPS, "", True))
-    period = check_setting("period", period, Bounds("growth period", 1, 10**6, "", True))
-    mode = check_setting("mode", mode, Bounds("loss scaling", 0, 0, "", choices=SCALING_MODES))
+    steps, mode, period = (
+        check_setting(name, value, RUN_SETTINGS[name])
+        for name, value in (("steps", steps), ("mode", mode), ("period", period))
+    )
     x, y = make_batch(config)
     curves = jax.device_get(
         _simulate(

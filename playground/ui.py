@@ -1,10 +1,11 @@
 """The Gradio page: controls -> StepConfig -> run_report -> summary and figures.
 
 Rule: this module only lays out components and wires events. Handlers are plain functions
-defined outside the Blocks so tests call them directly; every limit comes from StepConfig's
-table; every number shown comes from the report. One event, ``step``, serves the page and the
-API; it runs at page load and whenever an input changes, and only the latest change is run
-(``trigger_mode="always_last"``), so dragging a slider never queues stale work.
+defined outside the Blocks so tests call them directly; every limit comes from the settings
+tables (StepConfig's, and dynamics.RUN_SETTINGS); every number shown comes from a report.
+The main event, ``step``, serves the page and the API; it runs at page load and whenever an
+input changes, and only the latest change is run (``trigger_mode="always_last"``), so dragging
+a slider never queues stale work. The heavier ``sweep`` and ``dynamics`` run on a button.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from gradio.components.plot import PlotData
 
 from playground.charts import DYNAMICS_FIGURES, all_figures, sweep_figure
 from playground.config import ConfigError, StepConfig, defaults, settings
-from playground.dynamics import DEFAULT_PERIOD, MAX_STEPS, SCALING_MODES, run_dynamics
+from playground.dynamics import DEFAULT_PERIOD, RUN_SETTINGS, run_dynamics
 from playground.precision import PRESETS, inspect_number
 from playground.report import StepReport, run_report
 from playground.summary import (
@@ -357,14 +358,25 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("Training dynamics"):
                 gr.Markdown(DYNAMICS_INTRO)
                 with gr.Row():
+                    limits = RUN_SETTINGS
                     steps = gr.Slider(
-                        1, MAX_STEPS, value=200, step=1, label="training steps (steps)"
+                        limits["steps"].low,
+                        limits["steps"].high,
+                        value=200,
+                        step=1,
+                        label=f"{limits['steps'].label} (steps)",
+                        info=limits["steps"].help,
                     )
-                    mode = gr.Radio(list(SCALING_MODES), value="static", label="loss scaling")
+                    mode = gr.Radio(
+                        list(limits["mode"].choices),
+                        value="static",
+                        label=f"{limits['mode'].label} (mode)",
+                        info="none: S = 1; static: the loss scale above; dynamic: starts there.",
+                    )
                     period = gr.Number(
                         value=100,
                         precision=0,
-                        label="dynamic growth period (steps)",
+                        label=f"{limits['period'].label} (period)",
                         info=f"PyTorch's GradScaler and jmp default to {DEFAULT_PERIOD}; "
                         "a shorter period shows the growth within a short run.",
                     )
