@@ -24,6 +24,8 @@ Figure = dict[str, Any]
 MIXED_COLOR = "#f28e2b"  # orange: the low-precision path
 FLOAT32_COLOR = "#4e79a7"  # blue: the float32 twin
 PARAM_COLORS = {"kernel": "#59a14f", "bias": "#b07aa1"}
+ERROR_COLOR = "#9c755f"  # brown: relative error curves
+OVERFLOW_COLOR = "#e15759"  # red: non-finite values and the pure low-precision run
 TEXT_COLOR = "#777777"  # mid grey: about 4.5:1 contrast on white and on Gradio's dark page
 GRID_COLOR = "rgba(140, 140, 140, 0.25)"
 BINS = 60
@@ -263,8 +265,8 @@ BAND_COLORS = {
 }
 
 
-def _band(x0: float, x1: float, label: str, y: float = 0.99) -> tuple[dict, dict]:
-    """A shaded vertical band over the whole plot height and its label near the top (at y)."""
+def _band(x0: float, x1: float, label: str, y: float = 1.0) -> tuple[dict, dict]:
+    """A shaded vertical band over the whole plot height, labelled just above the plot (at y)."""
     shape = {
         "type": "rect",
         "xref": "x",
@@ -282,7 +284,7 @@ def _band(x0: float, x1: float, label: str, y: float = 0.99) -> tuple[dict, dict
         "y": y,
         "xref": "x",
         "yref": "paper",
-        "yanchor": "top",
+        "yanchor": "bottom",
         "text": label,
         "showarrow": False,
         "font": {"size": 11},
@@ -337,7 +339,7 @@ def magnitude_histogram(report: StepReport) -> Figure:
             )
         data.append(trace)
     pieces = [  # the two narrow bands' labels are staggered so they never overlap
-        _band(low, bands["smallest_subnormal"], "flushed to 0", y=0.92),
+        _band(low, bands["smallest_subnormal"], "flushed to 0", y=1.07),
         _band(bands["smallest_subnormal"], bands["smallest_normal"], "subnormal"),
         _band(bands["smallest_normal"], bands["max"], "normal"),
         _band(bands["max"], high, "overflow"),
@@ -354,12 +356,12 @@ def magnitude_histogram(report: StepReport) -> Figure:
     )
     layout["xaxis"].update(
         tickvals=[zero_x, *ticks, nonfinite_x],
-        ticktext=["0", *[str(t) for t in ticks], "inf/NaN"],
+        ticktext=["zeros", *[str(t) for t in ticks], "inf/NaN"],
         range=[zero_x - gap / 2, nonfinite_x + gap / 2],
     )
-    layout["yaxis"]["type"] = "log"
+    layout["yaxis"].update(type="log", dtick=1)  # a tick per power of ten, no minor labels
     layout["legend"] = LEGEND_BELOW
-    layout["margin"]["b"] = 90
+    layout["margin"].update(t=110, b=90)
     return {"data": data, "layout": layout}
 
 
@@ -396,9 +398,10 @@ def sweep_figure(sweep: SweepReport) -> Figure:
         }
 
     data = [
-        curve(sweep.rel_error, "gradient error vs float32", MIXED_COLOR, "y"),
+        curve(sweep.rel_error, "gradient error vs float32", ERROR_COLOR, "y"),
         curve(sweep.underflow_share, "% entries lost to zero", PARAM_COLORS["bias"], "y2", 100),
-        curve(sweep.nonfinite_share, "% entries non-finite", "#e15759", "y2", 100),
+        curve(sweep.nonfinite_share, "% entries non-finite", OVERFLOW_COLOR, "y2", 100)
+        | {"line": {"color": OVERFLOW_COLOR, "dash": "dot"}},
         curve(sweep.new_loss, f"new loss ({dtype})", MIXED_COLOR, "y3"),
         {
             "type": "scatter",
@@ -458,7 +461,7 @@ def sweep_figure(sweep: SweepReport) -> Figure:
         height=620,
     )
     layout["xaxis"]["anchor"] = "y3"
-    layout["yaxis"] = _axis("grad. error", type="log", domain=[0.7, 1.0])
+    layout["yaxis"] = _axis("grad. error", type="log", dtick=1, domain=[0.7, 1.0])
     layout["yaxis2"] = _axis("% of entries", domain=[0.37, 0.63], range=[-5, 105])
     layout["yaxis3"] = _axis("new loss", domain=[0.0, 0.3])
     layout["legend"] = LEGEND_BELOW
@@ -491,12 +494,12 @@ def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
             x,
             dynamics.pure_loss[picked],
             f"pure {dtype} parameters",
-            "#e15759",
-            line={"color": "#e15759", "width": 2, "dash": "dash"},
+            OVERFLOW_COLOR,
+            line={"color": OVERFLOW_COLOR, "width": 2, "dash": "dash"},
         ),  # fmt: skip
     ]
     layout = _layout("Loss over the steps", "step", "MSE (float32, log scale)")
-    layout["yaxis"]["type"] = "log"
+    layout["yaxis"]["type"] = "log"  # default ticks: a loss curve often spans less than 10x
     return {"data": data, "layout": layout}
 
 
@@ -506,8 +509,8 @@ def lost_update_figure(dynamics: DynamicsReport) -> Figure:
     picked = _subsample(dynamics.steps)
     x = picked.tolist()
     data = [
-        _line(x, 100 * dynamics.pure_lost_share[picked], f"pure {dtype} parameters", "#e15759"),
-        _line(x, 100 * dynamics.mixed_lost_share[picked], "float32 master weights", MIXED_COLOR),
+        _line(x, 100 * dynamics.pure_lost_share[picked], f"pure {dtype}", OVERFLOW_COLOR),
+        _line(x, 100 * dynamics.mixed_lost_share[picked], "float32 masters", MIXED_COLOR),
     ]
     layout = _layout(
         "Lost-update meter: updates rounded away (p + delta == p)", "step", "% of entries"
@@ -535,12 +538,14 @@ def scale_figure(dynamics: DynamicsReport) -> Figure:
             "x": skipped.tolist(),
             "y": np.log2(dynamics.mixed_scale[skipped]).tolist(),
             "name": f"skipped update ({int(dynamics.mixed_skipped.sum())})",
-            "marker": {"symbol": "x", "size": 9, "color": "#e15759"},
+            "marker": {"symbol": "x", "size": 9, "color": OVERFLOW_COLOR},
             "hovertemplate": "step %{x} skipped at S = 2^%{y}<extra></extra>",
         },
     ]
     title = f"Loss scale over the steps ({dynamics.mode} scaling, mixed run)"
-    return {"data": data, "layout": _layout(title, "step", "log2 S")}
+    layout = _layout(title, "step", "log2 S")
+    layout["showlegend"] = True  # keep the skipped-update entry visible even when it is empty
+    return {"data": data, "layout": layout}
 
 
 DYNAMICS_FIGURES = (dynamics_loss_figure, lost_update_figure, scale_figure)

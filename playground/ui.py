@@ -242,13 +242,17 @@ def run_dynamics_event(*values: Any) -> tuple[Any, ...]:
 
 def inspect_event(value: Any) -> str:
     """The ``inspect`` endpoint: how a number is stored in float32, bfloat16 and float16."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    try:
+        number = float(value) if isinstance(value, (int, float)) and value is not True else None
+    except OverflowError:  # an int beyond float range, which JSON can carry
+        number = None
+    if value is False or number is None or math.isnan(number):
         raise gr.Error(
-            f"number must be a real number; got {value!r}",
+            f"number must be a real number within float range; got {value!r}",
             title="Invalid number",
             print_exception=False,
         )
-    views = inspect_number(float(value))
+    views = inspect_number(number)
     # One column per dtype and one row per property: four columns stay readable on a phone.
     fields = (
         ("stored value", lambda v: f"{v.stored:.9g}"),
@@ -263,7 +267,7 @@ def inspect_event(value: Any) -> str:
     header = "| | " + " | ".join(v.dtype for v in views) + " |"
     rule = "|---" * (len(views) + 1) + "|"
     rows = [f"| {name} | " + " | ".join(show(v) for v in views) + " |" for name, show in fields]
-    return f"Typed: **{float(value)!r}**\n\n" + "\n".join([header, rule, *rows]) + "\n"
+    return f"Typed: **{number!r}**\n\n" + "\n".join([header, rule, *rows]) + "\n"
 
 
 def preset_number(label: str) -> float:

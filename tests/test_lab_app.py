@@ -1,0 +1,97 @@
+"""The sweep, dynamics and inspector endpoints of the launched app, through gradio_client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from playground.config import defaults
+from playground.ui import INPUT_ORDER, inspect_event, run_dynamics_event, run_sweep_event
+
+TINY_FLOAT16 = {
+    "n": 32,
+    "d_in": 8,
+    "d_out": 4,
+    "compute_dtype": "float16",
+    "input_scale": 2.0**-12,
+    "target_scale": 2.0**-12,
+}
+OVERFLOWING_FLOAT16 = {
+    "n": 32,
+    "d_in": 8,
+    "d_out": 4,
+    "compute_dtype": "float16",
+    "loss_scale": 2.0**16,
+}
+DYNAMICS_ARGS = (30, "dynamic", 5)  # steps, mode, period
+
+
+def _values(**overrides) -> list:
+    config = defaults() | overrides
+    return [config[name] for name in INPUT_ORDER]
+
+
+def _figure(plot) -> dict:
+    """A figure from either side: PlotData in process, its dict form through the client."""
+    return json.loads(plot["plot"] if isinstance(plot, dict) else plot.plot)
+
+
+@pytest.fixture(scope="module")
+def api(client) -> dict:
+    return client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+
+
+def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
+    assert {"/sweep", "/dynamics", "/inspect", "/ping"} <= set(api)
+    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER)
+    assert len(api["/sweep"]["returns"]) == 3
+    assert len(api["/dynamics"]["parameters"]) == len(INPUT_ORDER) + 3
+    assert len(api["/dynamics"]["returns"]) == 5
+    assert len(api["/inspect"]["parameters"]) == 1
+    # Every input has the page's default, so a caller may stop after any of them.
+    defaults_sent = [p["parameter_default"] for p in api["/sweep"]["parameters"]]
+    assert defaults_sent == _values()
+
+
+def test_sweep_endpoint_matches_the_in_process_handler(client):
+    reading, summary, plot = client.predict(*_values(**TINY_FLOAT16), api_name="/sweep")
+    expected_reading, expected_summary, expected_plot = run_sweep_event(*_values(**TINY_FLOAT16))
+    assert summary == expected_summary
+    assert reading == expected_reading
+    assert 10 in summary["safe_log2_scales"] and 16 not in summary["safe_log2_scales"]
+    assert _figure(plot) == _figure(expected_plot)
+
+
+def test_dynamics_endpoint_matches_the_in_process_handler(client):
+    values = _values(**OVERFLOWING_FLOAT16)
+    reading, summary, *plots = client.predict(*values, *DYNAMICS_ARGS, api_name="/dynamics")
+    expected_reading, expected_summary, *expected_plots = run_dynamics_event(
+        *values, *DYNAMICS_ARGS
+    )
+    assert summary == expected_summary
+    assert summary["mixed_skipped_steps"] == [0, 6, 12, 18, 24]
+    assert reading == expected_reading
+    assert len(plots) == len(expected_plots) == 3
+    assert [_figure(p) for p in plots] == [_figure(p) for p in expected_plots]
+
+
+@pytest.mark.parametrize("value", [1e-9, 1 + 1e-4, 65520.0])
+def test_inspect_endpoint_matches_the_in_process_handler(client, value):
+    # gr.Markdown strips the trailing newline; the table itself arrives unchanged.
+    assert client.predict(value, api_name="/inspect") == inspect_event(value).strip()
+
+
+def test_bad_dynamics_call_names_the_field_and_the_server_keeps_serving(client):
+    with pytest.raises(Exception) as caught:  # gradio_client raises AppError
+        client.predict(*_values(n=32, d_in=8, d_out=4), 0, "static", 100, api_name="/dynamics")
+    assert "steps (training steps) must be an integer in [1, 1000]; got 0" in str(caught.value)
+    with pytest.raises(Exception) as caught:
+        client.predict(*_values(n=32, d_in=8, d_out=4), 10, "adaptive", 5, api_name="/dynamics")
+    assert "mode (loss scaling) must be one of none, static, dynamic" in str(caught.value)
+    assert client.predict(api_name="/ping") == "pong"
+    # ... and still computes: a valid call after the refused ones gets its numbers.
+    _, summary, *_ = client.predict(
+        *_values(**OVERFLOWING_FLOAT16), *DYNAMICS_ARGS, api_name="/dynamics"
+    )
+    assert summary["mixed_skipped_steps"] == [0, 6, 12, 18, 24]

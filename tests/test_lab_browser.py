@@ -1,0 +1,204 @@
+"""The "Precision lab" and "Training dynamics" tabs in real headless Chromium."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TIMEOUT_MS,
+    _open,
+    _select_tab,
+    _unavailable,
+)
+
+from playground import StepConfig
+from playground.config import defaults
+from playground.dynamics import run_dynamics
+from playground.summary import dynamics_reading, sweep_reading
+from playground.sweep import run_sweep
+
+WIDTH, HEIGHT = 1280, 900
+MAGNITUDES_TITLE = "Gradient magnitudes against"
+# log2 of each format's largest value, from its definition: (2 - 2^-mantissa) * 2^bias.
+LOG2_MAX = {
+    "bfloat16": math.log2((2 - 2.0**-7) * 2.0**127),  # ~127.994
+    "float16": math.log2((2 - 2.0**-10) * 2.0**15),  # ~15.999
+}
+LOG2_SMALLEST_NORMAL = {"bfloat16": -126, "float16": -14}
+BAND_LABELS = ["flushed to 0", "subnormal", "normal", "overflow"]
+DYNAMICS_STEPS = 50
+
+# The Plotly graph div whose layout title contains `title` (Plotly attaches `layout` to it):
+# its shapes and annotations as laid out, plus where the annotation texts landed on screen.
+CHART_JS = """
+title => {
+  const chart = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+    g => g.layout && g.layout.title && String(g.layout.title.text).includes(title));
+  if (!chart || !chart._fullLayout || !chart.layout.shapes) return null;
+  const box = r => ({left: r.left, right: r.right, top: r.top, bottom: r.bottom});
+  const xaxis = chart._fullLayout.xaxis;
+  const left = chart.getBoundingClientRect().left + chart._fullLayout._size.l;
+  return {
+    title: chart.layout.title.text,
+    shapes: chart.layout.shapes.map(s => ({x0: s.x0, x1: s.x1})),
+    shapePixels: chart.layout.shapes.map(s => [left + xaxis.l2p(s.x0), left + xaxis.l2p(s.x1)]),
+    drawnShapes: chart.querySelectorAll('.shapelayer path').length,
+    notes: Array.from(chart.querySelectorAll('.annotation-text')).map(
+      t => ({text: t.textContent, ...box(t.getBoundingClientRect())})),
+    chart: box(chart.getBoundingClientRect()),
+  };
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium, as in test_browser (skipped off CI when unavailable)."""
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is missing (Debian package `chromium`)")
+    try:
+        from playwright import sync_api
+    except ImportError as error:
+        _unavailable(f"playwright is not installed ({error})")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _magnitude_chart(page, old_normal_end: float | None = None) -> dict:
+    """The magnitude chart once drawn (and, given ``old_normal_end``, once its bands moved)."""
+    page.wait_for_function(
+        f"([title, old]) => {{ const c = ({CHART_JS})(title);"
+        " return c !== null && c.drawnShapes >= 4 && c.notes.length >= 4"
+        " && (old === null || Math.abs(c.shapes[2].x1 - old) > 0.5); }",
+        arg=[MAGNITUDES_TITLE, old_normal_end],
+        timeout=TIMEOUT_MS,
+    )
+    return page.evaluate(CHART_JS, MAGNITUDES_TITLE)
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and (b["top"] < a["bottom"])
+    )
+
+
+def _check_bands(chart: dict, dtype: str) -> None:
+    assert chart["title"] == f"Gradient magnitudes against {dtype}'s ranges"
+    shapes = chart["shapes"]
+    assert len(shapes) == 4
+    # The normal band runs from the smallest normal to the largest finite value.
+    assert shapes[2]["x0"] == pytest.approx(LOG2_SMALLEST_NORMAL[dtype], abs=0.01)
+    assert shapes[2]["x1"] == pytest.approx(LOG2_MAX[dtype], abs=0.01)
+    assert shapes[3]["x0"] == pytest.approx(LOG2_MAX[dtype], abs=0.01)
+    notes = chart["notes"]
+    assert [note["text"] for note in notes] == BAND_LABELS
+    # Each label is drawn inside the chart, centred on its band, and no two labels overlap.
+    for note, (x0, x1) in zip(notes, chart["shapePixels"], strict=True):
+        centre = (note["left"] + note["right"]) / 2
+        assert centre == pytest.approx((x0 + x1) / 2, abs=3), note
+        assert chart["chart"]["left"] <= note["left"] and note["right"] <= chart["chart"]["right"]
+    for i, a in enumerate(notes):
+        for b in notes[i + 1 :]:
+            assert not _overlap(a, b), (dtype, a, b)
+
+
+def test_precision_lab_bands_follow_the_dtype_and_the_sweep_finds_its_window(browser, app_url):
+    page = _open(browser, app_url, WIDTH, HEIGHT)
+    try:
+        _select_tab(page, "Precision lab")
+        bfloat16 = _magnitude_chart(page)
+        _check_bands(bfloat16, "bfloat16")
+
+        page.get_by_role("radio", name="float16", exact=True).check()
+        float16 = _magnitude_chart(page, old_normal_end=bfloat16["shapes"][2]["x1"])
+        _check_bands(float16, "float16")
+        assert bfloat16["shapes"][2]["x1"] == pytest.approx(128, abs=0.01)
+        assert float16["shapes"][2]["x1"] == pytest.approx(16, abs=0.01)
+
+        page.get_by_role("button", name="Sweep the loss scale").click()
+        page.wait_for_function(
+            "() => (document.querySelector('#sweep-reading')?.innerText || '').includes('window')",
+            timeout=TIMEOUT_MS,
+        )
+        text = page.locator("#sweep-reading").inner_text()
+        sweep = run_sweep(StepConfig(**(defaults() | {"compute_dtype": "float16"})))
+        safe = sweep.safe_exponents
+        assert f"2^{safe.min()} to 2^{safe.max()}" in text, text
+        for sentence in sweep_reading(sweep):
+            assert sentence in text, (sentence, text)
+        page.wait_for_function(
+            f"() => ({CHART_JS})('Loss-scale sweep (float16)') !== null", timeout=TIMEOUT_MS
+        )
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "precision_lab.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def _visible_titles(page) -> list[str]:
+    return page.evaluate(
+        "() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+        ".filter(g => g.offsetParent !== null && g.layout && g.layout.title)"
+        ".map(g => String(g.layout.title.text))"
+    )
+
+
+def test_training_dynamics_tab_trains_and_draws_three_charts(browser, app_url):
+    page = _open(browser, app_url, WIDTH, HEIGHT)
+    try:
+        _select_tab(page, "Training dynamics")
+        before = _visible_titles(page)
+        steps = page.get_by_label("number input for training steps (steps)", exact=True)
+        steps.fill(str(DYNAMICS_STEPS))
+        steps.press("Tab")
+        page.wait_for_function(
+            "n => document.querySelector('input[aria-label=\"range slider for training steps"
+            " (steps)\"]').value === String(n)",
+            arg=DYNAMICS_STEPS,
+            timeout=TIMEOUT_MS,
+        )
+        page.get_by_role("button", name="Train the three runs").click()
+        page.wait_for_function(
+            "n => (document.querySelector('#dynamics-reading')?.innerText || '')"
+            ".includes(`Over ${n} steps`)",
+            arg=DYNAMICS_STEPS,
+            timeout=TIMEOUT_MS,
+        )
+        text = page.locator("#dynamics-reading").inner_text()
+        dynamics = run_dynamics(StepConfig(**defaults()), DYNAMICS_STEPS, "static", 100)
+        assert dynamics_reading(dynamics)[0] in text, text
+
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            ".filter(g => g.offsetParent !== null).length >= 4",
+            timeout=TIMEOUT_MS,
+        )
+        new = [title for title in _visible_titles(page) if title not in before]
+        assert len(new) == 3, new
+        assert new[0] == "Loss over the steps"
+        assert new[1].startswith("Lost-update meter")
+        assert new[2] == "Loss scale over the steps (static scaling, mixed run)"
+        # Each chart drew its lines (loss: 3 runs, meter: 2, scale: 1), not just its axes.
+        lines = page.evaluate(
+            "titles => titles.map(t => Array.from(Array.from("
+            "document.querySelectorAll('.js-plotly-plot')).find(g => g.layout.title.text === t)"
+            ".querySelectorAll('.scatterlayer path.js-line')).filter(p =>"
+            " (p.getAttribute('d') || '').length > 20).length)",
+            new,
+        )
+        assert lines == [3, 2, 1], lines
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "training_dynamics.png"), full_page=True)
+    finally:
+        page.close()
