@@ -5,7 +5,9 @@ Enabled in tests/conftest.py with ``pytest_plugins = ["fixtures_app"]``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +33,36 @@ def client(app_url: str):
     from gradio_client import Client
 
     return Client(app_url, verbose=False)
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _unavailable(reason: str) -> None:
+    """Skip on a developer machine; fail under CI, where the browser tests must run."""
+    if os.environ.get("CI"):
+        pytest.fail(f"browser tests must run in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian Chromium driven by Playwright, shared by every browser test."""
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is missing (Debian package `chromium`)")
+    try:
+        from playwright import sync_api
+    except ImportError as error:
+        _unavailable(f"playwright is not installed ({error})")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -2,46 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-import pytest
 
 from playground import StepConfig, run_report
 from playground.config import defaults
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 TIMEOUT_MS = 60_000
-
-
-def _unavailable(reason: str) -> None:
-    """Skip on a developer machine; fail under CI, where the browser tests must run."""
-    if os.environ.get("CI"):
-        pytest.fail(f"browser tests must run in CI: {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is missing (Debian package `chromium`)")
-    try:
-        from playwright import sync_api
-    except ImportError as error:
-        _unavailable(f"playwright is not installed ({error})")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _open(browser, url: str, width: int, height: int):

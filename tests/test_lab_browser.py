@@ -5,15 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_browser import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    TIMEOUT_MS,
-    _open,
-    _select_tab,
-    _unavailable,
-)
+from test_browser import ARTIFACTS, TIMEOUT_MS, _open, _select_tab
 
 from playground import StepConfig
 from playground.config import defaults
@@ -53,21 +45,6 @@ title => {
   };
 }
 """
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium, as in test_browser (skipped off CI when unavailable)."""
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is missing (Debian package `chromium`)")
-    try:
-        from playwright import sync_api
-    except ImportError as error:
-        _unavailable(f"playwright is not installed ({error})")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _magnitude_chart(page, old_normal_end: float | None = None) -> dict:
