@@ -42,6 +42,8 @@ LR_CYCLE = (0.1, 0.05, 0.02)  # report calls cycle lr, so no two consecutive cal
 MIN_REPEATS = 3  # timed calls per warm median, at least
 MAX_REPEATS = 15  # and at most
 BUDGET_S = 1.5  # per timed code path: no new round past this (once MIN_REPEATS are done)
+BLOCK_S = 0.005  # consecutive calls per variant and round: as many as fit in this time
+MAX_BLOCK = 50
 MATMUL_REPEATS = 7  # best of this many runs of the jitted x @ w
 MATMULS_PER_REPORT = 6  # forward, kernel gradient, post-update forward; mixed and float32 paths
 
@@ -89,25 +91,32 @@ Timed = tuple[Callable[[int], Any], Callable[[], None] | None]  # call(i), untim
 
 
 def warm_medians(*variants: Timed) -> list[float]:
-    """Median seconds of each variant's ``call(i)``, after one untimed warm-up call of each.
+    """Median seconds per call of each variant's ``call(i)``, after untimed warm-up calls.
 
-    Variants are timed in alternation, one call of each per round, so a change in the load of a
-    shared machine affects them alike. A variant's setup runs untimed before each of its calls.
-    Between MIN_REPEATS and MAX_REPEATS rounds run, stopping once they took more than BUDGET_S
-    per variant.
+    Variants are timed in alternation, one block of calls of each per round, so a change in the
+    load of a shared machine affects them alike. A block is as many consecutive calls as fit in
+    BLOCK_S (at least one): a sub-millisecond call timed right after another variant's 10 ms of
+    work would measure that work's cold caches, not the call's warm time. A variant's setup runs
+    untimed before each of its calls. Between MIN_REPEATS and MAX_REPEATS rounds run, stopping
+    once they took more than BUDGET_S per variant.
     """
+    blocks = []
     for call, _ in variants:
         jax.block_until_ready(call(0))
+        blocks.append(max(1, min(MAX_BLOCK, int(BLOCK_S / time_call(functools.partial(call, 0))))))
     rounds: list[list[float]] = []
     budget = BUDGET_S * len(variants)
     while len(rounds) < MAX_REPEATS and (
         len(rounds) < MIN_REPEATS or sum(map(sum, rounds)) < budget
     ):
         row = []
-        for call, before in variants:
-            if before is not None:
-                before()
-            row.append(time_call(functools.partial(call, len(rounds) + 1)))
+        for (call, before), block in zip(variants, blocks, strict=True):
+            total = 0.0
+            for index in range(block):
+                if before is not None:
+                    before()
+                total += time_call(functools.partial(call, len(rounds) * block + index + 1))
+            row.append(total / block)
         rounds.append(row)
     return [statistics.median(column) for column in zip(*rounds, strict=True)]
 
