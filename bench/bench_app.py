@@ -8,6 +8,7 @@ Launches ``python app.py`` on a free local port (tests/app_server.py), then repo
   - median warm round trips of ``/step`` at the default shape and of the trivial ``/ping``,
     interleaved so both see the same machine load, and their ratio (target: step <= 1.5 x ping,
     i.e. the step's own work is small next to Gradio's request overhead);
+  - the step handler's own time in this process, to show its share of the round trip;
   - ``/step`` at the largest shape, first call (compiles) and one warm call, for information.
 
 Prints numbers only; it never fails on a time. The server process is always stopped.
@@ -29,7 +30,7 @@ from gradio_client import Client  # noqa: E402
 
 from app_server import AppServer  # noqa: E402
 from playground.config import defaults, settings  # noqa: E402
-from playground.ui import INPUT_ORDER  # noqa: E402
+from playground.ui import INPUT_ORDER, run_step  # noqa: E402
 
 TARGET_RATIO = 1.5
 WARMUP = 5
@@ -96,6 +97,13 @@ def main() -> None:
             f"(median of {args.rounds}; min {_ms(min(ping_times))}, max {_ms(max(ping_times))})"
         )
         print(f"ratio step/ping: {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})")
+        # Where the step's round trip goes: its handler alone, in this process.
+        run_step(*default_args)
+        handler = statistics.median(_timed(lambda: run_step(*default_args)) for _ in range(30))
+        print(
+            f"step handler in-process (report + figures + summary), default shape: "
+            f"{_ms(handler)} ({handler / step_ms:.0%} of the round trip)"
+        )
 
         first_large = _timed(lambda: step(largest_args))
         warm_large = _timed(lambda: step(largest_args))
