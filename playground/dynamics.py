@@ -42,7 +42,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from playground.config import Bounds, StepConfig, check_setting
+from playground.config import Bounds, ConfigError, StepConfig, check_setting
 from playground.data import make_batch
 from playground.step import low_precision_loss
 
@@ -52,9 +52,19 @@ GROWTH_FACTOR = 2.0  # torch GradScaler growth_factor; jmp factor
 BACKOFF_FACTOR = 0.5  # torch GradScaler backoff_factor; jmp divides by factor
 DEFAULT_PERIOD = 2000  # torch growth_interval; jmp period
 MIN_SCALE = 1.0  # jmp min_loss_scale
+# Work cap: steps * N * D_in * D_out <= 2^37, about 10 s of training on 2 vCPUs. It allows all
+# MAX_STEPS at the medium shape 1024 x 256 x 128 and 32 steps at the largest, 4096 x 1024^2,
+# so one visitor cannot hold a public Space's queue for minutes.
+WORK_BUDGET = 2**37
 # The run's own settings, checked like StepConfig's fields (the UI reads its limits here too).
 RUN_SETTINGS = {
-    "steps": Bounds("training steps", 1, MAX_STEPS, "SGD steps per run.", integer=True),
+    "steps": Bounds(
+        "training steps",
+        1,
+        MAX_STEPS,
+        "SGD steps per run; at most 2^37 / (N x D_in x D_out) of them (32 at the largest shape).",
+        integer=True,
+    ),
     "mode": Bounds("loss scaling", 0, 0, "How the loss scale is chosen.", choices=SCALING_MODES),
     "period": Bounds(
         "growth period", 1, 10**6, "Finite steps before a dynamic scale doubles.", integer=True
@@ -177,6 +187,11 @@ def _simulate(model_seed, x, y, lr, loss_scale, *, steps, mode, period, compute_
     return curves
 
 
+def max_steps(config: StepConfig) -> int:
+    """The most training steps allowed at ``config``'s shape (see WORK_BUDGET)."""
+    return int(min(MAX_STEPS, max(1, WORK_BUDGET // (config.n * config.d_in * config.d_out))))
+
+
 def run_dynamics(
     config: StepConfig, steps: int, mode: str = "static", period: int = DEFAULT_PERIOD
 ) -> DynamicsReport:
@@ -184,7 +199,7 @@ def run_dynamics(
 
     Args:
       config: a validated StepConfig.
-      steps: 1 .. MAX_STEPS. mode: one of SCALING_MODES. period: dynamic growth period, >= 1.
+      steps: 1 .. max_steps(config). mode: one of SCALING_MODES. period: growth period, >= 1.
 
     Returns:
       A DynamicsReport. One compiled program per (shapes, dtype, steps, mode, period).
@@ -196,6 +211,13 @@ def run_dynamics(
         check_setting(name, value, RUN_SETTINGS[name])
         for name, value in (("steps", steps), ("mode", mode), ("period", period))
     )
+    if steps > max_steps(config):
+        shape = " x ".join(map(str, config.shape))
+        raise ConfigError(
+            "steps",
+            f"steps (training steps) must be an integer in [1, {max_steps(config)}] at "
+            f"N x D_in x D_out = {shape} (steps x N x D_in x D_out <= 2^37); got {steps}",
+        )
     x, y = make_batch(config)
     curves = jax.device_get(
         _simulate(
