@@ -50,7 +50,7 @@ class ParamReport:
       underflow_count: entries that are 0 in mixed_grads but not in float32_grads.
       nonfinite_scaled_count, nonfinite_count: inf or NaN entries in scaled_grads, mixed_grads.
       lost_update_count: entries with lr * mixed_grads != 0 whose value did not change, because
-        the update was smaller than half the float32 spacing at that parameter.
+        the update was at most half the float32 spacing at that parameter.
       median_update_ratio: median of update_ratio over its defined entries.
     """
 

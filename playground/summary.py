@@ -155,7 +155,7 @@ def reading(report: StepReport) -> list[str]:
     if lost:
         sentences.append(
             f"{lost:,} parameter updates were rounded away entirely: lr x gradient was smaller "
-            "than half the float32 spacing at that parameter."
+            "than half the float32 spacing at that parameter (or exactly half, rounded to even)."
         )
     return sentences
 

@@ -9,6 +9,7 @@ import reference
 from playground import StepConfig, float32_step, make_batch, mixed_precision_step, run_report
 from playground.config import FLOAT32_MAX, SEED_MAX
 from playground.report import _analyse
+from playground.summary import summarize
 
 SMALL = StepConfig(n=32, d_in=8, d_out=4, lr=0.1, loss_scale=1024.0)
 
@@ -93,3 +94,14 @@ def test_compiled_once_per_shape_and_dtype():
     assert _analyse._cache_size() == before
     run_report(SMALL.replace(n=33))
     assert _analyse._cache_size() == before + 1
+
+
+def test_updates_below_half_the_float32_spacing_are_counted_as_lost():
+    # Weights are ~0.3 (float32 spacing ~3e-8); lr 1e-12 makes every update ~1e-14.
+    report = run_report(SMALL.replace(lr=1e-12))
+    kernel = report.kernel
+    assert np.array_equal(kernel.mixed_after, kernel.before)
+    assert kernel.lost_update_count == int(np.count_nonzero(kernel.mixed_grads))
+    assert any("rounded away entirely" in s for s in summarize(report)["reading"])
+    # With lr = 0 there is no update at all, so nothing counts as lost.
+    assert run_report(SMALL.replace(lr=0.0)).kernel.lost_update_count == 0
