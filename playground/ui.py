@@ -32,6 +32,7 @@ from playground.summary import (
 from playground.sweep import run_sweep
 
 TITLE = "Mixed-Precision Step Playground"
+DEFAULTS = defaults()
 LOSS_SCALE_PRESETS = {
     "2^0 = 1": 1.0,
     "2^8": 2.0**8,
@@ -107,9 +108,10 @@ becomes infinite. Switch the compute dtype to float16 to see how much narrower i
 """
 SWEEP_INTRO = """
 ### Loss-scale sweep
-Runs the mixed step at every power-of-two loss scale from 2^0 to just past the dtype's largest
-value, in one compiled call, and compares each with float32. Green marks the scales whose
-gradients are finite and within 2x of the best error the sweep finds.
+Runs the mixed step at every power-of-two loss scale from 2^0 up to 2^16 for float16 (just past
+its largest value) or 2^127 for bfloat16 (the largest power of two a float32 scale can hold), in
+one compiled call, and compares each with float32. Green marks the scales whose gradients are
+finite and within 2x of the best error the sweep finds.
 """
 INSPECTOR_INTRO = """
 ### Precision inspector
@@ -177,10 +179,13 @@ def magnitude_table(summary: dict[str, Any]) -> str:
         for when, kinds in counts.items()
         if when != "entries"
     ]
-    header = " | ".join(counts["before scaling"])
+    kinds = list(counts["before scaling"])
+    header = "| | " + " | ".join(kinds) + " |\n" + "|---" * (len(kinds) + 1) + "|\n"
     return (
         f"Gradient entries in {dtype} ({total:,} in all), by where they land:\n\n"
-        f"| | {header} |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
+        + header
+        + "\n".join(rows)
+        + "\n"
     )
 
 
@@ -196,10 +201,10 @@ def run_step(
     d_out: Any,
     lr: Any,
     loss_scale: Any,
-    data_seed: Any = 0,
-    input_scale: Any = 1.0,
-    target_scale: Any = 1.0,
-    compute_dtype: Any = "bfloat16",
+    data_seed: Any = DEFAULTS["data_seed"],
+    input_scale: Any = DEFAULTS["input_scale"],
+    target_scale: Any = DEFAULTS["target_scale"],
+    compute_dtype: Any = DEFAULTS["compute_dtype"],
 ) -> tuple[Any, ...]:
     """The ``step`` endpoint: (headline Markdown, JSON summary, magnitude counters, figures...).
 
@@ -285,7 +290,7 @@ def ping() -> str:
 def _control(name: str) -> gr.components.Component:
     """One input component, with its range and help text read from the settings table."""
     bounds = settings()[name]
-    value = defaults()[name]
+    value = DEFAULTS[name]
     info = f"{bounds.help} Allowed: {bounds.describe()}."
     label = f"{bounds.label} ({name})"
     if bounds.choices:
@@ -322,7 +327,7 @@ def build_demo() -> gr.Blocks:
                 inputs = [controls[name] for name in INPUT_ORDER]
                 gr.Examples(
                     examples=[
-                        [{**defaults(), **overrides}[name] for name in INPUT_ORDER]
+                        [{**DEFAULTS, **overrides}[name] for name in INPUT_ORDER]
                         for _, overrides in EXAMPLES
                     ],
                     example_labels=[label for label, _ in EXAMPLES],
