@@ -208,14 +208,18 @@ def _param_reports(flat: np.ndarray, lr: float, d_in: int, d_out: int) -> dict[s
         ]
     )
     counts = np.add.reduceat(masks, starts, axis=1, dtype=np.int64)
-    columns = np.vstack([flat, rel_error, update_ratio])
-    fields = (*TRACE_FIELDS, "rel_error", "update_ratio")
+    derived = {"rel_error": _readonly(rel_error), "update_ratio": _readonly(update_ratio)}
     reports = {}
     for index, (name, shape) in enumerate(shapes.items()):
-        part = _readonly(columns[:, starts[index] : starts[index] + math.prod(shape)])
+        part = slice(starts[index], starts[index] + math.prod(shape))
+        # Views into the transferred rows and the two derived arrays: nothing is copied.
+        arrays = {
+            field: row[part].reshape(shape) for field, row in zip(TRACE_FIELDS, flat, strict=True)
+        }
+        arrays |= {field: row[part].reshape(shape) for field, row in derived.items()}
         reports[name] = ParamReport(
             name=name,
-            **{field: row.reshape(shape) for field, row in zip(fields, part, strict=True)},
+            **arrays,
             norm_rel_error=float(norm_rel_error[index]),
             max_rel_error=float(max_rel_error[index]),
             underflow_count=int(counts[0, index]),
@@ -248,5 +252,5 @@ def run_report(config: StepConfig) -> StepReport:
     return StepReport(
         config=config,
         **{field: float(v) for field, v in zip(LOSS_FIELDS, np.asarray(losses), strict=True)},
-        params=_param_reports(np.array(flat), config.lr, config.d_in, config.d_out),
+        params=_param_reports(np.asarray(flat), config.lr, config.d_in, config.d_out),
     )

@@ -61,7 +61,7 @@ class SweepReport:
 
 
 def _norm_rel_error(values: jax.Array, reference: jax.Array) -> jax.Array:
-    """In-program twin of report.norm_rel_error (same definition, float32 norms)."""
+    """ParamReport.norm_rel_error's definition inside the program (float32 norms, per scale)."""
     reference_norm = jnp.linalg.norm(reference)
     difference_norm = jnp.linalg.norm(values - reference)
     return jnp.where(
