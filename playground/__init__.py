@@ -8,22 +8,33 @@ The public API::
     make_batch(config) -> (x, y)                       # the synthetic data
     run_report(config) -> StepReport                   # both steps compiled and compared
     summarize(report) -> dict                          # the JSON summary shown on the page
+    run_sweep(config) / sweep_summary(sweep)           # the loss-scale sweep
+    run_dynamics(config, steps, mode, period)          # many steps: float32, mixed, pure
+    dynamics_summary(dynamics) -> dict
 """
 
 from playground.config import ConfigError, StepConfig
 from playground.data import make_batch
+from playground.dynamics import DynamicsReport, run_dynamics
 from playground.report import ParamReport, StepReport, run_report
 from playground.step import float32_step, mixed_precision_step
-from playground.summary import summarize
+from playground.summary import dynamics_summary, summarize, sweep_summary
+from playground.sweep import SweepReport, run_sweep
 
 __all__ = [
     "ConfigError",
+    "DynamicsReport",
     "ParamReport",
     "StepConfig",
     "StepReport",
+    "SweepReport",
+    "dynamics_summary",
     "float32_step",
     "make_batch",
     "mixed_precision_step",
+    "run_dynamics",
     "run_report",
+    "run_sweep",
     "summarize",
+    "sweep_summary",
 ]
