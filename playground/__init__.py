@@ -13,13 +13,15 @@ The public API::
     dynamics_summary(dynamics) -> dict
 """
 
-from playground.config import ConfigError, StepConfig
-from playground.data import make_batch
-from playground.dynamics import DynamicsReport, run_dynamics
-from playground.report import ParamReport, StepReport, run_report
-from playground.step import float32_step, mixed_precision_step
-from playground.summary import dynamics_summary, summarize, sweep_summary
-from playground.sweep import SweepReport, run_sweep
+from playground.core.data import make_batch
+from playground.core.report import ParamReport, StepReport, run_report
+from playground.core.step import float32_step, mixed_precision_step
+from playground.sections.dynamics.summary import dynamics_summary
+from playground.sections.dynamics.train import DynamicsReport, run_dynamics
+from playground.sections.lab.summary import sweep_summary
+from playground.sections.lab.sweep import SweepReport, run_sweep
+from playground.sections.step.summary import summarize
+from playground.settings import ConfigError, StepConfig
 
 __all__ = [
     "ConfigError",

@@ -10,9 +10,9 @@ import argparse
 import json
 import sys
 
-from playground.config import ConfigError, StepConfig, defaults, settings
-from playground.report import run_report
-from playground.summary import summarize
+from playground.core.report import run_report
+from playground.sections.step.summary import summarize
+from playground.settings import ConfigError, StepConfig, defaults, settings
 
 
 def _number(text: str) -> int | float:
@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     step = commands.add_parser("step", help="run one step and print its summary as JSON")
     initial = defaults()
     for name, bounds in settings().items():
+        if bounds.group == "dynamics":  # a training run's settings; this command runs one step
+            continue
         flags = [f"--{name.replace('_', '-')}"] + (["--seed"] if name == "model_seed" else [])
         step.add_argument(
             *flags,
@@ -43,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    values = {name: getattr(args, name) for name in settings()}
+    values = {name: getattr(args, name) for name in settings() if hasattr(args, name)}
     try:
         config = StepConfig(**values)
     except ConfigError as error:

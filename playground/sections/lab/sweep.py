@@ -2,12 +2,12 @@
 
 Rule, for a config and its compute dtype::
 
-    K        = min(floor(log2(finfo(dtype).max)) + 1, 127)   # past the dtype's largest value;
-                                                              # 2^128 is not a float32
-    baseline = step_trace(seed, x, y, lr, 1, float32)
+    K        = min(floor(log2(max of the dtype)) + 1, floor(log2(max of float32)))
+               # just past the dtype's largest value; the scale itself must be a float32
+    baseline = the float32 twin (S = 1)
     for each S (jax.lax.map, one compiled program, 8 scales per batch to bound memory):
-        mixed        = step_trace(seed, x, y, lr, S, dtype)
-        rel_error(S) = max over p in (kernel, bias) of norm_rel_error(mixed.grads[p], baseline[p])
+        mixed        = the step at S in the dtype
+        rel_error(S) = max over parameters p of metrics.norm_rel_error(mixed.grads[p], baseline[p])
         underflow(S) = share of entries 0 in mixed.grads but not in baseline.grads
         nonfinite(S) = share of non-finite entries in mixed.scaled_grads
         new_loss(S)  = mixed.new_loss
@@ -26,20 +26,27 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 
-from playground.config import StepConfig
-from playground.data import make_batch
-from playground.precision import dtype_facts
-from playground.step import PARAM_NAMES, step_trace
+from playground.core import metrics
+from playground.core.compiled import freeze, run_compiled
+from playground.core.dtypes import dtype_facts
+from playground.core.loss_scale import NoOpLossScale, StaticLossScale
+from playground.core.models import DEFAULT_MODEL, build_model
+from playground.core.optimizers import DEFAULT_OPTIMIZER, build_optimizer
+from playground.core.step import step_trace
+from playground.settings import StepConfig
 
 SAFE_FACTOR = 2.0
-MAX_EXPONENT = 127  # 2^127 is the largest power of two a float32 loss scale can hold
+
+
+def _log2_max(dtype: str) -> int:
+    return math.floor(math.log2(dtype_facts(dtype).max))
 
 
 def sweep_exponents(dtype: str) -> np.ndarray:
-    """0, 1, ..., K: the last scale exceeds the dtype's largest finite value."""
-    last = min(math.floor(math.log2(dtype_facts(dtype).max)) + 1, MAX_EXPONENT)
-    return np.arange(0, last + 1)
+    """0, 1, ..., K: the last scale exceeds the dtype's largest finite value (see the rule)."""
+    return np.arange(0, min(_log2_max(dtype) + 1, _log2_max("float32")) + 1)
 
 
 @dataclass(frozen=True)
@@ -60,39 +67,40 @@ class SweepReport:
         return self.exponents[self.safe]
 
 
-def _norm_rel_error(values: jax.Array, reference: jax.Array) -> jax.Array:
-    """ParamReport.norm_rel_error's definition inside the program (float32 norms, per scale)."""
-    reference_norm = jnp.linalg.norm(reference)
-    difference_norm = jnp.linalg.norm(values - reference)
-    return jnp.where(
-        reference_norm > 0,
-        difference_norm / reference_norm,
-        jnp.where(difference_norm == 0, 0.0, jnp.inf),
-    )
-
-
 def _flat(params: dict[str, jax.Array]) -> jax.Array:
-    return jnp.concatenate([params[name].ravel() for name in PARAM_NAMES])
+    return jnp.concatenate([leaf.ravel() for leaf in params.values()])
 
 
 @functools.partial(jax.jit, static_argnames=("compute_dtype",))
-def _sweep(model_seed, x, y, lr, scales, *, compute_dtype: str):
+def _curves_over_scales(model_seed, x, y, lr, loss_scale, scales, *, compute_dtype: str):
+    """(float32 new loss, per-scale curves); ``loss_scale`` is unused (the scales are swept)."""
+    del loss_scale
     key = jax.random.key(model_seed)
-    baseline = step_trace(key, x, y, lr, 1.0, jnp.float32)
+    d_in, d_out = x.shape[-1], y.shape[-1]
+
+    def trace(policy, dtype):
+        model = build_model(DEFAULT_MODEL, d_in, d_out, nnx.Rngs(key))
+        return step_trace(model, build_optimizer(DEFAULT_OPTIMIZER, lr), x, y, policy, dtype)
+
+    baseline = trace(NoOpLossScale(), jnp.float32)
     baseline_grads = _flat(baseline.grads)
 
     def at_scale(scale):
-        mixed = step_trace(key, x, y, lr, scale, jnp.dtype(compute_dtype))
-        grads = _flat(mixed.grads)
+        mixed = trace(StaticLossScale(scale), jnp.dtype(compute_dtype))
         # Per parameter, then the worst: the kernel's and the bias's gradients can differ by
         # orders of magnitude, and a joint norm would hide the smaller one's error.
         rel_error = jnp.max(
-            jnp.stack([_norm_rel_error(mixed.grads[n], baseline.grads[n]) for n in PARAM_NAMES])
+            jnp.stack(
+                [
+                    metrics.norm_rel_error(mixed.grads[name], baseline.grads[name], xp=jnp)
+                    for name in baseline.grads
+                ]
+            )
         )
         return (
             rel_error,
-            jnp.mean((grads == 0) & (baseline_grads != 0)),
-            jnp.mean(~jnp.isfinite(_flat(mixed.scaled_grads))),
+            jnp.mean(metrics.underflow_mask(_flat(mixed.grads), baseline_grads)),
+            jnp.mean(metrics.nonfinite_mask(_flat(mixed.scaled_grads), xp=jnp)),
             mixed.new_loss[0],
         )
 
@@ -107,30 +115,20 @@ def run_sweep(config: StepConfig) -> SweepReport:
       A SweepReport; compiled once per (shapes, compute dtype).
     """
     exponents = sweep_exponents(config.compute_dtype)
-    x, y = make_batch(config)
-    float32_loss, curves = jax.device_get(
-        _sweep(
-            np.uint32(config.model_seed),
-            x,
-            y,
-            np.float32(config.lr),
-            np.exp2(exponents).astype(np.float32),
-            compute_dtype=config.compute_dtype,
-        )
+    scales = np.exp2(exponents).astype(np.float32)
+    float32_loss, curves = run_compiled(
+        _curves_over_scales, config, scales, compute_dtype=config.compute_dtype
     )
-    rel_error, underflow, nonfinite, new_loss = (np.asarray(curve) for curve in curves)
+    rel_error, underflow, nonfinite, new_loss = curves
     finite_error = np.where(np.isfinite(rel_error), rel_error, np.inf)
     safe = (nonfinite == 0) & (finite_error <= SAFE_FACTOR * finite_error.min())
-    arrays = (exponents, rel_error, underflow, nonfinite, new_loss, safe)
-    for array in arrays:
-        array.flags.writeable = False
     return SweepReport(
         config=config,
-        exponents=exponents,
+        exponents=freeze(exponents),
         rel_error=rel_error,
         underflow_share=underflow,
         nonfinite_share=nonfinite,
         new_loss=new_loss,
         float32_new_loss=float(float32_loss),
-        safe=safe,
+        safe=freeze(safe),
     )

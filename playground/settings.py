@@ -1,8 +1,10 @@
 """The playground's settings: one table of fields, their defaults and their allowed ranges.
 
-Rule: every input a user can set (browser, API, command line) is a field of :class:`StepConfig`.
-Each field carries a :class:`Bounds` in its metadata; defaults, validation, the UI's sliders and
-the CLI's flags are all read from that one table, so a limit is written exactly once.
+Rule: every input a user can set (browser, API, command line, and later the URL) is a field of
+:class:`StepConfig`, the training-dynamics settings included. Each field carries a
+:class:`Bounds` in its metadata; defaults, validation, the UI's controls and the CLI's flags are
+all read from that one table, so a limit or a default is written exactly once. Choices of a
+registry (compute dtypes) are read from the registry.
 
 Validation turns any bad value into a :class:`ConfigError` (a ``ValueError``) that names the
 field and its allowed range, before any JAX code runs.
@@ -14,7 +16,7 @@ Example::
     >>> StepConfig(n=0)
     Traceback (most recent call last):
     ...
-    playground.config.ConfigError: n (batch rows N) must be an integer in [1, 4096]; got 0
+    playground.settings.ConfigError: n (batch rows N) must be an integer in [1, 4096]; got 0
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from playground.core.dtypes import COMPUTE_DTYPES
+
 # JAX's threefry key holds 32 bits while x64 is off: jax.random.key(2**32) silently equals
 # jax.random.key(0), so larger seeds are refused instead of wrapping.
 SEED_MAX = 2**32 - 1
@@ -34,7 +38,15 @@ SEED_MAX = 2**32 - 1
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 # The smallest positive float32: a smaller loss scale would round to zero in float32.
 FLOAT32_SMALLEST = float(np.finfo(np.float32).smallest_subnormal)
-COMPUTE_DTYPES = ("bfloat16", "float16")
+SCALING_MODES = ("none", "static", "dynamic")
+MAX_STEPS = 1000
+# Work cap of a training run: steps * N * D_in * D_out <= 2^37, about 10 s of training on
+# 2 vCPUs. It allows all MAX_STEPS at the medium shape 1024 x 256 x 128 and 32 steps at the
+# largest, 4096 x 1024^2, so one visitor cannot hold a public Space's queue for minutes.
+WORK_BUDGET = 2**37
+# torch GradScaler's growth_interval and jmp's period; the page's default is shorter so that
+# growth shows within a short run.
+LIBRARY_PERIOD = 2000
 
 
 class ConfigError(ValueError):
@@ -50,7 +62,8 @@ class Bounds:
     """How one setting is shown and checked: a label, the closed range [low, high], a help line.
 
     ``integer`` fields accept only whole numbers; ``log`` asks the UI for a log-scale control;
-    ``choices`` replaces the range for a categorical field.
+    ``choices`` replaces the range for a categorical field. ``group`` says which part of the
+    page owns the control ("step", "data" or "dynamics").
     """
 
     label: str
@@ -60,6 +73,7 @@ class Bounds:
     integer: bool = False
     log: bool = False
     choices: tuple[str, ...] = ()
+    group: str = "step"
 
     def describe(self) -> str:
         """The allowed values in words, used in every error message."""
@@ -89,6 +103,7 @@ class StepConfig:
       lr: SGD learning rate. loss_scale: the fixed loss scale S.
       input_scale, target_scale: magnitudes of x and y (see ``playground.data``).
       compute_dtype: the low-precision dtype of the forward and backward pass.
+      steps, mode, period: a training-dynamics run (see ``playground.sections.dynamics``).
 
     Caps: the largest run (4096 x 1024 x 1024) does about 50 GFLOP of matmuls and holds well
     under 200 MB of arrays, so it finishes in well under a second on a 2-vCPU machine.
@@ -103,9 +118,6 @@ class StepConfig:
             "Seeds nnx.Rngs for the layer's initial weights.",
             True,
         ),
-    )
-    data_seed: int = _setting(
-        0, Bounds("data seed", 0, SEED_MAX, "Seeds the synthetic batch x, y.", True)
     )
     n: int = _setting(256, Bounds("batch rows N", 1, 4096, "Rows in the batch.", True))
     d_in: int = _setting(64, Bounds("input width D_in", 1, 1024, "Features per row of x.", True))
@@ -130,6 +142,9 @@ class StepConfig:
             log=True,
         ),
     )
+    data_seed: int = _setting(
+        0, Bounds("data seed", 0, SEED_MAX, "Seeds the synthetic batch x, y.", True, group="data")
+    )
     input_scale: float = _setting(
         1.0,
         Bounds(
@@ -138,6 +153,7 @@ class StepConfig:
             2.0**64,
             "Typical magnitude of the entries of x.",
             log=True,
+            group="data",
         ),
     )
     target_scale: float = _setting(
@@ -148,6 +164,7 @@ class StepConfig:
             2.0**64,
             "Typical magnitude of the entries of y.",
             log=True,
+            group="data",
         ),
     )
     compute_dtype: str = _setting(
@@ -160,6 +177,41 @@ class StepConfig:
             choices=COMPUTE_DTYPES,
         ),
     )
+    steps: int = _setting(
+        200,
+        Bounds(
+            "training steps",
+            1,
+            MAX_STEPS,
+            "SGD steps per run; at most 2^37 / (N x D_in x D_out) of them (32 at the largest "
+            "shape).",
+            integer=True,
+            group="dynamics",
+        ),
+    )
+    mode: str = _setting(
+        "static",
+        Bounds(
+            "loss scaling",
+            0,
+            0,
+            "none: S = 1; static: the loss scale above; dynamic: starts there.",
+            choices=SCALING_MODES,
+            group="dynamics",
+        ),
+    )
+    period: int = _setting(
+        100,
+        Bounds(
+            "growth period",
+            1,
+            10**6,
+            f"Finite steps before a dynamic scale doubles. PyTorch's GradScaler and jmp default "
+            f"to {LIBRARY_PERIOD}; a shorter period shows the growth within a short run.",
+            integer=True,
+            group="dynamics",
+        ),
+    )
 
     def __post_init__(self) -> None:
         for name, bounds in settings().items():
@@ -169,6 +221,22 @@ class StepConfig:
     def shape(self) -> tuple[int, int, int]:
         """(N, D_in, D_out)."""
         return (self.n, self.d_in, self.d_out)
+
+    @property
+    def max_steps(self) -> int:
+        """The most training steps allowed at this shape (see WORK_BUDGET)."""
+        return int(min(MAX_STEPS, max(1, WORK_BUDGET // (self.n * self.d_in * self.d_out))))
+
+    def check_run(self) -> StepConfig:
+        """Self, after checking the cross-field cap of a training run; ConfigError on ``steps``."""
+        if self.steps > self.max_steps:
+            shape = " x ".join(map(str, self.shape))
+            raise ConfigError(
+                "steps",
+                f"steps (training steps) must be an integer in [1, {self.max_steps}] at "
+                f"N x D_in x D_out = {shape} (steps x N x D_in x D_out <= 2^37); got {self.steps}",
+            )
+        return self
 
     def replace(self, **changes: Any) -> StepConfig:
         """A new validated config with some fields changed."""

@@ -1,22 +1,23 @@
-"""One SGD step of an ``nnx.Linear`` regression, in mixed precision and in plain float32.
+"""One training step in mixed precision: the exercise's step, and the general step it is made of.
 
-The mixed-precision rule (the seed exercise), for seed s, batch (x, y), learning rate lr and
-loss scale S::
+The mixed-precision rule (the seed exercise), for a model, an optimizer, a batch (x, y), a loss
+scale S and a compute dtype ``low`` (bfloat16 in the exercise)::
 
-    model     = nnx.Linear(D_in, D_out, rngs=nnx.Rngs(s))    # float32 master parameters
-    optimizer = nnx.Optimizer(model, optax.sgd(lr), wrt=nnx.Param)
-    loss(m)   = mean((low(m)(low(x)) - low(y)) ** 2)           # low(.) casts to bfloat16;
-                                                               # low(m) is a temporary model
-    scaled_grads = grad(float32(loss(m)) * S)(model)           # float32 leaves, bfloat16 values
-    grads        = float32(scaled_grads) / S                   # unscale BEFORE the update
-    optimizer.update(model, grads)                             # exactly once
-    new_loss     = float32(loss(model)).reshape(1)             # unscaled, after the step
+    masters      = model's float32 parameters; optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+    loss(m)      = mean((low(m)(low(x)) - low(y)) ** 2)     # low(m): a temporary rounded copy
+    scaled_grads = grad(S * float32(loss(m)))(model)        # float32 leaves, low-precision values
+    grads        = float32(scaled_grads) / S                # unscale BEFORE the update
+    optimizer.update(model, grads)                          # exactly once
+    new_loss     = float32(loss(model)).reshape(1)          # unscaled, after the step
 
 The temporary model is rebuilt from ``nnx.split`` / ``tree_map(astype)`` / ``nnx.merge``, so the
 float32 master parameters are never overwritten by their rounded copies, and the gradient flows
 back through the casts to float32 leaves. The float32 twin is the same procedure with every cast
-an identity and S = 1 (multiplying and dividing by 1 is exact), which is the baseline the
-playground compares against.
+an identity and S = 1 (multiplying and dividing by 1 is exact).
+
+``step_trace`` runs that rule for any registered model and optimizer and any loss-scale policy,
+and keeps every intermediate; ``mixed_precision_step`` is the exercise itself: ``nnx.Linear``,
+``optax.sgd(lr)``, a fixed S and bfloat16.
 """
 
 from __future__ import annotations
@@ -29,20 +30,21 @@ import numpy as np
 import optax
 from flax import nnx
 
-from playground.config import ConfigError, check_setting, settings
-
-PARAM_NAMES = ("kernel", "bias")
-Params = dict[str, jax.Array]
+from playground.core.loss_scale import LossScale, StaticLossScale
+from playground.core.models import Params, build_model, param_arrays
+from playground.core.optimizers import build_optimizer
+from playground.settings import ConfigError, check_setting, settings
 
 
 class StepTrace(NamedTuple):
-    """Everything one step computes, as JAX arrays.
+    """Everything one step computes, as JAX arrays; parameters are {path name: array}.
 
     Attributes:
       initial_loss: (1,) float32, the unscaled loss before the update.
-      scaled_grads: {"kernel": (D_in, D_out), "bias": (D_out,)} float32 leaves holding the
-        gradients of ``S * loss`` as the low-precision backward pass produced them.
-      grads: same shapes, float32, ``scaled_grads / S``: what the optimizer received.
+      scaled_grads: float32 leaves holding the gradients of ``S * loss`` as the low-precision
+        backward pass produced them.
+      grads: float32, ``scaled_grads / S``: what the optimizer received.
+      updates: float32, what the optimizer added to the parameters (before rounding).
       params_before, params_after: float32 master parameters around the update.
       new_loss: (1,) float32, the unscaled loss after the update.
     """
@@ -50,17 +52,34 @@ class StepTrace(NamedTuple):
     initial_loss: jax.Array
     scaled_grads: Params
     grads: Params
+    updates: Params
     params_before: Params
     params_after: Params
     new_loss: jax.Array
 
 
-def _param_arrays(state: nnx.State) -> Params:
-    """{"kernel": array, "bias": array} from a Param State (of a model or of its gradients)."""
-    return {name: state[name][...] for name in PARAM_NAMES}
+class _KeptUpdates(NamedTuple):
+    inner: optax.OptState
+    updates: optax.Updates
 
 
-def low_precision_loss(model: nnx.Linear, x: jax.Array, y: jax.Array, compute_dtype) -> jax.Array:
+def keeping_updates(tx: optax.GradientTransformation) -> optax.GradientTransformation:
+    """``tx`` whose state also holds the last updates it produced, so a caller can read them.
+
+    The updates are those ``tx`` returns; nothing is computed twice.
+    """
+
+    def init(params):
+        return _KeptUpdates(tx.init(params), jax.tree.map(jnp.zeros_like, params))
+
+    def update(updates, state, params=None):
+        updates, inner = tx.update(updates, state.inner, params)
+        return updates, _KeptUpdates(inner, updates)
+
+    return optax.GradientTransformation(init, update)
+
+
+def low_precision_loss(model: nnx.Module, x: jax.Array, y: jax.Array, compute_dtype) -> jax.Array:
     """MSE of a rounded copy of ``model`` on rounded data, returned in ``compute_dtype``.
 
     The cast copy is a new module; ``model`` keeps its float32 arrays. Casting y only affects the
@@ -74,44 +93,62 @@ def low_precision_loss(model: nnx.Linear, x: jax.Array, y: jax.Array, compute_dt
     return jnp.mean((prediction - y.astype(compute_dtype)) ** 2)
 
 
-def step_trace(seed, x, y, lr, loss_scale, compute_dtype=jnp.bfloat16) -> StepTrace:
-    """Run the mixed-precision step and keep its intermediate results.
+def step_trace(
+    model: nnx.Module,
+    tx: optax.GradientTransformation,
+    x: jax.Array,
+    y: jax.Array,
+    loss_scale: LossScale,
+    compute_dtype=jnp.bfloat16,
+) -> StepTrace:
+    """Run the mixed-precision rule on ``model`` (updated in place) and keep its intermediates.
 
     Args:
-      seed: a Python int (as in the exercise) or a JAX PRNG key, passed to ``nnx.Rngs``.
+      model: a freshly built model from the registry; its float32 Params are the masters.
+      tx: an optax transformation from the registry.
       x: (N, D_in) float32. y: (N, D_out) float32.
-      lr: SGD learning rate, scalar. loss_scale: scalar S > 0.
-      compute_dtype: dtype of the temporary model and data (bfloat16 in the exercise).
+      loss_scale: a policy from ``playground.core.loss_scale`` (the exercise: StaticLossScale).
+      compute_dtype: dtype of the temporary model and data.
 
     Returns:
-      A StepTrace of JAX arrays (see its docstring for shapes and dtypes).
+      A StepTrace of JAX arrays.
     """
-    # 1. The float32 master model and an SGD optimizer over its Params.
-    model = nnx.Linear(x.shape[-1], y.shape[-1], rngs=nnx.Rngs(seed))
-    optimizer = nnx.Optimizer(model, optax.sgd(lr), wrt=nnx.Param)
-    params_before = _param_arrays(nnx.state(model, nnx.Param))
+    # 1. The optimizer over the float32 master Params.
+    optimizer = nnx.Optimizer(model, keeping_updates(tx), wrt=nnx.Param)
+    params_before = param_arrays(nnx.state(model, nnx.Param))
 
     # 2-4. Low-precision loss, cast back to float32 and scaled; differentiated w.r.t. `model`.
-    def scaled_loss(model: nnx.Linear):
+    def scaled_loss(model: nnx.Module):
         loss = low_precision_loss(model, x, y, compute_dtype)
-        return loss.astype(jnp.float32) * loss_scale, loss
+        return loss_scale.scale(loss.astype(jnp.float32)), loss
 
     (_, initial_loss), scaled_grads = nnx.value_and_grad(scaled_loss, has_aux=True)(model)
 
     # 5. Unscale in float32, then a single optimizer update of the master parameters.
-    grads = jax.tree.map(lambda g: g.astype(jnp.float32) / loss_scale, scaled_grads)
+    grads = loss_scale.unscale(scaled_grads)
     optimizer.update(model, grads)
 
     # 6. The unscaled low-precision loss of the updated model.
     new_loss = low_precision_loss(model, x, y, compute_dtype).astype(jnp.float32).reshape((1,))
     return StepTrace(
         initial_loss=initial_loss.astype(jnp.float32).reshape((1,)),
-        scaled_grads=_param_arrays(scaled_grads),
-        grads=_param_arrays(grads),
+        scaled_grads=param_arrays(scaled_grads),
+        grads=param_arrays(grads),
+        updates=param_arrays(optimizer.opt_state.updates),
         params_before=params_before,
-        params_after=_param_arrays(nnx.state(model, nnx.Param)),
+        params_after=param_arrays(nnx.state(model, nnx.Param)),
         new_loss=new_loss,
     )
+
+
+def exercise_trace(seed, x, y, lr, loss_scale, compute_dtype=jnp.bfloat16) -> StepTrace:
+    """The exercise's step (nnx.Linear from ``nnx.Rngs(seed)``, optax.sgd, a fixed S), traced.
+
+    ``seed`` is a Python int (as in the exercise) or a JAX PRNG key.
+    """
+    model = build_model("linear", x.shape[-1], y.shape[-1], nnx.Rngs(seed))
+    tx = build_optimizer("sgd", lr)
+    return step_trace(model, tx, x, y, StaticLossScale(loss_scale), compute_dtype)
 
 
 def _is_concrete(value: Any) -> bool:
@@ -158,7 +195,7 @@ def mixed_precision_step(seed, x, y, lr, loss_scale) -> jax.Array:
     Args:
       seed: nonnegative integer (< 2**32) for ``nnx.Rngs``; static under ``jax.jit``.
       x: (N, D_in) float32, numpy or JAX. y: (N, D_out) float32.
-      lr: finite, >= 0. loss_scale: finite, > 0.
+      lr: finite, >= 0. loss_scale: finite, > 0 (within the settings table's range).
 
     Returns:
       (1,) float32 JAX array: the bfloat16 MSE after one step, cast to float32.
@@ -167,7 +204,7 @@ def mixed_precision_step(seed, x, y, lr, loss_scale) -> jax.Array:
       ConfigError (a ValueError) naming the bad argument.
     """
     x, y = check_step_inputs(seed, x, y, lr, loss_scale)
-    return step_trace(int(seed), x, y, lr, loss_scale).new_loss
+    return exercise_trace(int(seed), x, y, lr, loss_scale).new_loss
 
 
 def float32_step(seed, x, y, lr) -> jax.Array:
@@ -177,4 +214,4 @@ def float32_step(seed, x, y, lr) -> jax.Array:
     float32 MSE.
     """
     x, y = check_step_inputs(seed, x, y, lr, 1.0)
-    return step_trace(int(seed), x, y, lr, 1.0, compute_dtype=jnp.float32).new_loss
+    return exercise_trace(int(seed), x, y, lr, 1.0, compute_dtype=jnp.float32).new_loss

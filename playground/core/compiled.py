@@ -1,0 +1,45 @@
+"""Running a compiled program on a config's batch: batch -> jit -> one transfer -> frozen numpy.
+
+Rule: every compiled program of the page (the step report, the sweep, the dynamics) takes the
+same leading arguments ``(model_seed, x, y, lr, loss_scale)``; the seed, the rate and the scale
+are traced, so one executable serves every value of them, and only shapes and the names passed as
+static keywords (the dtype, ...) compile anew. Results come back to the host in one
+``jax.device_get`` and are made read-only, so no JAX state and no mutable array leaks into the
+views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from playground.core.data import make_batch
+from playground.settings import StepConfig
+
+
+def freeze(tree: Any) -> Any:
+    """``tree`` with every numpy array leaf made read-only (in place; returns the tree)."""
+    for leaf in jax.tree.leaves(tree):
+        if isinstance(leaf, np.ndarray):
+            leaf.flags.writeable = False
+    return tree
+
+
+def run_compiled(
+    program: Callable[..., Any], config: StepConfig, *extra: Any, **static: Any
+) -> Any:
+    """``program(seed, x, y, lr, loss_scale, *extra, **static)`` on config's batch, frozen."""
+    x, y = make_batch(config)
+    outputs = program(
+        np.uint32(config.model_seed),
+        x,
+        y,
+        np.float32(config.lr),
+        np.float32(config.loss_scale),
+        *extra,
+        **static,
+    )
+    return freeze(jax.device_get(outputs))

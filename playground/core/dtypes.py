@@ -1,0 +1,129 @@
+"""The dtype registry: the one place a floating-point format is declared.
+
+Rule: a dtype is one entry of ``DTYPES`` (a name numpy understands through JAX and ml_dtypes).
+Every fact about it (largest value, smallest normal and subnormal, eps, bit widths, whether it
+has an infinity) is read from ``jnp.finfo``; nothing is typed in. Config choices, sweep bounds,
+chart bands and page text all read from here, so adding a dtype is one entry.
+
+Example::
+
+    >>> dtype_facts("float16").max
+    65504.0
+    >>> COMPUTE_DTYPES
+    ('bfloat16', 'float16')
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+# float32 first: it is the reference every other format is compared with.
+DTYPES = ("float32", "bfloat16", "float16")
+# The low-precision formats a step can compute in: every registered dtype but the reference.
+COMPUTE_DTYPES = DTYPES[1:]
+CLASSES = ("zero", "flushed", "subnormal", "normal", "overflow", "nonfinite")
+
+
+@dataclass(frozen=True)
+class DtypeFacts:
+    """The limits of one floating-point dtype, all read from its finfo.
+
+    bits = 1 sign bit + exponent_bits + mantissa_bits (the stored fraction; the leading 1 of a
+    normal number is implicit). max is the largest finite value; eps the gap between 1 and the
+    next value; decimal_digits = (mantissa_bits + 1) * log10(2); has_inf says whether an
+    overflow gives inf (float8 E4M3FN, for one, has none and gives NaN).
+    """
+
+    name: str
+    bits: int
+    exponent_bits: int
+    mantissa_bits: int
+    max: float
+    smallest_normal: float
+    smallest_subnormal: float
+    eps: float
+    decimal_digits: float
+    has_inf: bool
+
+
+def _check_dtype(name: str) -> None:
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype for a name in DTYPES (bfloat16 comes from ml_dtypes via JAX)."""
+    _check_dtype(name)
+    return np.dtype(jnp.dtype(name))
+
+
+@functools.cache
+def dtype_facts(name: str) -> DtypeFacts:
+    """The limits of ``name`` (one of DTYPES), read from ``jnp.finfo``."""
+    finfo = jnp.finfo(numpy_dtype(name))
+    return DtypeFacts(
+        name=name,
+        bits=int(finfo.bits),
+        exponent_bits=int(finfo.nexp),
+        mantissa_bits=int(finfo.nmant),
+        max=float(finfo.max),
+        smallest_normal=float(finfo.smallest_normal),
+        smallest_subnormal=float(finfo.smallest_subnormal),
+        eps=float(finfo.eps),
+        decimal_digits=(int(finfo.nmant) + 1) * math.log10(2),
+        has_inf=bool(np.isinf(cast(np.float32(np.inf), name))),
+    )
+
+
+def cast(values: np.ndarray | float, dtype: str) -> np.ndarray:
+    """``values`` cast to ``dtype`` with round-to-nearest-even; overflow gives inf silently."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(values).astype(numpy_dtype(dtype))
+
+
+def classify(values: np.ndarray, dtype: str) -> dict[str, int]:
+    """Count where the entries of ``values`` land when cast to ``dtype``; keys are CLASSES.
+
+    zero: already zero. flushed: nonzero but rounds to zero. subnormal / normal: the cast value's
+    kind. overflow: finite but rounds to +-inf. nonfinite: already inf or nan. The cast itself
+    decides every boundary, so ties (half the smallest subnormal, max + half an ulp) follow
+    round-to-nearest-even exactly. The counts sum to ``values.size``.
+    """
+    original = np.asarray(values)
+    result = cast(original, dtype).astype(np.float64)
+    original = original.astype(np.float64)
+    finite = np.isfinite(original)
+    was_zero = original == 0
+    live = finite & ~was_zero
+    is_zero = result == 0
+    overflow = live & np.isinf(result)
+    kept = live & ~is_zero & ~overflow
+    subnormal = kept & (np.abs(result) < dtype_facts(dtype).smallest_normal)
+    counts = {
+        "zero": was_zero,
+        "flushed": live & is_zero,
+        "subnormal": subnormal,
+        "normal": kept & ~subnormal,
+        "overflow": overflow,
+        "nonfinite": ~finite,
+    }
+    return {name: int(np.count_nonzero(mask)) for name, mask in counts.items()}
+
+
+def log2_magnitude_bands(dtype: str) -> dict[str, float]:
+    """log2 of the smallest subnormal, the smallest normal and the largest value of ``dtype``.
+
+    Magnitudes below the first are flushed to zero, between the first two are subnormal (fewer
+    significant bits), up to the last are normal, and beyond it overflow to inf.
+    """
+    facts = dtype_facts(dtype)
+    return {
+        "smallest_subnormal": math.log2(facts.smallest_subnormal),
+        "smallest_normal": math.log2(facts.smallest_normal),
+        "max": math.log2(facts.max),
+    }

@@ -1,0 +1,76 @@
+"""How far a low-precision step is from float32, written once for numpy and for jax.numpy.
+
+Definitions (``xp`` is ``numpy`` on the host or ``jax.numpy`` inside a compiled program)::
+
+    norm_rel_error(v, r) = ||v - r||_2 / ||r||_2      0 when both are 0, inf when only r is 0
+    underflow_mask(v, r) = (v == 0) & (r != 0)        entries lost to zero
+    nonfinite_mask(v)    = ~isfinite(v)               inf or NaN after an overflow
+    lost_update_mask(before, after, update)
+                         = (update != 0) & (after == before)
+                           the optimizer asked for a change that rounding swallowed
+
+A lost update uses the update the optimizer really produced (for SGD -lr x gradient, for
+momentum or Adam something else), never a guess from the gradient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from playground.core.dtypes import classify
+
+
+def norm_rel_error(values: Any, reference: Any, xp: Any = np) -> Any:
+    """||values - reference|| / ||reference|| (see the module rule); float64 norms in numpy."""
+    if xp is np:
+        values, reference = (np.asarray(a, np.float64) for a in (values, reference))
+    reference_norm = xp.sqrt(xp.sum(reference * reference))
+    difference = values - reference
+    difference_norm = xp.sqrt(xp.sum(difference * difference))
+    with np.errstate(all="ignore"):
+        return xp.where(
+            reference_norm > 0,
+            difference_norm / xp.where(reference_norm > 0, reference_norm, 1),
+            xp.where(difference_norm == 0, 0.0, xp.inf),
+        )
+
+
+def underflow_mask(values: Any, reference: Any) -> Any:
+    """Entries that are exactly zero in ``values`` but not in ``reference``."""
+    return (values == 0) & (reference != 0)
+
+
+def nonfinite_mask(values: Any, xp: Any = np) -> Any:
+    """Entries that are inf or NaN."""
+    return ~xp.isfinite(values)
+
+
+def lost_update_mask(before: Any, after: Any, update: Any) -> Any:
+    """Entries whose nonzero update left the stored value unchanged."""
+    return (update != 0) & (after == before)
+
+
+def magnitude_counts(float32_grads: np.ndarray, scaled_grads: np.ndarray, dtype: str) -> dict:
+    """Where gradient entries sit in ``dtype``, before and after loss scaling.
+
+    "before scaling": the float32 twin's gradient cast to the dtype as it is, i.e. what an
+    unscaled low-precision gradient would at best be. "after scaling": the scaled gradients the
+    low-precision backward pass actually produced. "lost to zero" counts entries that are zero
+    there but not in float32; "non-finite" counts inf and NaN (after an overflow).
+    """
+    before, after = classify(float32_grads, dtype), classify(scaled_grads, dtype)
+    return {
+        "before scaling": {
+            "lost to zero": before["flushed"],
+            "subnormal": before["subnormal"],
+            "non-finite": before["overflow"] + before["nonfinite"],
+        },
+        "after scaling": {
+            "lost to zero": int(np.sum(underflow_mask(scaled_grads, float32_grads))),
+            "subnormal": after["subnormal"],
+            "non-finite": after["nonfinite"],
+        },
+        "entries": {"total": int(float32_grads.size)},
+    }

@@ -1,0 +1,25 @@
+"""The optimizer registry: which optax transformation updates the float32 parameters.
+
+Rule: an optimizer is one entry of ``OPTIMIZERS``, a function ``lr -> optax.GradientTransformation``
+with optax's own defaults. ``'sgd'`` is the exercise's ``optax.sgd(lr)``; adding momentum or Adam
+is one more entry. The step records the updates the transformation really produced, so update
+sizes and lost updates never assume "update = lr x gradient".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import optax
+
+OPTIMIZERS: dict[str, Callable[..., optax.GradientTransformation]] = {
+    "sgd": lambda lr: optax.sgd(lr),
+}
+DEFAULT_OPTIMIZER = "sgd"
+
+
+def build_optimizer(name: str, lr) -> optax.GradientTransformation:
+    """The optax transformation ``name`` at learning rate ``lr`` (a number or a traced scalar)."""
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {name!r}")
+    return OPTIMIZERS[name](lr)

@@ -1,0 +1,88 @@
+"""Plotly figures of the training dynamics: losses, the lost-update meter, the loss scale."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from playground.sections.dynamics.train import DynamicsReport
+from playground.views.plotly import (
+    FLOAT32_COLOR,
+    MAX_POINTS,
+    MIXED_COLOR,
+    OVERFLOW_COLOR,
+    Figure,
+    base_layout,
+    line_trace,
+    subsample,
+)
+
+
+def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
+    """float32 loss of the three runs' parameters, step by step (log scale)."""
+    dtype = dynamics.config.compute_dtype
+    picked = subsample(dynamics.steps)
+    x = picked.tolist()
+    data = [
+        line_trace(x, dynamics.float32_loss[picked], "float32", FLOAT32_COLOR),
+        line_trace(
+            x, dynamics.mixed_loss[picked], f"mixed ({dtype}, float32 masters)", MIXED_COLOR
+        ),
+        line_trace(
+            x,
+            dynamics.pure_loss[picked],
+            f"pure {dtype} parameters",
+            OVERFLOW_COLOR,
+            line={"color": OVERFLOW_COLOR, "width": 2, "dash": "dash"},
+        ),  # fmt: skip
+    ]
+    layout = base_layout("Loss over the steps", "step", "MSE (float32, log scale)")
+    layout["yaxis"]["type"] = "log"  # default ticks: a loss curve often spans less than 10x
+    return {"data": data, "layout": layout}
+
+
+def lost_update_figure(dynamics: DynamicsReport) -> Figure:
+    """Share of parameter entries whose update was rounded away, per step, pure vs masters."""
+    dtype = dynamics.config.compute_dtype
+    picked = subsample(dynamics.steps)
+    x = picked.tolist()
+    data = [
+        line_trace(x, 100 * dynamics.pure_lost_share[picked], f"pure {dtype}", OVERFLOW_COLOR),
+        line_trace(x, 100 * dynamics.mixed_lost_share[picked], "float32 masters", MIXED_COLOR),
+    ]
+    layout = base_layout(
+        "Lost-update meter: updates rounded away (p + delta == p)", "step", "% of entries"
+    )
+    layout["yaxis"]["range"] = [-3, 103]
+    return {"data": data, "layout": layout}
+
+
+def scale_figure(dynamics: DynamicsReport) -> Figure:
+    """The loss scale over the steps (log2), skipped steps marked with crosses."""
+    picked = subsample(dynamics.steps)
+    x = picked.tolist()
+    skipped = np.flatnonzero(dynamics.mixed_skipped)[:MAX_POINTS]
+    data = [
+        line_trace(
+            x,
+            np.log2(dynamics.mixed_scale[picked]),
+            "log2 loss scale",
+            MIXED_COLOR,
+            line={"color": MIXED_COLOR, "width": 2, "shape": "hv"},
+        ),  # fmt: skip
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": skipped.tolist(),
+            "y": np.log2(dynamics.mixed_scale[skipped]).tolist(),
+            "name": f"skipped update ({int(dynamics.mixed_skipped.sum())})",
+            "marker": {"symbol": "x", "size": 9, "color": OVERFLOW_COLOR},
+            "hovertemplate": "step %{x} skipped at S = 2^%{y}<extra></extra>",
+        },
+    ]
+    title = f"Loss scale over the steps ({dynamics.mode} scaling, mixed run)"
+    layout = base_layout(title, "step", "log2 S")
+    layout["showlegend"] = True  # keep the skipped-update entry visible even when it is empty
+    return {"data": data, "layout": layout}
+
+
+DYNAMICS_FIGURES = (dynamics_loss_figure, lost_update_figure, scale_figure)

@@ -1,0 +1,178 @@
+"""Training dynamics: K steps of three runs on one batch, as one compiled ``lax.scan``.
+
+The three runs start from the same float32 initialization (the registry's model, from the
+model seed) and use the registry's optimizer:
+
+    float32  every array float32, no loss scale
+    mixed    the exercise's step repeated: float32 master parameters; each step rounds a copy
+             to the compute dtype, differentiates the scaled loss, unscales in float32, updates
+             the masters
+    pure     the parameters themselves are stored in the compute dtype (no float32 copy); each
+             step's p + update is rounded back into that dtype
+
+Loss scaling (mixed and pure runs) is a policy of ``playground.core.loss_scale`` chosen by the
+``mode`` setting (none, static, dynamic); each run carries its own policy state, and a policy
+that skips non-finite steps does it with ``optax.apply_if_finite``.
+
+Recorded per step (before that step's update): the float32 MSE of each run's parameters, so the
+three curves compare models rather than loss rounding; the scale used; whether the update was
+skipped; and, for the mixed and pure runs, the share of parameter entries whose update was
+rounded away entirely (``metrics.lost_update_mask``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from playground.core import metrics
+from playground.core.compiled import run_compiled
+from playground.core.loss_scale import all_finite, make_loss_scale
+from playground.core.models import DEFAULT_MODEL, build_model
+from playground.core.optimizers import DEFAULT_OPTIMIZER, build_optimizer
+from playground.core.step import low_precision_loss
+from playground.settings import MAX_STEPS, StepConfig, check_setting
+
+
+@dataclass(frozen=True)
+class DynamicsReport:
+    """Per-step curves of the three runs (read-only numpy arrays of length ``steps``).
+
+    float32_loss, mixed_loss, pure_loss: float32 MSE of each run's parameters before the step.
+    mixed_scale, pure_scale: the loss scale each run used at each step.
+    mixed_skipped, pure_skipped: True where the dynamic rule skipped that run's update.
+    mixed_lost_share, pure_lost_share: share of entries whose nonzero update was rounded away.
+    """
+
+    config: StepConfig
+    steps: int
+    mode: str
+    period: int
+    float32_loss: np.ndarray
+    mixed_loss: np.ndarray
+    pure_loss: np.ndarray
+    mixed_scale: np.ndarray
+    pure_scale: np.ndarray
+    mixed_skipped: np.ndarray
+    pure_skipped: np.ndarray
+    mixed_lost_share: np.ndarray
+    pure_lost_share: np.ndarray
+
+    @property
+    def mixed_applied(self) -> int:
+        """Updates the mixed run applied (steps minus skips)."""
+        return int(self.steps - self.mixed_skipped.sum())
+
+
+def _float32_loss(graphdef, params, x, y):
+    return low_precision_loss(nnx.merge(graphdef, params), x, y, jnp.float32)
+
+
+def _lost_share(before, after, updates) -> jax.Array:
+    """Share of all parameter entries whose nonzero update left the stored value unchanged."""
+    lost = jax.tree.map(
+        lambda b, a, u: jnp.sum(metrics.lost_update_mask(b, a, u)), before, after, updates
+    )
+    size = sum(leaf.size for leaf in jax.tree.leaves(before))
+    return sum(jax.tree.leaves(lost)) / size
+
+
+def _scaled_step(graphdef, params, x, y, policy, dtype, tx, opt_state):
+    """One scaled low-precision step of ``params`` (master float32 or stored in ``dtype``).
+
+    Returns (new params, new optimizer state, finite flag, lost-update share).
+    """
+
+    def scaled_loss(params):
+        loss = low_precision_loss(nnx.merge(graphdef, params), x, y, dtype)
+        return policy.scale(loss.astype(jnp.float32))
+
+    # Unscaled in float32 for both runs, so the unscaling itself cannot underflow; the pure run
+    # loses precision where optax.apply_updates rounds p + update back into its stored dtype.
+    grads = policy.unscale(jax.grad(scaled_loss)(params))
+    updates, opt_state = tx.update(grads, opt_state, params)
+    new_params = optax.apply_updates(params, updates)
+    return new_params, opt_state, all_finite(grads), _lost_share(params, new_params, updates)
+
+
+@functools.partial(jax.jit, static_argnames=("steps", "mode", "compute_dtype"))
+def _three_runs(model_seed, x, y, lr, loss_scale, period, *, steps, mode, compute_dtype):
+    dtype = jnp.dtype(compute_dtype)
+    model = build_model(
+        DEFAULT_MODEL, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed))
+    )
+    graphdef, master = nnx.split(model, nnx.Param)
+    pure = jax.tree.map(lambda p: p.astype(dtype), master)
+    plain = build_optimizer(DEFAULT_OPTIMIZER, lr)
+    start = make_loss_scale(mode, loss_scale, period)
+    # Only a skipping policy (dynamic) drops non-finite updates; the exercise's fixed scale
+    # lets them through.
+    if start.skips_nonfinite:
+        tx = optax.apply_if_finite(plain, max_consecutive_errors=MAX_STEPS + 1)
+    else:
+        tx = plain
+
+    def body(carry, _):
+        float32_params, float32_opt, runs = carry
+        float32_loss, grads = jax.value_and_grad(_float32_loss, argnums=1)(
+            graphdef, float32_params, x, y
+        )
+        updates, float32_opt = plain.update(grads, float32_opt, float32_params)
+        float32_params = optax.apply_updates(float32_params, updates)
+        outputs = {"float32_loss": float32_loss}
+        new_runs = {}
+        for name, (params, opt_state, policy) in runs.items():
+            outputs[f"{name}_loss"] = _float32_loss(graphdef, params, x, y)
+            outputs[f"{name}_scale"] = policy.loss_scale
+            params, opt_state, finite, lost = _scaled_step(
+                graphdef, params, x, y, policy, dtype, tx, opt_state
+            )
+            outputs[f"{name}_skipped"] = start.skips_nonfinite & ~finite
+            outputs[f"{name}_lost_share"] = lost
+            new_runs[name] = (params, opt_state, policy.adjust(finite))
+        return (float32_params, float32_opt, new_runs), outputs
+
+    runs = {
+        name: (params, tx.init(params), start)
+        for name, params in (("mixed", master), ("pure", pure))
+    }
+    _, curves = jax.lax.scan(body, (master, plain.init(master), runs), length=steps)
+    return curves
+
+
+def run_dynamics(
+    config: StepConfig, steps: int | None = None, mode: str | None = None, period: int | None = None
+) -> DynamicsReport:
+    """Train the three runs with ``config``'s data, lr, loss scale, dtype and run settings.
+
+    Args:
+      config: a validated StepConfig; its ``steps``, ``mode`` and ``period`` are used unless
+        given here (each checked against the settings table, and steps against the work cap).
+
+    Returns:
+      A DynamicsReport. One compiled program per (shapes, dtype, steps, mode).
+
+    Raises:
+      ConfigError naming the bad setting.
+    """
+    given = {"steps": steps, "mode": mode, "period": period}
+    config = config.replace(
+        **{name: check_setting(name, value) for name, value in given.items() if value is not None}
+    ).check_run()
+    curves = run_compiled(
+        _three_runs,
+        config,
+        np.int32(config.period),
+        steps=config.steps,
+        mode=config.mode,
+        compute_dtype=config.compute_dtype,
+    )
+    return DynamicsReport(
+        config=config, steps=config.steps, mode=config.mode, period=config.period, **curves
+    )

@@ -1,0 +1,1 @@
+"""The precision lab: magnitudes against the dtype ranges, the loss-scale sweep, the inspector."""

@@ -1,0 +1,191 @@
+"""Plotly figures of the precision lab: gradient magnitudes against the dtype's ranges, sweep."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from playground.core.dtypes import log2_magnitude_bands
+from playground.core.report import StepReport
+from playground.sections.lab.sweep import SweepReport
+from playground.views.plotly import (
+    BAND_COLORS,
+    ERROR_COLOR,
+    FLOAT32_COLOR,
+    LEGEND_BELOW,
+    MIXED_COLOR,
+    OVERFLOW_COLOR,
+    PARAM_COLORS,
+    TEXT_COLOR,
+    Figure,
+    axis,
+    band,
+    base_layout,
+    true_runs,
+)
+
+
+def magnitude_histogram(report: StepReport) -> Figure:
+    """log2 |gradient| per binade, scaled (backward pass) and unscaled, over the dtype's ranges.
+
+    Exact zeros and non-finite entries get bars of their own left and right of the axis; the
+    shaded bands are the compute dtype's flush-to-zero, subnormal, normal and overflow ranges,
+    from ``jnp.finfo``.
+    """
+    dtype = report.config.compute_dtype
+    bands = log2_magnitude_bands(dtype)
+    series = {
+        f"scaled, as in the {dtype} backward pass": np.concatenate(
+            [p.scaled_grads.ravel() for p in report.params.values()]
+        ),
+        "after unscaling (float32)": np.concatenate(
+            [p.mixed_grads.ravel() for p in report.params.values()]
+        ),
+    }
+    logs = {}
+    for name, values in series.items():
+        magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
+        logs[name] = np.log2(magnitudes.astype(np.float64))
+    present = np.concatenate(list(logs.values()))
+    low = math.floor(min(bands["smallest_subnormal"], present.min(initial=np.inf))) - 1
+    high = math.ceil(max(bands["max"], present.max(initial=-np.inf))) + 1
+    edges = np.arange(low, high + 1, dtype=np.float64)
+    gap = max(3, round((high - low) * 0.04))  # room for the "0" and "inf/NaN" bars' ticks
+    zero_x, nonfinite_x = low - gap, high + gap
+    data = []
+    for index, (name, values) in enumerate(series.items()):
+        counts, _ = np.histogram(logs[name], bins=edges)
+        zeros, nonfinite = int(np.sum(values == 0)), int(np.sum(~np.isfinite(values)))
+        trace = {
+            "x": [zero_x, *((edges[:-1] + 0.5).tolist()), nonfinite_x],
+            "y": [zeros, *counts.tolist(), nonfinite],
+            "name": name,
+            "hovertemplate": "%{y} entries at 2^%{x:.0f}<extra>" + name + "</extra>",
+        }
+        if index == 0:  # the scaled gradients as bars ...
+            trace.update(type="bar", width=1.0, marker={"color": MIXED_COLOR}, opacity=0.7)
+        else:  # ... and the unscaled ones as an outline, so both stay visible where they overlap
+            trace.update(
+                type="scatter",
+                mode="lines",
+                line={"shape": "hvh", "color": FLOAT32_COLOR, "width": 2},
+            )
+        data.append(trace)
+    pieces = [  # the two narrow bands' labels are staggered so they never overlap
+        band(low, bands["smallest_subnormal"], "flushed to 0", y=1.07),
+        band(bands["smallest_subnormal"], bands["smallest_normal"], "subnormal"),
+        band(bands["smallest_normal"], bands["max"], "normal"),
+        band(bands["max"], high, "overflow"),
+    ]
+    step = 16 if high - low > 80 else 4
+    ticks = list(range(int(math.ceil(low / step) * step), high + 1, step))
+    layout = base_layout(
+        f"Gradient magnitudes against {dtype}'s ranges",
+        "log2 |gradient entry|",
+        "entries (log scale)",
+        barmode="overlay",
+        shapes=[shape for shape, _ in pieces],
+        annotations=[note for _, note in pieces],
+    )
+    layout["xaxis"].update(
+        tickvals=[zero_x, *ticks, nonfinite_x],
+        ticktext=["zeros", *[str(t) for t in ticks], "inf/NaN"],
+        range=[zero_x - gap / 2, nonfinite_x + gap / 2],
+    )
+    layout["yaxis"].update(type="log", dtick=1)  # a tick per power of ten, no minor labels
+    layout["legend"] = LEGEND_BELOW
+    layout["margin"].update(t=110, b=90)
+    return {"data": data, "layout": layout}
+
+
+def sweep_figure(sweep: SweepReport) -> Figure:
+    """Error, underflow, overflow and new loss against log2 S; safe window and current S marked."""
+    x = sweep.exponents.tolist()
+    dtype = sweep.config.compute_dtype
+
+    def curve(values, name, color, axis, scale=1.0):
+        finite = [float(v) * scale if np.isfinite(v) else None for v in values]
+        return {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "x": x,
+            "y": finite,
+            "name": name,
+            "line": {"color": color},
+            "marker": {"size": 4},
+            "xaxis": "x",
+            "yaxis": axis,
+            "hovertemplate": "S = 2^%{x}: %{y:.4g}<extra>" + name + "</extra>",
+        }
+
+    data = [
+        curve(sweep.rel_error, "gradient error vs float32", ERROR_COLOR, "y"),
+        curve(sweep.underflow_share, "% entries lost to zero", PARAM_COLORS["bias"], "y2", 100),
+        curve(sweep.nonfinite_share, "% entries non-finite", OVERFLOW_COLOR, "y2", 100)
+        | {"line": {"color": OVERFLOW_COLOR, "dash": "dot"}},
+        curve(sweep.new_loss, f"new loss ({dtype})", MIXED_COLOR, "y3"),
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": [x[0], x[-1]],
+            "y": [sweep.float32_new_loss] * 2,
+            "name": "new loss (float32)",
+            "line": {"color": FLOAT32_COLOR, "dash": "dash"},
+            "xaxis": "x",
+            "yaxis": "y3",
+        },
+    ]
+    shapes = [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": sweep.exponents[first] - 0.5,
+            "x1": sweep.exponents[last] + 0.5,
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": BAND_COLORS["normal"],
+            "line": {"width": 0},
+            "layer": "below",
+        }
+        for first, last in true_runs(sweep.safe)
+    ]
+    current = math.log2(sweep.config.loss_scale)
+    shapes.append(
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": current,
+            "x1": current,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": TEXT_COLOR, "dash": "dot", "width": 2},
+        }
+    )
+    layout = base_layout(
+        f"Loss-scale sweep ({dtype}): green = as close to float32 as {dtype} gets",
+        "log2 loss scale S",
+        "",
+        shapes=shapes,
+        annotations=[
+            {
+                "x": current,
+                "y": 1,
+                "xref": "x",
+                "yref": "paper",
+                "yanchor": "bottom",
+                "text": f"your S = 2^{current:.3g}",
+                "showarrow": False,
+            }
+        ],
+        height=620,
+    )
+    layout["xaxis"]["anchor"] = "y3"
+    layout["yaxis"] = axis("grad. error", type="log", dtick=1, domain=[0.7, 1.0])
+    layout["yaxis2"] = axis("% of entries", domain=[0.37, 0.63], range=[-5, 105])
+    layout["yaxis3"] = axis("new loss", domain=[0.0, 0.3])
+    layout["legend"] = LEGEND_BELOW
+    layout["margin"]["b"] = 110
+    return {"data": data, "layout": layout}

@@ -1,0 +1,119 @@
+"""The precision inspector: how one number is stored in each registered dtype.
+
+Rule: a number is stored the way the playground stores it: the typed value becomes a float32
+first (as ``jnp.asarray`` does with x64 off) and is then cast to the dtype with
+round-to-nearest-even by numpy / ml_dtypes, which matches ``jnp.astype`` bit for bit. Errors are
+measured in float64 against the value that was typed; every limit comes from the dtype registry.
+
+Example::
+
+    >>> bit_view(1e-9, "float16").category
+    'zero'
+    >>> bit_view(-2.0, "bfloat16").sign_bit, bit_view(-2.0, "bfloat16").exponent_bits
+    ('1', '10000000')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from playground.core.dtypes import DTYPES, DtypeFacts, cast, dtype_facts
+
+CATEGORIES = ("zero", "subnormal", "normal", "inf", "nan")
+# The examples offered in the UI. Each one shows a single fact about the formats.
+PRESETS: tuple[tuple[str, float], ...] = (
+    ("1e-9: kept by bfloat16, flushed to zero by float16", 1e-9),
+    ("1 + 1e-4: rounds to 1 in bfloat16, not in float32", 1 + 1e-4),
+    ("65504: the largest float16", 65504.0),
+    ("65520: the first value that rounds to inf in float16", 65520.0),
+    ("1/3: no binary format holds it exactly", 1 / 3),
+    ("0.1: not exact in binary either", 0.1),
+    ("1e-6: a float16 subnormal", 1e-6),
+    ("1e39: overflows even float32", 1e39),
+)
+
+
+@dataclass(frozen=True)
+class BitView:
+    """One number as stored in one dtype: its value, its three bit fields and its rounding error.
+
+    stored is the value after the cast (may be 0 or +-inf). rounding_error = stored - input in
+    float64 (0 when both are the same infinity, nan when input is nan); relative_error =
+    |rounding_error| / |input| (0 when the error is 0). gap_to_next is the distance from stored
+    to the next value of the dtype toward +inf (inf at the largest finite value, nan when stored
+    is not finite). category is one of CATEGORIES.
+    """
+
+    dtype: str
+    input: float
+    stored: float
+    sign_bit: str
+    exponent_bits: str
+    mantissa_bits: str
+    rounding_error: float
+    relative_error: float
+    gap_to_next: float
+    category: str
+
+
+def _store(value: float, dtype: str) -> np.ndarray:
+    """A 0-d array of ``dtype``: the typed value made float32, then cast (the playground's path)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return cast(np.asarray(value, dtype=np.float64).astype(np.float32), dtype)
+
+
+def _category(stored: float, facts: DtypeFacts) -> str:
+    if math.isnan(stored):
+        return "nan"
+    if math.isinf(stored):
+        return "inf"
+    if stored == 0:
+        return "zero"
+    return "subnormal" if abs(stored) < facts.smallest_normal else "normal"
+
+
+def _errors(stored: float, value: float) -> tuple[float, float]:
+    """(stored - value, |stored - value| / |value|), with equal infinities counting as exact."""
+    if stored == value:  # also covers 0 and the infinities, where the subtraction would fail
+        return 0.0, 0.0
+    error = stored - value  # float64: a finite value that became inf has an infinite error
+    return error, abs(error) / abs(value)
+
+
+def bit_view(value: float, dtype: str) -> BitView:
+    """How ``value`` is stored in ``dtype``: the rounded value, its bits and the rounding error.
+
+    The raw bits come from viewing the stored value as an unsigned integer of the same width;
+    they split into 1 sign bit, ``exponent_bits`` and ``mantissa_bits`` as finfo states.
+    """
+    facts = dtype_facts(dtype)
+    value = float(value)
+    stored_array = _store(value, dtype)
+    stored = float(stored_array)
+    raw = int(stored_array.view(np.dtype(f"uint{facts.bits}")))
+    bits = format(raw, f"0{facts.bits}b")
+    exponent_end = 1 + facts.exponent_bits
+    with np.errstate(over="ignore", invalid="ignore"):
+        following = np.nextafter(stored_array, np.asarray(np.inf, dtype=stored_array.dtype))
+        gap = float(following) - stored if math.isfinite(stored) else math.nan
+    error, relative = _errors(stored, value)
+    return BitView(
+        dtype=dtype,
+        input=value,
+        stored=stored,
+        sign_bit=bits[0],
+        exponent_bits=bits[1:exponent_end],
+        mantissa_bits=bits[exponent_end:],
+        rounding_error=error,
+        relative_error=relative,
+        gap_to_next=gap,
+        category=_category(stored, facts),
+    )
+
+
+def inspect_number(value: float) -> tuple[BitView, ...]:
+    """``value`` as stored in each of DTYPES, in that order."""
+    return tuple(bit_view(value, dtype) for dtype in DTYPES)

@@ -1,0 +1,175 @@
+"""The precision lab: where the gradients land in the dtype, the loss-scale sweep, the inspector.
+
+Rule: ``step_views(report)`` gives the lab's part of the step event (counters and the magnitude
+chart), ``run_sweep_event`` and ``inspect_event`` are the lab's own endpoints; ``build_tab`` lays
+out the components under the same names. Every range quoted in the text is read from the dtype
+registry and the sweep's own exponents.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from playground.core.dtypes import COMPUTE_DTYPES, DTYPES
+from playground.core.report import StepReport
+from playground.sections.lab.charts import magnitude_histogram, sweep_figure
+from playground.sections.lab.inspector import PRESETS, inspect_number
+from playground.sections.lab.summary import sweep_summary
+from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+from playground.ui.controls import STEP_FIELDS, as_plot, plot_slot, table_handler, validated
+from playground.views.numbers import bullets
+
+PRECISION_LAB = """
+### Where the gradients land
+Bars: the scaled gradients as the low-precision backward pass holds them. Outline: the same
+gradients after dividing by the loss scale (in float32). Shaded: the compute dtype's ranges.
+Anything left of the subnormal band is rounded to zero; anything right of the normal band
+becomes infinite. Switch the compute dtype to float16 to see how much narrower its range is.
+"""
+_SWEEP_RANGES = " and ".join(
+    f"2^{sweep_exponents(dtype)[-1]} for {dtype}" for dtype in COMPUTE_DTYPES
+)
+SWEEP_INTRO = f"""
+### Loss-scale sweep
+Runs the mixed step at every power-of-two loss scale from 2^0 up to {_SWEEP_RANGES} (just past
+each dtype's largest value, and never past what a float32 scale can hold), in one compiled call,
+and compares each with float32. Green marks the scales whose gradients are finite and within
+{SAFE_FACTOR:g}x of the best error the sweep finds.
+"""
+INSPECTOR_INTRO = f"""
+### Precision inspector
+Type a number to see how {", ".join(DTYPES)} store it: the sign, exponent and mantissa
+bits, the value actually kept, the rounding error and the gap to the next representable value.
+"""
+
+
+class LabStepViews(NamedTuple):
+    """The lab's outputs of the step event, in the API's order."""
+
+    magnitudes: str
+    magnitude_plot: Any
+
+
+class SweepViews(NamedTuple):
+    """The sweep endpoint's outputs, in the API's order."""
+
+    sweep_reading: str
+    sweep_json: dict[str, Any]
+    sweep_plot: Any
+
+
+def magnitude_table(report: StepReport) -> str:
+    """The before/after-scaling counters as a Markdown table of shares."""
+    counts = report.magnitudes
+    total = counts["entries"]["total"]
+    rows = [
+        f"| {when} | " + " | ".join(f"{n / total:.1%} ({n:,})" for n in kinds.values()) + " |"
+        for when, kinds in counts.items()
+        if when != "entries"
+    ]
+    kinds = list(counts["before scaling"])
+    header = "| | " + " | ".join(kinds) + " |\n" + "|---" * (len(kinds) + 1) + "|\n"
+    return (
+        f"Gradient entries in {report.config.compute_dtype} ({total:,} in all), "
+        "by where they land:\n\n" + header + "\n".join(rows) + "\n"
+    )
+
+
+def step_views(report: StepReport) -> LabStepViews:
+    """The lab's part of the step event."""
+    return LabStepViews(magnitude_table(report), as_plot(magnitude_histogram(report)))
+
+
+@table_handler(STEP_FIELDS)
+def run_sweep_event(values: dict[str, Any]) -> SweepViews:
+    """The ``sweep`` endpoint (same inputs as ``step``): (reading Markdown, JSON, figure)."""
+    sweep = run_sweep(validated(values))
+    summary = sweep_summary(sweep)
+    return SweepViews(bullets(summary["reading"]), summary, as_plot(sweep_figure(sweep)))
+
+
+def inspect_event(value: Any) -> str:
+    """The ``inspect`` endpoint: how a number is stored in each registered dtype."""
+    try:
+        number = float(value) if isinstance(value, (int, float)) and value is not True else None
+    except OverflowError:  # an int beyond float range, which JSON can carry
+        number = None
+    if value is False or number is None or math.isnan(number):
+        raise gr.Error(
+            f"number must be a real number within float range; got {value!r}",
+            title="Invalid number",
+            print_exception=False,
+        )
+    views = inspect_number(number)
+    # One column per dtype and one row per property: four columns stay readable on a phone.
+    fields = (
+        ("stored value", lambda v: f"{v.stored:.9g}"),
+        ("kind", lambda v: v.category),
+        ("sign bit", lambda v: f"`{v.sign_bit}`"),
+        ("exponent bits", lambda v: f"`{v.exponent_bits}`"),
+        ("mantissa bits", lambda v: f"`{v.mantissa_bits}`"),
+        ("rounding error", lambda v: f"{v.rounding_error:.3g}"),
+        ("relative error", lambda v: f"{v.relative_error:.3g}"),
+        ("gap to next value", lambda v: f"{v.gap_to_next:.3g}"),
+    )
+    header = "| | " + " | ".join(v.dtype for v in views) + " |"
+    rule = "|---" * (len(views) + 1) + "|"
+    rows = [f"| {name} | " + " | ".join(show(v) for v in views) + " |" for name, show in fields]
+    return f"Typed: **{number!r}**\n\n" + "\n".join([header, rule, *rows]) + "\n"
+
+
+def preset_number(label: str) -> float:
+    """The number of an inspector preset label."""
+    return dict(PRESETS)[label]
+
+
+def build_tab() -> dict[str, gr.components.Component]:
+    """The Precision lab tab (call inside ``gr.Tabs``); returns its components by name."""
+    components: dict[str, Any] = {}
+    with gr.Tab("Precision lab"):
+        gr.Markdown(PRECISION_LAB)
+        components["magnitudes"] = gr.Markdown(elem_id="magnitudes")
+        components["magnitude_plot"] = plot_slot("Gradient magnitudes against the dtype's ranges")
+        gr.Markdown(SWEEP_INTRO)
+        components["sweep_button"] = gr.Button("Sweep the loss scale", variant="primary")
+        components["sweep_reading"] = gr.Markdown(elem_id="sweep-reading")
+        components["sweep_plot"] = plot_slot("Loss-scale sweep")
+        with gr.Accordion("Sweep numbers (JSON)", open=False):
+            components["sweep_json"] = gr.JSON(label="sweep")
+        gr.Markdown(INSPECTOR_INTRO)
+        with gr.Row():
+            components["number"] = gr.Number(
+                value=1 + 1e-4, label="a number", elem_id="inspect-number"
+            )
+            components["number_presets"] = gr.Dropdown(
+                [label for label, _ in PRESETS], label="examples", value=None
+            )
+        components["inspection"] = gr.Markdown(elem_id="inspection")
+    return components
+
+
+def wire(demo: gr.Blocks, components: dict[str, Any], inputs: list[Any]) -> None:
+    """The lab's own events: the sweep button and the inspector."""
+    components["sweep_button"].click(
+        run_sweep_event,
+        inputs=inputs,
+        outputs=[components[name] for name in SweepViews._fields],
+        api_name="sweep",
+        preprocess=False,
+        concurrency_limit=1,
+        show_progress="full",
+    )
+    number, presets = components["number"], components["number_presets"]
+    presets.input(preset_number, presets, number, api_visibility="private")
+    gr.on(
+        triggers=[demo.load, number.change],
+        fn=inspect_event,
+        inputs=number,
+        outputs=components["inspection"],
+        api_name="inspect",
+        preprocess=False,
+        trigger_mode="always_last",
+    )

@@ -1,0 +1,1 @@
+"""The step section: losses, reading and gradient charts."""

@@ -1,0 +1,99 @@
+"""Controls, handler signatures and error mapping, all read from the settings table.
+
+Rule: a control's kind, range, label, help and default come from the field's ``Bounds``; an
+endpoint's inputs are table fields, in table order, named as the API names them (``seed`` for
+``model_seed``), with the table's defaults; a ConfigError from the core becomes a ``gr.Error``
+with the same message (field and allowed range), without a traceback in the server log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from playground.settings import ConfigError, StepConfig, defaults, settings
+
+DEFAULTS = defaults()
+# The API's name of a field where it differs from the field's own.
+API_NAMES = {"model_seed": "seed"}
+# Inputs of the step, sweep and export events: every field but the training-run settings.
+STEP_FIELDS = tuple(name for name, bounds in settings().items() if bounds.group != "dynamics")
+DYNAMICS_FIELDS = tuple(settings())
+SLIDERS = ("n", "d_in", "d_out", "steps")
+
+
+@contextlib.contextmanager
+def core_errors() -> Iterator[None]:
+    """Turn the core's ConfigError into gr.Error with the same message (field and range)."""
+    try:
+        yield
+    except ConfigError as error:
+        # A visitor's typo is not a server fault: no traceback in the Space's log.
+        raise gr.Error(str(error), title=f"Invalid {error.field}", print_exception=False) from None
+
+
+def validated(values: dict[str, Any]) -> StepConfig:
+    """The config from an event's named inputs; gr.Error with the core's message."""
+    with core_errors():
+        return StepConfig(**values)
+
+
+def table_handler(fields: tuple[str, ...]) -> Callable[[Callable], Callable]:
+    """Give ``fn(values: dict)`` the signature ``(seed, n, ..., <fields>)`` with table defaults.
+
+    The handler accepts the fields positionally (as the API and the page send them) or by
+    keyword, fills omitted trailing ones with their defaults, and passes ``fn`` one dict keyed
+    by field name. Gradio reads the signature, so the API documents the same names.
+    """
+    parameters = [
+        inspect.Parameter(
+            API_NAMES.get(name, name),
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=DEFAULTS[name],
+        )
+        for name in fields
+    ]
+    signature = inspect.Signature(parameters)
+
+    def decorate(fn: Callable[[dict[str, Any]], Any]) -> Callable:
+        @functools.wraps(fn)
+        def handler(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return fn(dict(zip(fields, bound.arguments.values(), strict=True)))
+
+        handler.__signature__ = signature
+        del handler.__wrapped__  # the table's signature, not fn's, is the handler's
+        return handler
+
+    return decorate
+
+
+def control(name: str, **overrides: Any) -> gr.components.Component:
+    """One input component for field ``name``; its ``elem_id`` is the field name."""
+    bounds = settings()[name]
+    value = DEFAULTS[name]
+    options = {"label": f"{bounds.label} ({name})", "elem_id": name, "value": value} | overrides
+    if bounds.choices:
+        return gr.Radio(list(bounds.choices), info=bounds.help, **options)
+    info = f"{bounds.help} Allowed: {bounds.describe()}."
+    if name in SLIDERS:
+        return gr.Slider(bounds.low, bounds.high, step=1, info=info, **options)
+    return gr.Number(info=info, precision=0 if bounds.integer else None, **options)
+
+
+def as_plot(figure: dict[str, Any]) -> PlotData:
+    """A Plotly JSON dict as gr.Plot's own PlotData, sent as is to Plotly.js."""
+    return PlotData(type="plotly", plot=json.dumps(figure))
+
+
+def plot_slot(label: str) -> gr.Plot:
+    """An empty chart; the figure carries its own title, so the label is for screen readers."""
+    return gr.Plot(label=label, show_label=False)

@@ -1,0 +1,182 @@
+"""The page frame: controls, the three sections, and the events that join them.
+
+Rule: this is the only module that knows every section. It lays out the controls (read from the
+settings table), asks each section for its components, and wires each event's outputs to
+components by name: a handler returns a NamedTuple whose field order is the API's output order,
+and the components are looked up by those field names. The main event, ``step``, serves the page
+and the API; it runs at page load and whenever an input changes, and only the latest change is
+run (``trigger_mode="always_last"``). The heavier ``sweep`` and ``dynamics`` run on a button.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from playground.core.report import run_report
+from playground.sections.dynamics import tab as dynamics_tab
+from playground.sections.lab import tab as lab_tab
+from playground.sections.step import tab as step_tab
+from playground.ui.controls import DEFAULTS, STEP_FIELDS, control, table_handler, validated
+
+TITLE = "Mixed-Precision Step Playground"
+LOSS_SCALE_PRESETS = {
+    "2^0 = 1": 1.0,
+    "2^8": 2.0**8,
+    "2^10": 2.0**10,
+    "2^15": 2.0**15,
+    "2^24": 2.0**24,
+}
+# Inputs of the `step` event, in API order: every input has the table's default, so a
+# gradio_client call may stop after any of them.
+INPUT_ORDER = STEP_FIELDS
+# Each one teaches something; values are (label, overrides of the defaults).
+EXAMPLES = (
+    ("bfloat16, well behaved", {}),
+    (
+        "float16, tiny data, S = 1: gradients flush to 0",
+        {
+            "compute_dtype": "float16",
+            "input_scale": 2.0**-12,
+            "target_scale": 2.0**-12,
+            "loss_scale": 1.0,
+        },
+    ),
+    (
+        "same data, S = 2^15: the gradients come back",
+        {
+            "compute_dtype": "float16",
+            "input_scale": 2.0**-12,
+            "target_scale": 2.0**-12,
+            "loss_scale": 2.0**15,
+        },
+    ),
+    (
+        "float16, S = 2^16: the scale overflows",
+        {"compute_dtype": "float16", "loss_scale": 2.0**16},
+    ),
+)
+
+
+class StepOutputs(NamedTuple):
+    """The ``step`` endpoint's outputs, in the API's order (the step's text, the lab's counters,
+    then every chart of the report)."""
+
+    headline: str
+    summary: dict[str, Any]
+    magnitudes: str
+    loss_plot: Any
+    histogram_plot: Any
+    scatter_plot: Any
+    error_plot: Any
+    update_plot: Any
+    magnitude_plot: Any
+
+
+# The label of each chart the step event fills, in output order.
+FIGURE_LABELS = (
+    *step_tab.PLOT_LABELS.values(),
+    "Gradient magnitudes against the dtype's ranges",
+)
+
+
+@table_handler(STEP_FIELDS)
+def run_step(values: dict[str, Any]) -> StepOutputs:
+    """The ``step`` endpoint: (headline Markdown, JSON summary, magnitude counters, figures...).
+
+    Raises gr.Error with the core's message (field and allowed range) on invalid input.
+    """
+    report = run_report(validated(values))
+    parts = step_tab.views(report)._asdict() | lab_tab.step_views(report)._asdict()
+    return StepOutputs(**parts)
+
+
+def preset_loss_scale(label: str) -> float:
+    """The loss scale of a preset label."""
+    return LOSS_SCALE_PRESETS[label]
+
+
+def ping() -> str:
+    """A trivial endpoint on the same server, the baseline of bench/bench_app.py."""
+    return "pong"
+
+
+def build_demo() -> gr.Blocks:
+    """The page, top to bottom: intro, controls beside the headline, the section tabs, JSON."""
+    with gr.Blocks(title=TITLE) as demo:
+        gr.Markdown(step_tab.INTRO)
+        controls: dict[str, Any] = {}
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=280):
+                with gr.Group():
+                    controls["model_seed"] = control("model_seed")
+                    controls["data_seed"] = control("data_seed")
+                for name in ("n", "d_in", "d_out", "lr"):
+                    controls[name] = control(name)
+                presets = gr.Radio(list(LOSS_SCALE_PRESETS), label="loss scale presets", value=None)
+                controls["loss_scale"] = control("loss_scale")
+                controls["compute_dtype"] = control("compute_dtype")
+                with gr.Accordion("Data magnitudes", open=False):
+                    controls["input_scale"] = control("input_scale")
+                    controls["target_scale"] = control("target_scale")
+            with gr.Column(scale=2, min_width=320):
+                inputs = [controls[name] for name in INPUT_ORDER]
+                gr.Examples(
+                    examples=[
+                        [{**DEFAULTS, **overrides}[name] for name in INPUT_ORDER]
+                        for _, overrides in EXAMPLES
+                    ],
+                    example_labels=[label for label, _ in EXAMPLES],
+                    inputs=inputs,
+                    label="Examples that each teach something",
+                )
+                components = step_tab.build_overview()
+        with gr.Tabs():
+            components |= step_tab.build_tabs()
+            components |= lab_tab.build_tab()
+            dynamics = dynamics_tab.build_tab()
+        with gr.Accordion("All numbers (JSON, as returned by the API)", open=False):
+            components["summary"] = gr.JSON(label="summary")
+
+        presets.input(preset_loss_scale, presets, controls["loss_scale"], api_visibility="private")
+        gr.on(
+            triggers=[demo.load] + [component.change for component in inputs],
+            fn=run_step,
+            inputs=inputs,
+            outputs=[components[name] for name in StepOutputs._fields],
+            api_name="step",
+            trigger_mode="always_last",
+            preprocess=False,  # StepConfig checks every value and names the field on error
+            concurrency_limit=1,
+        )
+        lab_tab.wire(demo, components, inputs)
+        dynamics_tab.wire(dynamics, inputs)
+        gr.api(ping, api_name="ping")
+    return demo
+
+
+CSS = """
+#headline table, #inspection table, #magnitudes table { display: block; overflow-x: auto; }
+#headline td, #inspection td, #magnitudes td { white-space: nowrap; }
+@media (max-width: 480px) {
+  #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
+}
+"""
+
+
+def launch_kwargs() -> dict[str, Any]:
+    """Options for ``demo.launch``: a public Space that shares nothing but this page."""
+    return {
+        "share": False,
+        "show_error": True,
+        "max_threads": 8,
+        "footer_links": ["api", "gradio"],
+        "theme": gr.themes.Soft(),
+        "css": CSS,
+    }
+
+
+def queue_kwargs() -> dict[str, Any]:
+    """Bounded queue: one run at a time per event, at most 32 waiting visitors."""
+    return {"max_size": 32, "default_concurrency_limit": 1}

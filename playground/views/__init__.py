@@ -1,0 +1,1 @@
+"""Helpers that turn numbers into page elements, shared by every section."""
