@@ -4,7 +4,8 @@ Run ``python bench/bench_core.py`` from anywhere. For three shapes (N, D_in, D_o
 medium and the largest the settings table allows, it prints:
 
 * first calls at a shape new to both code paths: the eager ``mixed_precision_step`` and
-  ``run_report`` (which compiles ``_analyse`` once per shape; its batch is generated in the call);
+  ``run_report`` (which compiles ``_both_steps`` once per shape; its batch is generated in the
+  call);
 * warm medians, timed in alternation so the load of a shared machine hits them alike: the eager
   step, ``jax.jit(mixed_precision_step, static_argnums=0)``, and ``run_report`` with its batch
   cached and with the batch generated in every call;
@@ -32,8 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import playground
-import playground.data
-from playground.config import StepConfig, settings
+import playground.core.data
+from playground.settings import StepConfig, settings
 
 Shape = tuple[int, int, int]
 
@@ -150,7 +151,7 @@ def first_calls(shape: Shape) -> tuple[float, float]:
     """
     config = config_for(shape)
     eager = time_call(eager_step(config))
-    playground.data._draw.cache_clear()
+    playground.core.data._draw.cache_clear()
     report = time_call(lambda: playground.run_report(config))
     return eager, report
 
@@ -183,7 +184,7 @@ def measure(name: str, shape: Shape) -> ShapeResult:
         (lambda i: eager(), None),
         (lambda i: jit_step(config.model_seed, x, y, config.lr, config.loss_scale), None),
         (report, None),
-        (report, playground.data._draw.cache_clear),
+        (report, playground.core.data._draw.cache_clear),
     )
     gflops = matmul_gflops(shape)
     n, d_in, d_out = shape

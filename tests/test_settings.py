@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from playground.config import (
+from playground.settings import (
     FLOAT32_MAX,
     SEED_MAX,
     ConfigError,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from playground import StepConfig, run_report
-from playground.config import defaults
+from playground.settings import defaults
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TIMEOUT_MS = 60_000
 
 

@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from playground.config import defaults
-from playground.ui import INPUT_ORDER, inspect_event, run_dynamics_event, run_sweep_event
+from playground.sections.dynamics.tab import run_dynamics_event
+from playground.sections.lab.tab import inspect_event, run_sweep_event
+from playground.settings import defaults
+from playground.ui.page import INPUT_ORDER
 
 TINY_FLOAT16 = {
     "n": 32,

@@ -8,10 +8,11 @@ import pytest
 from test_browser import ARTIFACTS, TIMEOUT_MS, _open, _select_tab
 
 from playground import StepConfig
-from playground.config import defaults
-from playground.dynamics import run_dynamics
-from playground.summary import dynamics_reading, sweep_reading
-from playground.sweep import run_sweep
+from playground.sections.dynamics.summary import dynamics_reading
+from playground.sections.dynamics.train import run_dynamics
+from playground.sections.lab.summary import sweep_reading
+from playground.sections.lab.sweep import run_sweep
+from playground.settings import defaults
 
 WIDTH, HEIGHT = 1280, 900
 MAGNITUDES_TITLE = "Gradient magnitudes against"

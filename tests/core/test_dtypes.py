@@ -13,16 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from playground.precision import (
-    CLASSES,
-    DTYPES,
-    PRESETS,
-    bit_view,
-    classify,
-    dtype_facts,
-    inspect_number,
-    log2_magnitude_bands,
-)
+from playground.core.dtypes import CLASSES, DTYPES, classify, dtype_facts, log2_magnitude_bands
+from playground.sections.lab.inspector import PRESETS, bit_view, inspect_number
 
 # (exponent bits, stored mantissa bits) from the format specifications.
 WIDTHS = {"float32": (8, 23), "bfloat16": (8, 7), "float16": (5, 10)}

@@ -7,9 +7,9 @@ import pytest
 
 import reference
 from playground import StepConfig, float32_step, make_batch, mixed_precision_step, run_report
-from playground.config import FLOAT32_MAX, SEED_MAX
-from playground.report import _analyse
-from playground.summary import summarize
+from playground.core.report import _both_steps
+from playground.sections.step.summary import summarize
+from playground.settings import FLOAT32_MAX, SEED_MAX
 
 SMALL = StepConfig(n=32, d_in=8, d_out=4, lr=0.1, loss_scale=1024.0)
 
@@ -88,12 +88,12 @@ def test_float16_underflow_is_recovered_by_a_scale_and_broken_by_a_larger_one():
 
 def test_compiled_once_per_shape_and_dtype():
     run_report(SMALL)
-    before = _analyse._cache_size()
+    before = _both_steps._cache_size()
     for seed, lr, scale in ((1, 0.2, 2.0), (2, 0.0, 3e5), (3, 5.0, 1e-3)):
         run_report(SMALL.replace(model_seed=seed, data_seed=seed, lr=lr, loss_scale=scale))
-    assert _analyse._cache_size() == before
+    assert _both_steps._cache_size() == before
     run_report(SMALL.replace(n=33))
-    assert _analyse._cache_size() == before + 1
+    assert _both_steps._cache_size() == before + 1
 
 
 def test_updates_below_half_the_float32_spacing_are_counted_as_lost():

@@ -3,7 +3,7 @@ import pytest
 
 import reference
 from playground import ConfigError, StepConfig, make_batch
-from playground.dynamics import _simulate, max_steps, run_dynamics
+from playground.sections.dynamics.train import _three_runs, run_dynamics
 
 WELL_SCALED = StepConfig(n=64, d_in=16, d_out=4, lr=0.1)
 
@@ -93,15 +93,15 @@ def test_bad_arguments_name_the_field(kwargs, field):
 
 def test_steps_are_one_compiled_call_reused_across_rates_and_scales():
     run_dynamics(WELL_SCALED, 20)
-    compiled = _simulate._cache_size()
+    compiled = _three_runs._cache_size()
     run_dynamics(WELL_SCALED.replace(lr=0.05, loss_scale=8.0, model_seed=3), 20)
-    assert _simulate._cache_size() == compiled
+    assert _three_runs._cache_size() == compiled
 
 
 def test_work_cap_scales_the_step_limit_with_the_shape():
     largest = StepConfig(n=4096, d_in=1024, d_out=1024)
-    assert max_steps(StepConfig(n=1024, d_in=256, d_out=128)) == 1000
-    assert max_steps(largest) == 2**37 // (4096 * 1024 * 1024) == 32
+    assert StepConfig(n=1024, d_in=256, d_out=128).max_steps == 1000
+    assert largest.max_steps == 2**37 // (4096 * 1024 * 1024) == 32
     with pytest.raises(ConfigError) as caught:
         run_dynamics(largest, 33)
     assert caught.value.field == "steps"

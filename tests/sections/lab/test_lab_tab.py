@@ -11,17 +11,12 @@ import pytest
 from gradio.components.plot import PlotData
 
 from playground import StepConfig
-from playground.config import defaults
-from playground.dynamics import run_dynamics
-from playground.precision import dtype_facts
-from playground.ui import (
-    FIGURE_LABELS,
-    INPUT_ORDER,
-    inspect_event,
-    run_dynamics_event,
-    run_step,
-    run_sweep_event,
-)
+from playground.core.dtypes import dtype_facts
+from playground.sections.dynamics.tab import run_dynamics_event
+from playground.sections.dynamics.train import run_dynamics
+from playground.sections.lab.tab import inspect_event, run_sweep_event
+from playground.settings import defaults
+from playground.ui.page import FIGURE_LABELS, INPUT_ORDER, run_step
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 TINY_FLOAT16 = {

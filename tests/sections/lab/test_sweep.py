@@ -3,9 +3,9 @@ import math
 import numpy as np
 
 from playground import StepConfig, run_report
-from playground.precision import dtype_facts
-from playground.summary import sweep_summary
-from playground.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+from playground.core.dtypes import dtype_facts
+from playground.sections.lab.summary import sweep_summary
+from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
 
 TINY_FLOAT16 = StepConfig(
     n=32,

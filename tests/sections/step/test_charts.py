@@ -5,8 +5,15 @@ import plotly.graph_objects as go
 import pytest
 
 from playground import StepConfig, run_report
-from playground.charts import MAX_POINTS, all_figures, gradient_histograms, gradient_scatter
-from playground.config import FLOAT32_MAX
+from playground.sections.lab.charts import magnitude_histogram
+from playground.sections.step.charts import FIGURES, gradient_histograms, gradient_scatter
+from playground.settings import FLOAT32_MAX
+from playground.views.plotly import MAX_POINTS
+
+
+def all_figures(report):
+    """Every figure the step event draws, in page order."""
+    return [figure(report) for figure in FIGURES] + [magnitude_histogram(report)]
 
 
 @pytest.fixture(scope="module")

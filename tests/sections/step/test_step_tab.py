@@ -11,8 +11,8 @@ import pytest
 from gradio.components.plot import PlotData
 
 from playground import StepConfig, run_report
-from playground.config import defaults
-from playground.ui import (
+from playground.settings import defaults
+from playground.ui.page import (
     EXAMPLES,
     FIGURE_LABELS,
     INPUT_ORDER,

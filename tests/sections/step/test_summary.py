@@ -7,8 +7,8 @@ import pytest
 
 from playground import StepConfig, run_report, summarize
 from playground.__main__ import main
-from playground.config import FLOAT32_MAX
-from playground.summary import agreeing_digits, json_number
+from playground.settings import FLOAT32_MAX
+from playground.views.numbers import agreeing_digits, json_number
 
 
 def test_summary_is_strict_json_with_the_report_numbers():

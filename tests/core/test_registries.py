@@ -1,0 +1,117 @@
+"""The contract every registry member keeps (as optax's common test does for its optimizers).
+
+Every registered model x optimizer x compute dtype runs through the general step, and each
+result is checked against a computation written here: float64 numpy forward and backward passes
+with the exercise's roundings, and each optimizer's update rule in float64. Adding a model or an
+optimizer without its reference here fails ``test_every_member_has_a_reference``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import reference
+from playground.core.dtypes import COMPUTE_DTYPES, DTYPES
+from playground.core.loss_scale import StaticLossScale
+from playground.core.models import MODELS, build_model, param_shapes
+from playground.core.optimizers import OPTIMIZERS, build_optimizer
+from playground.core.step import step_trace
+
+LR, LOSS_SCALE, SEED = 0.1, 256.0, 3
+SHAPE = (32, 8, 4)
+
+
+def linear_reference(params, x, y, dtype):
+    """(loss, {name: gradient}) of the exercise's linear layer, float64 at rounded values."""
+    kernel, bias = params["kernel"], params["bias"]
+    kernel_grad, bias_grad = reference.grads(kernel, bias, x, y, dtype)
+    return reference.loss(kernel, bias, x, y, dtype), {"kernel": kernel_grad, "bias": bias_grad}
+
+
+REFERENCE_MODELS = {"linear": linear_reference}
+REFERENCE_OPTIMIZERS = {"sgd": lambda grads, lr: {k: -lr * g for k, g in grads.items()}}
+# Gradient error allowed against the float64 model: a few ulps of the compute dtype, in norm.
+GRAD_TOLERANCE = {"float32": 1e-5, "bfloat16": 0.02, "float16": 0.005}
+CASES = list(itertools.product(MODELS, OPTIMIZERS, DTYPES))
+
+
+def test_every_member_has_a_reference():
+    assert set(MODELS) == set(REFERENCE_MODELS)
+    assert set(OPTIMIZERS) == set(REFERENCE_OPTIMIZERS)
+    assert set(GRAD_TOLERANCE) == set(DTYPES) and DTYPES[0] == "float32"
+    assert set(COMPUTE_DTYPES) == set(DTYPES) - {"float32"}
+
+
+def _batch():
+    n, d_in, d_out = SHAPE
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((n, d_in)).astype(np.float32)
+    y = rng.standard_normal((n, d_out)).astype(np.float32)
+    return x, y
+
+
+@pytest.fixture(scope="module", params=CASES, ids=["-".join(case) for case in CASES])
+def case(request):
+    model_name, optimizer_name, dtype = request.param
+    x, y = _batch()
+    model = build_model(model_name, SHAPE[1], SHAPE[2], nnx.Rngs(SEED))
+    trace = step_trace(
+        model,
+        build_optimizer(optimizer_name, LR),
+        jnp.asarray(x),
+        jnp.asarray(y),
+        StaticLossScale(jnp.float32(LOSS_SCALE)),
+        jnp.dtype(dtype),
+    )
+    numpy_trace = {
+        field: {k: np.asarray(v) for k, v in getattr(trace, field).items()}
+        for field in ("scaled_grads", "grads", "updates", "params_before", "params_after")
+    }
+    return model_name, optimizer_name, dtype, x, y, trace, numpy_trace
+
+
+def test_parameters_are_named_by_path_with_the_model_shapes(case):
+    model_name, _, _, _, _, _, numpy_trace = case
+    shapes = param_shapes(model_name, SHAPE[1], SHAPE[2])
+    for field, params in numpy_trace.items():
+        assert list(params) == list(shapes), field
+        assert all(params[k].shape == shapes[k] for k in shapes)
+        assert all(a.dtype == np.float32 for a in params.values()), field
+
+
+def test_gradients_match_the_float64_model(case):
+    model_name, _, dtype, x, y, _, numpy_trace = case
+    before = {k: v.astype(np.float64) for k, v in numpy_trace["params_before"].items()}
+    _, expected = REFERENCE_MODELS[model_name](before, x, y, dtype)
+    for name, want in expected.items():
+        got = numpy_trace["grads"][name].astype(np.float64)
+        assert np.linalg.norm(got - want) <= GRAD_TOLERANCE[dtype] * np.linalg.norm(want), name
+        # The scaled gradients are what the low-precision backward pass produced: exact in it.
+        scaled = numpy_trace["scaled_grads"][name]
+        assert np.array_equal(reference.rounded(scaled, dtype), scaled.astype(np.float64))
+        np.testing.assert_array_equal(numpy_trace["grads"][name], scaled / np.float32(LOSS_SCALE))
+
+
+def test_updates_are_the_optimizers_own_and_land_on_the_float32_masters(case):
+    _, optimizer_name, _, _, _, _, numpy_trace = case
+    grads = {k: v.astype(np.float64) for k, v in numpy_trace["grads"].items()}
+    expected = REFERENCE_OPTIMIZERS[optimizer_name](grads, LR)
+    for name, want in expected.items():
+        update = numpy_trace["updates"][name]
+        np.testing.assert_allclose(update, want, rtol=1e-6, atol=1e-30)
+        sum32 = numpy_trace["params_before"][name] + update  # one float32 rounding
+        np.testing.assert_array_equal(numpy_trace["params_after"][name], sum32)
+
+
+def test_new_loss_is_the_models_loss_after_the_update(case):
+    model_name, _, dtype, x, y, trace, numpy_trace = case
+    after = {k: v.astype(np.float64) for k, v in numpy_trace["params_after"].items()}
+    expected_loss, _ = REFERENCE_MODELS[model_name](after, x, y, dtype)
+    eps = float(jnp.finfo(jnp.dtype(dtype)).eps)
+    assert float(trace.new_loss[0]) == pytest.approx(expected_loss, rel=4 * eps)
+    assert trace.new_loss.shape == (1,) and trace.new_loss.dtype == jnp.float32
