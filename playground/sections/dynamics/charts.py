@@ -18,10 +18,10 @@ from playground.views.plotly import (
 
 
 def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
-    """float32 loss of the three runs' parameters, step by step (log scale)."""
+    """float32 loss of the three runs' parameters after 0, 1, ..., K steps (log scale)."""
     dtype = dynamics.config.compute_dtype
-    picked = subsample(dynamics.steps)
-    x = picked.tolist()
+    picked = subsample(dynamics.steps + 1)
+    x = picked.tolist()  # the number of updates applied: 0 is the initial loss
     data = [
         line_trace(x, dynamics.float32_loss[picked], "float32", FLOAT32_COLOR),
         line_trace(
@@ -35,7 +35,9 @@ def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
             line={"color": OVERFLOW_COLOR, "width": 2, "dash": "dash"},
         ),  # fmt: skip
     ]
-    layout = base_layout("Loss over the steps", "step", "MSE (float32, log scale)")
+    layout = base_layout(
+        "Loss over the steps", "step (0 = before training)", "MSE (float32, log scale)"
+    )
     layout["yaxis"]["type"] = "log"  # default ticks: a loss curve often spans less than 10x
     return {"data": data, "layout": layout}
 
@@ -44,7 +46,7 @@ def lost_update_figure(dynamics: DynamicsReport) -> Figure:
     """Share of parameter entries whose update was rounded away, per step, pure vs masters."""
     dtype = dynamics.config.compute_dtype
     picked = subsample(dynamics.steps)
-    x = picked.tolist()
+    x = (picked + 1).tolist()  # step k's update is the (k+1)-th: it lines up with the loss after it
     data = [
         line_trace(x, 100 * dynamics.pure_lost_share[picked], f"pure {dtype}", OVERFLOW_COLOR),
         line_trace(x, 100 * dynamics.mixed_lost_share[picked], "float32 masters", MIXED_COLOR),
@@ -59,7 +61,7 @@ def lost_update_figure(dynamics: DynamicsReport) -> Figure:
 def scale_figure(dynamics: DynamicsReport) -> Figure:
     """The loss scale over the steps (log2), skipped steps marked with crosses."""
     picked = subsample(dynamics.steps)
-    x = picked.tolist()
+    x = (picked + 1).tolist()  # the scale step k used, at the step it produced
     skipped = np.flatnonzero(dynamics.mixed_skipped)[:MAX_POINTS]
     data = [
         line_trace(
@@ -72,7 +74,7 @@ def scale_figure(dynamics: DynamicsReport) -> Figure:
         {
             "type": "scatter",
             "mode": "markers",
-            "x": skipped.tolist(),
+            "x": (skipped + 1).tolist(),
             "y": np.log2(dynamics.mixed_scale[skipped]).tolist(),
             "name": f"skipped update ({int(dynamics.mixed_skipped.sum())})",
             "marker": {"symbol": "x", "size": 9, "color": OVERFLOW_COLOR},

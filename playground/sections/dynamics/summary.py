@@ -25,8 +25,8 @@ def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
         "mixed_applied_updates": dynamics.mixed_applied,
         "final_mixed_scale": json_number(float(dynamics.mixed_scale[-1])),
         "mean_lost_share": {
-            "mixed": float(dynamics.mixed_lost_share.mean()),
-            "pure": float(dynamics.pure_lost_share.mean()),
+            "mixed": json_number(float(dynamics.mixed_lost_share.mean())),
+            "pure": json_number(float(dynamics.pure_lost_share.mean())),
         },
         "reading": dynamics_reading(dynamics),
     }
@@ -35,11 +35,10 @@ def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
 def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
     """What the three curves say, in numbers."""
     dtype = dynamics.config.compute_dtype
-    first, last = 0, dynamics.steps - 1
 
     def change(run: str) -> str:
-        curve = getattr(dynamics, f"{run}_loss")
-        return f"{curve[first]:.4g} -> {curve[last]:.4g}"
+        curve = getattr(dynamics, f"{run}_loss")  # initial, then after each update
+        return f"{curve[0]:.4g} -> {curve[-1]:.4g}"
 
     sentences = [
         (

@@ -14,10 +14,11 @@ Loss scaling (mixed and pure runs) is a policy of ``playground.core.loss_scale``
 ``mode`` setting (none, static, dynamic); each run carries its own policy state, and a policy
 that skips non-finite steps does it with ``optax.apply_if_finite``.
 
-Recorded per step (before that step's update): the float32 MSE of each run's parameters, so the
-three curves compare models rather than loss rounding; the scale used; whether the update was
-skipped; and, for the mixed and pure runs, the share of parameter entries whose update was
-rounded away entirely (``metrics.lost_update_mask``).
+Recorded: the float32 MSE of each run's parameters before the first update and after every
+update (K + 1 values for K steps), so the three curves compare models rather than loss
+rounding; and per step k = 0 .. K-1, the scale that step used, whether its update was skipped,
+and, for the mixed and pure runs, the share of parameter entries whose update was rounded away
+entirely (``metrics.lost_update_mask``).
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ from playground.settings import MAX_STEPS, StepConfig, check_setting
 
 @dataclass(frozen=True)
 class DynamicsReport:
-    """Per-step curves of the three runs (read-only numpy arrays of length ``steps``).
+    """Curves of the three runs (read-only numpy arrays).
 
-    float32_loss, mixed_loss, pure_loss: float32 MSE of each run's parameters before the step.
-    mixed_scale, pure_scale: the loss scale each run used at each step.
+    float32_loss, mixed_loss, pure_loss (length steps + 1): float32 MSE of each run's
+      parameters after 0, 1, ..., steps updates; the last is the loss after the last step.
+    The rest have length ``steps``, entry k for step k (the (k+1)-th update):
+    mixed_scale, pure_scale: the loss scale each run used at that step.
     mixed_skipped, pure_skipped: True where the dynamic rule skipped that run's update.
     mixed_lost_share, pure_lost_share: share of entries whose nonzero update was rounded away.
     """
@@ -142,7 +145,14 @@ def _three_runs(model_seed, x, y, lr, loss_scale, period, *, steps, mode, comput
         name: (params, tx.init(params), start)
         for name, params in (("mixed", master), ("pure", pure))
     }
-    _, curves = jax.lax.scan(body, (master, plain.init(master), runs), length=steps)
+    (float32_params, _, runs), curves = jax.lax.scan(
+        body, (master, plain.init(master), runs), length=steps
+    )
+    # The loss after the last update closes each curve: K + 1 points for K steps.
+    finals = {"float32": float32_params} | {name: run[0] for name, run in runs.items()}
+    for name, params in finals.items():
+        final = _float32_loss(graphdef, params, x, y)[None]
+        curves[f"{name}_loss"] = jnp.concatenate([curves[f"{name}_loss"], final])
     return curves
 
 

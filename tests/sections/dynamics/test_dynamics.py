@@ -9,11 +9,11 @@ WELL_SCALED = StepConfig(n=64, d_in=16, d_out=4, lr=0.1)
 
 
 def float64_descent(config: StepConfig, steps: int) -> np.ndarray:
-    """Plain full-batch gradient descent in float64: the loss before each step."""
+    """Plain full-batch gradient descent in float64: the loss before and after each step."""
     x, y = (a.astype(np.float64) for a in make_batch(config))
     kernel, bias = (p.astype(np.float64) for p in reference.initial_params(0, x.shape[1], 4))
     losses = []
-    for _ in range(steps):
+    for _ in range(steps + 1):
         residual = x @ kernel + bias - y
         losses.append(np.mean(residual**2))
         d_prediction = 2 * residual / residual.size
@@ -24,6 +24,7 @@ def float64_descent(config: StepConfig, steps: int) -> np.ndarray:
 
 def test_float32_run_follows_float64_gradient_descent():
     dynamics = run_dynamics(WELL_SCALED, 50)
+    assert dynamics.float32_loss.shape == (51,)  # the initial loss, then one after each step
     np.testing.assert_allclose(dynamics.float32_loss, float64_descent(WELL_SCALED, 50), rtol=1e-4)
 
 
