@@ -36,8 +36,12 @@ from playground.core.dtypes import COMPUTE_DTYPES
 SEED_MAX = 2**32 - 1
 # The largest float32 is the ceiling for anything that is multiplied into float32 values.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
-# The smallest positive float32: a smaller loss scale would round to zero in float32.
-FLOAT32_SMALLEST = float(np.finfo(np.float32).smallest_subnormal)
+# The loss scale S and its reciprocal 1/S must both be normal float32 numbers: XLA on CPU may
+# rewrite g / S as g * (1/S) and flushes a subnormal 1/S (S > 2^126) to zero, and it flushes a
+# subnormal S (below 2^-126) to zero, making 0/0. Within [2^-126, 2^126] every code path (the
+# exercise's step, the report, the sweep, the dynamics) computes the same update.
+LOSS_SCALE_MIN = float(np.finfo(np.float32).smallest_normal)
+LOSS_SCALE_MAX = 1.0 / LOSS_SCALE_MIN
 SCALING_MODES = ("none", "static", "dynamic")
 MAX_STEPS = 1000
 # Work cap of a training run: steps * N * D_in * D_out <= 2^37, about 10 s of training on
@@ -84,6 +88,10 @@ class Bounds:
 
 
 def _fmt(value: float) -> str:
+    """A bound as a person reads it: whole numbers as such, extreme powers of two as 2^k."""
+    mantissa, exponent = math.frexp(value)
+    if mantissa == 0.5 and abs(exponent - 1) >= 20:
+        return f"2^{exponent - 1}"
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
     return f"{value:.6g}"
@@ -135,8 +143,8 @@ class StepConfig:
         1024.0,
         Bounds(
             "loss scale",
-            FLOAT32_SMALLEST,
-            FLOAT32_MAX,
+            LOSS_SCALE_MIN,
+            LOSS_SCALE_MAX,
             "The loss is multiplied by this before differentiation and the gradients divided by "
             "it after.",
             log=True,

@@ -115,15 +115,47 @@ def classify(values: np.ndarray, dtype: str) -> dict[str, int]:
     return {name: int(np.count_nonzero(mask)) for name, mask in counts.items()}
 
 
-def log2_magnitude_bands(dtype: str) -> dict[str, float]:
-    """log2 of the smallest subnormal, the smallest normal and the largest value of ``dtype``.
+def log2_magnitude_bands(dtype: str) -> dict[str, float | bool]:
+    """Where magnitudes land in ``dtype``, as log2 edges, and what this backend does below them.
 
-    Magnitudes below the first are flushed to zero, between the first two are subnormal (fewer
-    significant bits), up to the last are normal, and beyond it overflow to inf.
+    rounds_to_zero: log2 of half the smallest subnormal; a magnitude at or below it rounds to
+      zero when cast (round to nearest, ties to even), one above it rounds up to the smallest
+      subnormal. smallest_normal, max: the edges of the normal range; beyond max is overflow.
+    subnormals_flushed_here: whether arithmetic on this backend flushes the dtype's subnormals
+      to zero (see ``subnormals_flushed_here``), so that the IEEE subnormal band is unreachable.
     """
     facts = dtype_facts(dtype)
     return {
-        "smallest_subnormal": math.log2(facts.smallest_subnormal),
+        "rounds_to_zero": math.log2(facts.smallest_subnormal) - 1,
         "smallest_normal": math.log2(facts.smallest_normal),
         "max": math.log2(facts.max),
+        "subnormals_flushed_here": subnormals_flushed_here(dtype),
     }
+
+
+@functools.cache
+def subnormals_flushed_here(dtype: str) -> bool:
+    """Whether a compiled product on this JAX backend turns ``dtype``'s subnormals into zero.
+
+    Measured, not assumed: the smallest subnormal times a runtime 1 (a constant 1 would be
+    folded away). XLA on CPU flushes float32 and bfloat16 subnormals (it sets flush-to-zero) but
+    keeps float16's, whose arithmetic runs in float32 where they are normal numbers.
+    """
+    import jax  # the one fact here that needs a backend
+
+    tiny = jnp.asarray(dtype_facts(dtype).smallest_subnormal, numpy_dtype(dtype))
+    product = jax.jit(lambda a, one: a * one)(tiny, jnp.ones((), numpy_dtype(dtype)))
+    return bool(product == 0)
+
+
+def computed_here(value: float, dtype: str) -> float:
+    """``value`` cast to ``dtype`` and passed through one compiled product on this backend.
+
+    The IEEE value is ``float(cast(value, dtype))``; this is what the backend's arithmetic
+    carries on with, which differs for subnormals where ``subnormals_flushed_here(dtype)``.
+    """
+    import jax
+
+    with np.errstate(over="ignore"):  # a value beyond float32 is inf, as the page shows
+        stored = jnp.asarray(cast(np.asarray(value, np.float64).astype(np.float32), dtype))
+    return float(jax.jit(lambda a, one: a * one)(stored, jnp.ones((), stored.dtype)))

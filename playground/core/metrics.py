@@ -22,19 +22,23 @@ import numpy as np
 from playground.core.dtypes import classify
 
 
-def norm_rel_error(values: Any, reference: Any, xp: Any = np) -> Any:
-    """||values - reference|| / ||reference|| (see the module rule); float64 norms in numpy."""
-    if xp is np:
-        values, reference = (np.asarray(a, np.float64) for a in (values, reference))
-    reference_norm = xp.sqrt(xp.sum(reference * reference))
-    difference = values - reference
-    difference_norm = xp.sqrt(xp.sum(difference * difference))
+def norm_ratio(difference_norm: Any, reference_norm: Any, xp: Any = np) -> Any:
+    """||v - r|| / ||r|| from the two norms: 0 when both are 0, inf when only ||r|| is 0.
+
+    Vectorized: the norms may be arrays (one entry per parameter), so a caller computes them
+    the cheapest way it has (one ``reduceat`` on the host, ``jnp.linalg.norm`` in a program).
+    """
     with np.errstate(all="ignore"):
         return xp.where(
             reference_norm > 0,
             difference_norm / xp.where(reference_norm > 0, reference_norm, 1),
             xp.where(difference_norm == 0, 0.0, xp.inf),
         )
+
+
+def norm_rel_error(values: Any, reference: Any, xp: Any = np) -> Any:
+    """||values - reference|| / ||reference|| of one tensor (see ``norm_ratio``)."""
+    return norm_ratio(xp.linalg.norm(values - reference), xp.linalg.norm(reference), xp)
 
 
 def underflow_mask(values: Any, reference: Any) -> Any:

@@ -46,10 +46,13 @@ class ParamReport:
       float32_grads: the float32 twin's gradients.
       updates: what the mixed step's optimizer added to the parameter (before rounding).
       rel_error: |mixed_grads - float32_grads| / |float32_grads|; NaN where float32_grads == 0.
-      update_ratio: |updates| / |before|, the step's relative size; NaN where before == 0.
+      update_ratio: |updates| / RMS(before), each update against its tensor's typical size (the
+        RMS of all the model's parameters for a tensor that is all zero, such as a fresh bias),
+        so finite inputs give finite ratios.
 
     Statistics:
-      norm_rel_error: ``metrics.norm_rel_error(mixed_grads, float32_grads)`` (0 when both are 0,
+      norm_rel_error: ||mixed_grads - float32_grads|| / ||float32_grads|| in float64, by
+        ``metrics.norm_ratio`` (0 when both are 0,
         inf when only the baseline is 0; inf or NaN when a gradient entry is not finite).
       median_rel_error, max_rel_error: over the entries where rel_error is defined (NaN if none).
       underflow_count: entries that are 0 in mixed_grads but not in float32_grads.
@@ -207,10 +210,16 @@ def _param_reports(flat: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict
     with np.errstate(all="ignore"):
         rel_error = np.abs(mixed - base) / np.abs(base)
         rel_error[base == 0] = np.nan
-        update_ratio = np.abs(updates) / np.abs(before)
-        update_ratio[before == 0] = np.nan
+        squares = np.add.reduceat(before.astype(np.float64) ** 2, starts)
+        tensor_rms = np.sqrt(squares / sizes)
+        model_rms = np.sqrt(squares.sum() / before.size)
+        typical = np.where(tensor_rms > 0, tensor_rms, model_rms)
+        update_ratio = (np.abs(updates) / np.repeat(typical, sizes)).astype(np.float32)
         # fmax ignores NaN (undefined entries) and gives NaN only when every entry is NaN.
         max_rel_error = np.fmax.reduceat(rel_error, starts)
+        pair = np.stack([base, mixed - base]).astype(np.float64) ** 2
+        base_norm, difference_norm = np.sqrt(np.add.reduceat(pair, starts, axis=1))
+        norm_rel_error = metrics.norm_ratio(difference_norm, base_norm)
     masks = np.stack(
         [
             metrics.underflow_mask(mixed, base),
@@ -229,7 +238,7 @@ def _param_reports(flat: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict
         reports[name] = ParamReport(
             name=name,
             **arrays,
-            norm_rel_error=float(metrics.norm_rel_error(mixed[part], base[part])),
+            norm_rel_error=float(norm_rel_error[index]),
             max_rel_error=float(max_rel_error[index]),
             underflow_count=int(counts[0, index]),
             nonfinite_scaled_count=int(counts[1, index]),

@@ -26,13 +26,14 @@ def json_number(value: float) -> float | int | str:
 def agreeing_digits(value: float, reference: float) -> float:
     """Significant decimal digits on which ``value`` agrees with ``reference``.
 
-    -log10(|value - reference| / |reference|), clipped to [0, float32's ~7.2 digits]; 0 when
-    either is not finite, the float32 limit when they are equal.
+    -log10(|value - reference| / |reference|), clipped to [0, float32's ~7.2 digits]; the
+    float32 limit when they are equal (the same infinity included); 0 when they differ and
+    either is not finite, and for NaN, which equals nothing.
     """
-    if not (math.isfinite(value) and math.isfinite(reference)):
-        return 0.0
     if value == reference:
         return FLOAT32_DIGITS
+    if not (math.isfinite(value) and math.isfinite(reference)):
+        return 0.0
     scale = abs(reference) if reference != 0 else abs(value)
     return float(min(max(-math.log10(abs(value - reference) / scale), 0.0), FLOAT32_DIGITS))
 

@@ -26,6 +26,7 @@ MAX_POINTS = 2000  # per scatter trace
 BAND_COLORS = {
     "flushed to 0": "rgba(225, 87, 89, 0.16)",
     "subnormal": "rgba(242, 142, 43, 0.16)",
+    "subnormal, flushed here": "rgba(225, 87, 89, 0.10)",
     "normal": "rgba(89, 161, 79, 0.10)",
     "overflow": "rgba(225, 87, 89, 0.16)",
 }

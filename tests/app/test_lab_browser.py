@@ -13,6 +13,7 @@ from playground.sections.dynamics.train import run_dynamics
 from playground.sections.lab.summary import sweep_reading
 from playground.sections.lab.sweep import run_sweep
 from playground.settings import defaults
+from reference import band_labels
 
 WIDTH, HEIGHT = 1280, 900
 MAGNITUDES_TITLE = "Gradient magnitudes against"
@@ -78,7 +79,7 @@ def _check_bands(chart: dict, dtype: str) -> None:
     assert shapes[2]["x1"] == pytest.approx(LOG2_MAX[dtype], abs=0.01)
     assert shapes[3]["x0"] == pytest.approx(LOG2_MAX[dtype], abs=0.01)
     notes = chart["notes"]
-    assert [note["text"] for note in notes] == BAND_LABELS
+    assert [note["text"] for note in notes] == band_labels(dtype)
     # Each label is drawn inside the chart, centred on its band, and no two labels overlap.
     for note, (x0, x1) in zip(notes, chart["shapePixels"], strict=True):
         centre = (note["left"] + note["right"]) / 2

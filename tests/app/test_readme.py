@@ -70,3 +70,47 @@ def test_the_package_example_runs():
     namespace: dict = {}
     exec(example, namespace)
     assert namespace["report"].config.n == 32
+
+
+def test_readme_precision_claims_hold_on_this_backend():
+    """Each sentence about precision in 'What you can learn' is computed here, independently."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from playground import StepConfig, run_report
+    from playground.settings import settings
+
+    # float16: a value at or below 2^-25 (about 2.98e-8) rounds to zero, one just above does not.
+    assert "2^-25 (about 2.98e-8" in README
+    assert float("2.98e-8") == np.float64(2.0**-25).round(10)
+    assert np.float16(2.0**-25) == 0 and np.float16(np.nextafter(2.0**-25, 1.0)) > 0
+    # Tiny data at S = 1 loses most entries; 2^15 brings them back; 2^16 gives inf and NaN.
+    tiny = StepConfig(
+        compute_dtype="float16", input_scale=2.0**-12, target_scale=2.0**-12, loss_scale=1.0
+    )
+    assert "Scale the loss by 2^15 and they come back" in README
+    lost = sum(p.underflow_count for p in run_report(tiny).params.values())
+    assert lost > 0.5 * sum(p.size for p in run_report(tiny).params.values())
+    assert (
+        sum(p.underflow_count for p in run_report(tiny.replace(loss_scale=2.0**15)).params.values())
+        == 0
+    )
+    scaled = np.concatenate(
+        [
+            p.scaled_grads.ravel()
+            for p in run_report(tiny.replace(loss_scale=2.0**16)).params.values()
+        ]
+    )
+    assert "come out as inf\n  and NaN" in README and np.isnan(scaled).any()
+
+    # float16 subnormals survive a compiled product here; float32 and bfloat16 ones do not.
+    def product(dtype):
+        tiny_value = jnp.asarray(jnp.finfo(dtype).smallest_subnormal, dtype)
+        return float(jax.jit(lambda a, b: a * b)(tiny_value, jnp.ones((), dtype)))
+
+    if jax.default_backend() == "cpu":
+        assert product(jnp.float16) > 0 and product(jnp.float32) == 0 == product(jnp.bfloat16)
+    # The loss scale's range is [2^-126, 2^126].
+    bounds = settings()["loss_scale"]
+    assert "[2^-126, 2^126]" in README and (bounds.low, bounds.high) == (2.0**-126, 2.0**126)

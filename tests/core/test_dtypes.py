@@ -189,7 +189,8 @@ def test_log2_bands(dtype):
     exponent, mantissa = WIDTHS[dtype]
     bias = 2 ** (exponent - 1) - 1
     bands = log2_magnitude_bands(dtype)
-    assert bands["smallest_subnormal"] == 1 - bias - mantissa
+    # At or below half the smallest subnormal a value rounds to zero (ties to even).
+    assert bands["rounds_to_zero"] == (1 - bias - mantissa) - 1
     assert bands["smallest_normal"] == 1 - bias
     assert bands["max"] == pytest.approx(math.log2(limits["max"]))
-    assert bands["smallest_subnormal"] < bands["smallest_normal"] < bands["max"]
+    assert bands["rounds_to_zero"] < bands["smallest_normal"] < bands["max"]

@@ -25,6 +25,8 @@ from playground.views.plotly import (
     true_runs,
 )
 
+SUBNORMAL_FLUSHED_LABEL = "subnormal, flushed here"
+
 
 def magnitude_histogram(report: StepReport) -> Figure:
     """log2 |gradient| per binade, scaled (backward pass) and unscaled, over the dtype's ranges.
@@ -48,7 +50,7 @@ def magnitude_histogram(report: StepReport) -> Figure:
         magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
         logs[name] = np.log2(magnitudes.astype(np.float64))
     present = np.concatenate(list(logs.values()))
-    low = math.floor(min(bands["smallest_subnormal"], present.min(initial=np.inf))) - 1
+    low = math.floor(min(bands["rounds_to_zero"], present.min(initial=np.inf))) - 1
     high = math.ceil(max(bands["max"], present.max(initial=-np.inf))) + 1
     edges = np.arange(low, high + 1, dtype=np.float64)
     gap = max(3, round((high - low) * 0.04))  # room for the "0" and "inf/NaN" bars' ticks
@@ -72,9 +74,12 @@ def magnitude_histogram(report: StepReport) -> Figure:
                 line={"shape": "hvh", "color": FLOAT32_COLOR, "width": 2},
             )
         data.append(trace)
+    # On a backend that flushes this dtype's subnormals, the IEEE subnormal band is drawn but
+    # named for what happens to values there: they become zero in the next operation.
+    subnormal = SUBNORMAL_FLUSHED_LABEL if bands["subnormals_flushed_here"] else "subnormal"
     pieces = [  # the two narrow bands' labels are staggered so they never overlap
-        band(low, bands["smallest_subnormal"], "flushed to 0", y=1.07),
-        band(bands["smallest_subnormal"], bands["smallest_normal"], "subnormal"),
+        band(low, bands["rounds_to_zero"], "flushed to 0", y=1.07),
+        band(bands["rounds_to_zero"], bands["smallest_normal"], subnormal),
         band(bands["smallest_normal"], bands["max"], "normal"),
         band(bands["max"], high, "overflow"),
     ]

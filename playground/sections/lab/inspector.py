@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from playground.core.dtypes import DTYPES, DtypeFacts, cast, dtype_facts
+from playground.core.dtypes import DTYPES, DtypeFacts, cast, computed_here, dtype_facts
 
 CATEGORIES = ("zero", "subnormal", "normal", "inf", "nan")
 # The examples offered in the UI. Each one shows a single fact about the formats.
@@ -44,7 +44,8 @@ class BitView:
     float64 (0 when both are the same infinity, nan when input is nan); relative_error =
     |rounding_error| / |input| (0 when the error is 0). gap_to_next is the distance from stored
     to the next value of the dtype toward +inf (inf at the largest finite value, nan when stored
-    is not finite). category is one of CATEGORIES.
+    is not finite). category is one of CATEGORIES. computed_here is the stored value after one
+    compiled product on this backend: 0 for a subnormal where the backend flushes them.
     """
 
     dtype: str
@@ -57,6 +58,7 @@ class BitView:
     relative_error: float
     gap_to_next: float
     category: str
+    computed_here: float
 
 
 def _store(value: float, dtype: str) -> np.ndarray:
@@ -111,6 +113,7 @@ def bit_view(value: float, dtype: str) -> BitView:
         relative_error=relative,
         gap_to_next=gap,
         category=_category(stored, facts),
+        computed_here=computed_here(value, dtype),
     )
 
 

@@ -44,7 +44,8 @@ def sweep_reading(sweep: SweepReport) -> list[str]:
         if safe.size
         else f"No scale in the sweep gives finite {dtype} gradients."
     ]
-    inside = safe.size and any(abs(current - e) < 1e-9 for e in safe)
+    # A scale between two powers of two is inside when both neighbours are safe.
+    inside = {math.floor(current), math.ceil(current)} <= set(safe.tolist())
     sentences.append(
         f"Your loss scale 2^{current:.3g} is {'inside' if inside else 'outside'} that window."
     )

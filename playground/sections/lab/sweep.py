@@ -2,8 +2,8 @@
 
 Rule, for a config and its compute dtype::
 
-    K        = min(floor(log2(max of the dtype)) + 1, floor(log2(max of float32)))
-               # just past the dtype's largest value; the scale itself must be a float32
+    K        = min(floor(log2(max of the dtype)) + 1, log2(the loss_scale setting's maximum))
+               # just past the dtype's largest value, and never past a legal loss scale
     baseline = the float32 twin (S = 1)
     for each S (jax.lax.map, one compiled program, 8 scales per batch to bound memory):
         mixed        = the step at S in the dtype
@@ -35,7 +35,7 @@ from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import DEFAULT_MODEL, build_model
 from playground.core.optimizers import DEFAULT_OPTIMIZER, build_optimizer
 from playground.core.step import step_trace
-from playground.settings import StepConfig
+from playground.settings import StepConfig, settings
 
 SAFE_FACTOR = 2.0
 
@@ -46,7 +46,8 @@ def _log2_max(dtype: str) -> int:
 
 def sweep_exponents(dtype: str) -> np.ndarray:
     """0, 1, ..., K: the last scale exceeds the dtype's largest finite value (see the rule)."""
-    return np.arange(0, min(_log2_max(dtype) + 1, _log2_max("float32")) + 1)
+    legal = math.floor(math.log2(settings()["loss_scale"].high))
+    return np.arange(0, min(_log2_max(dtype) + 1, legal) + 1)
 
 
 @dataclass(frozen=True)

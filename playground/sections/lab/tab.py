@@ -107,6 +107,7 @@ def inspect_event(value: Any) -> str:
     # One column per dtype and one row per property: four columns stay readable on a phone.
     fields = (
         ("stored value", lambda v: f"{v.stored:.9g}"),
+        ("as computed here", lambda v: f"{v.computed_here:.9g}"),
         ("kind", lambda v: v.category),
         ("sign bit", lambda v: f"`{v.sign_bit}`"),
         ("exponent bits", lambda v: f"`{v.exponent_bits}`"),

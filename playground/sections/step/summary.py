@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from playground.core.dtypes import dtype_facts
-from playground.core.report import StepReport
+import numpy as np
+
+from playground.core.dtypes import dtype_facts, subnormals_flushed_here
+from playground.core.report import ParamReport, StepReport
 from playground.views.numbers import agreeing_digits, json_number
 
 PARAM_STATS = (
@@ -49,6 +51,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
             for name, param in report.params.items()
         },
         "magnitudes": report.magnitudes,
+        "causes": causes(report),
         "reading": reading(report) if sentences is None else sentences,
     }
 
@@ -57,17 +60,132 @@ def _count(count: int, size: int) -> str:
     return f"{count:,} of {size:,}"
 
 
+CAUSES = (
+    "data_overflow",
+    "forward_overflow",
+    "scaled_gradient_overflow",
+    "gradient_underflow",
+    "lr_divergence",
+)
+
+
+def _flushed_in_both(report: StepReport) -> list[ParamReport]:
+    """Parameters whose gradient is all zero on both paths.
+
+    The batch never fits exactly (its targets carry noise), so an all-zero float32 gradient is
+    one whose exact entries lie below float32's smallest normal number, which a backend that
+    flushes subnormals turns into zeros: both paths lose all of it.
+    """
+    if not subnormals_flushed_here("float32"):
+        return []
+    return [
+        p
+        for p in report.params.values()
+        if not np.any(p.float32_grads) and not np.any(p.mixed_grads)
+    ]
+
+
+def causes(report: StepReport) -> list[str]:
+    """Which of CAUSES explain this report's non-finite or degenerate numbers, in that order.
+
+    data_overflow: the float32 twin's loss is not finite before the step (data too large even
+      for float32). forward_overflow: the low-precision loss is not finite where float32's is,
+      before the step, or after it with finite parameters. scaled_gradient_overflow: the
+      low-precision forward pass is finite but some scaled gradients are not (the scale is too
+      large). gradient_underflow: gradient entries are zero in the mixed step but not in
+      float32 (the scale is too small for the dtype's range), or zero in both where the loss is
+      not (flushed). lr_divergence: the float32 twin's loss starts finite and does not fall
+      (not finite, or larger, after the step).
+    """
+    mixed_initial, mixed_new = report.mixed_initial_loss, report.mixed_new_loss
+    float32_initial, float32_new = report.float32_initial_loss, report.float32_new_loss
+    params = report.params.values()
+    finite_after = all(np.all(np.isfinite(p.mixed_after)) for p in params)
+    found = {
+        "data_overflow": not math.isfinite(float32_initial),
+        "forward_overflow": math.isfinite(float32_initial)
+        and (
+            not math.isfinite(mixed_initial)
+            or (math.isfinite(float32_new) and not math.isfinite(mixed_new) and finite_after)
+        ),
+        "scaled_gradient_overflow": math.isfinite(mixed_initial)
+        and any(p.nonfinite_scaled_count for p in params),
+        "gradient_underflow": any(p.underflow_count for p in params)
+        or bool(_flushed_in_both(report)),
+        "lr_divergence": math.isfinite(float32_initial) and not float32_new <= float32_initial,
+    }
+    return [code for code in CAUSES if found[code]]
+
+
+def _cause_sentence(code: str, report: StepReport) -> str:
+    config, dtype = report.config, report.config.compute_dtype
+    facts = dtype_facts(dtype)
+    if code == "data_overflow":
+        return (
+            f"The data are beyond even float32: the float32 twin's loss is "
+            f"{report.float32_initial_loss:.6g} before the step, so neither path can train. "
+            "Lower input_scale or target_scale."
+        )
+    if code == "forward_overflow":
+        return (
+            f"The {dtype} forward pass overflows on its own, before any loss scaling: the "
+            f"{dtype} loss is {report.mixed_initial_loss:.6g} (then {report.mixed_new_loss:.6g}) "
+            f"where float32's is {report.float32_initial_loss:.6g} (then "
+            f"{report.float32_new_loss:.6g}), past {dtype}'s largest value {facts.max:.4g}. No "
+            "loss scale helps here; smaller data or bfloat16's wider range do."
+        )
+    if code == "scaled_gradient_overflow":
+        return (
+            f"A fixed loss scale of {config.loss_scale:.6g} is too large here: the scaled "
+            f"gradients overflowed {dtype} and reached the update unchanged, which is what "
+            "dynamic loss scaling detects and skips."
+        )
+    if code == "gradient_underflow":
+        flushed = _flushed_in_both(report)
+        if flushed:
+            names = " and ".join(p.name for p in flushed)
+            sentence = (
+                f"Every {names} gradient entry is exactly zero in both paths: the exact values "
+                "lie below float32's smallest normal number "
+                f"({dtype_facts('float32').smallest_normal:.3g}), and this backend flushes "
+                "subnormal results to zero, so the float32 twin loses them too."
+            )
+            if report.float32_initial_loss == 0:
+                sentence += " The losses read 0 for the same reason."
+            return sentence
+        lost = sum(p.underflow_count for p in report.params.values())
+        return (
+            f"A loss scale of {config.loss_scale:.6g} is too small for {dtype}'s range: {lost:,} "
+            f"gradient entries came out as zero that are not zero in float32 (values at or "
+            f"below {facts.smallest_subnormal / 2:.3g} round to zero in {dtype}). A larger "
+            "scale lifts them into range."
+        )
+    return (
+        f"The learning rate {config.lr:.6g} is too large for this data: the float32 twin's loss "
+        f"goes from {report.float32_initial_loss:.6g} to {report.float32_new_loss:.6g}, so the "
+        "step diverges in any precision."
+    )
+
+
 def reading(report: StepReport) -> list[str]:
-    """A few sentences that interpret the report for a reader new to mixed precision."""
-    config = report.config
-    dtype = config.compute_dtype
+    """A few sentences that interpret the report for a reader new to mixed precision.
+
+    Every cause of ``causes(report)`` gets its own sentence, after the general ones.
+    """
+    dtype = report.config.compute_dtype
     facts = dtype_facts(dtype)
     digits = agreeing_digits(report.mixed_new_loss, report.float32_new_loss)
+    flushed = {p.name for p in _flushed_in_both(report)}
+    agreement = (
+        f"they agree to {digits:.1f} significant digits, while {dtype} itself keeps about "
+        f"{facts.decimal_digits:.1f}"
+    )
+    if flushed:
+        agreement += ", but only because both gradients were flushed to zero (see below)"
     sentences = [
         (
-            f"After one step the {dtype} mixed-precision loss is {report.mixed_new_loss:.6g} and "
-            f"the float32 loss is {report.float32_new_loss:.6g}: they agree to {digits:.1f} "
-            f"significant digits, while {dtype} itself keeps about {facts.decimal_digits:.1f}."
+            f"After one step the {dtype} mixed-precision loss is {report.mixed_new_loss:.6g} "
+            f"and the float32 loss is {report.float32_new_loss:.6g}: {agreement}."
         )
     ]
     if math.isfinite(report.mixed_new_loss) and math.isfinite(report.mixed_initial_loss):
@@ -78,32 +196,38 @@ def reading(report: StepReport) -> list[str]:
             f"{report.mixed_new_loss:.6g})."
         )
     for param in report.params.values():
-        sentence = (
-            f"The {param.name} gradient differs from float32 by "
-            f"{param.norm_rel_error:.3g} in relative norm"
-        )
-        if param.underflow_count:
-            sentence += (
-                f"; {_count(param.underflow_count, param.size)} entries are exactly zero in the "
-                "mixed gradient but not in float32 (rounded or flushed to zero; "
-                f"{dtype}'s smallest subnormal is {facts.smallest_subnormal:.3g})"
-            )
-        if param.nonfinite_scaled_count:
-            sentence += (
-                f"; {_count(param.nonfinite_scaled_count, param.size)} scaled entries overflowed "
-                f"past {dtype}'s largest value, {facts.max:.4g}"
-            )
-        sentences.append(sentence + ".")
-    if any(p.nonfinite_scaled_count for p in report.params.values()):
-        sentences.append(
-            f"A fixed loss scale of {config.loss_scale:.6g} is too large here: the overflowed "
-            "gradients reached the update unchanged, which is what dynamic loss scaling detects "
-            "and skips."
-        )
+        sentences.append(_param_sentence(param, dtype, param.name in flushed))
+    sentences += [_cause_sentence(code, report) for code in causes(report)]
     lost = sum(p.lost_update_count for p in report.params.values())
     if lost:
         sentences.append(
-            f"{lost:,} parameter updates were rounded away entirely: lr x gradient was smaller "
-            "than half the float32 spacing at that parameter (or exactly half, rounded to even)."
+            f"{lost:,} parameter updates were rounded away entirely: the optimizer's update was "
+            "smaller than half the float32 spacing at that parameter (or exactly half, rounded "
+            "to even)."
         )
     return sentences
+
+
+def _param_sentence(param: ParamReport, dtype: str, flushed: bool) -> str:
+    facts = dtype_facts(dtype)
+    if flushed:
+        return f"The {param.name} gradient is all zero in both paths (flushed to zero)."
+    sentence = (
+        f"The {param.name} gradient differs from float32 by {param.norm_rel_error:.3g} in "
+        "relative norm"
+    )
+    if param.underflow_count:
+        sentence += (
+            f"; {_count(param.underflow_count, param.size)} entries are exactly zero in the "
+            "mixed gradient but not in float32 (rounded or flushed to zero; "
+            f"{dtype}'s smallest subnormal is {facts.smallest_subnormal:.3g})"
+        )
+    if param.nonfinite_scaled_count:
+        infinite = int(np.isinf(param.scaled_grads).sum())
+        undefined = int(np.isnan(param.scaled_grads).sum())
+        sentence += (
+            f"; {_count(param.nonfinite_scaled_count, param.size)} scaled entries are not "
+            f"finite: {infinite:,} inf (past {dtype}'s largest value, {facts.max:.4g}) and "
+            f"{undefined:,} NaN (inf - inf or 0 x inf further back in the backward pass)"
+        )
+    return sentence + "."

@@ -17,6 +17,7 @@ from playground.sections.dynamics.train import run_dynamics
 from playground.sections.lab.tab import inspect_event, run_sweep_event
 from playground.settings import defaults
 from playground.ui.page import FIGURE_LABELS, INPUT_ORDER, run_step
+from reference import band_labels
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 TINY_FLOAT16 = {
@@ -205,7 +206,10 @@ def _bands(dtype: str) -> tuple[list, list]:
 def test_magnitude_bands_sit_at_the_format_limits(dtype):
     shapes, notes = _bands(dtype)
     limits = FORMATS[dtype]
-    edges = [math.log2(limits[name]) for name in ("smallest_subnormal", "smallest_normal", "max")]
+    # Magnitudes at or below half the smallest subnormal round to zero (ties to even); the
+    # subnormal band starts just above them.
+    rounds_to_zero = math.log2(limits["smallest_subnormal"]) - 1
+    edges = [rounds_to_zero] + [math.log2(limits[name]) for name in ("smallest_normal", "max")]
     assert len(shapes) == len(BAND_LABELS)
     assert all(s["type"] == "rect" and s["xref"] == "x" for s in shapes)
     # Adjacent bands share their edges: flushed | subnormal | normal | overflow.
@@ -213,7 +217,7 @@ def test_magnitude_bands_sit_at_the_format_limits(dtype):
         assert left["x1"] == pytest.approx(edge, abs=1e-12)
         assert right["x0"] == pytest.approx(edge, abs=1e-12)
     assert shapes[0]["x0"] < edges[0] and shapes[-1]["x1"] > edges[-1]
-    assert [note["text"] for note in notes] == list(BAND_LABELS)
+    assert [note["text"] for note in notes] == band_labels(dtype)
     for shape, note in zip(shapes, notes, strict=True):
         assert note["x"] == pytest.approx((shape["x0"] + shape["x1"]) / 2)
 
@@ -222,9 +226,9 @@ def test_magnitude_bands_move_when_the_compute_dtype_changes():
     bfloat16, _ = _bands("bfloat16")
     float16, _ = _bands("float16")
     # float16's normal range ends near 2^16, bfloat16's near 2^128; its subnormals reach 2^-24
-    # against bfloat16's 2^-133.
+    # against bfloat16's 2^-133, and half of each rounds to zero.
     assert bfloat16[2]["x1"] == pytest.approx(math.log2(FORMATS["bfloat16"]["max"]), abs=1e-12)
     assert float16[2]["x1"] == pytest.approx(math.log2(FORMATS["float16"]["max"]), abs=1e-12)
     assert float16[2]["x1"] < 16 < 127 < bfloat16[2]["x1"] < 128
-    assert float16[1]["x0"] == -24 and bfloat16[1]["x0"] == -133
+    assert float16[1]["x0"] == -25 and bfloat16[1]["x0"] == -134
     assert float16[1]["x1"] == -14 and bfloat16[1]["x1"] == -126

@@ -6,6 +6,7 @@ from playground import StepConfig, run_report
 from playground.core.dtypes import dtype_facts
 from playground.sections.lab.summary import sweep_summary
 from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+from playground.settings import LOSS_SCALE_MAX
 
 TINY_FLOAT16 = StepConfig(
     n=32,
@@ -22,7 +23,8 @@ def test_exponents_reach_past_the_dtype_maximum():
     for dtype in ("float16", "bfloat16"):
         exponents = sweep_exponents(dtype)
         assert exponents[0] == 0
-        assert 2.0 ** float(exponents[-1]) > dtype_facts(dtype).max or exponents[-1] == 127
+        legal = math.log2(LOSS_SCALE_MAX)  # 126: the last scale must be a legal loss scale
+        assert 2.0 ** float(exponents[-1]) > dtype_facts(dtype).max or exponents[-1] == legal
     # float16 tops out below 2**16, so its sweep ends exactly there.
     assert sweep_exponents("float16")[-1] == 16
 

@@ -7,7 +7,7 @@ import pytest
 from playground import StepConfig, run_report
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step.charts import FIGURES, gradient_histograms, gradient_scatter
-from playground.settings import FLOAT32_MAX
+from playground.settings import LOSS_SCALE_MAX
 from playground.views.plotly import MAX_POINTS
 
 
@@ -63,7 +63,9 @@ def test_figures_stay_small_at_the_largest_shape():
 
 
 def test_non_finite_gradients_are_reported_not_plotted():
-    overflowed = run_report(StepConfig(n=16, d_in=4, d_out=2, loss_scale=FLOAT32_MAX))
+    overflowed = run_report(
+        StepConfig(n=16, d_in=4, d_out=2, loss_scale=LOSS_SCALE_MAX, compute_dtype="float16")
+    )
     figure = gradient_histograms(overflowed)
     mixed = next(t for t in figure["data"] if t["name"].startswith("mixed kernel"))
     assert "8 non-finite not shown" in mixed["name"]

@@ -7,12 +7,14 @@ import pytest
 
 from playground import StepConfig, run_report, summarize
 from playground.__main__ import main
-from playground.settings import FLOAT32_MAX
+from playground.settings import LOSS_SCALE_MAX
 from playground.views.numbers import agreeing_digits, json_number
 
 
 def test_summary_is_strict_json_with_the_report_numbers():
-    report = run_report(StepConfig(n=32, d_in=8, d_out=4, loss_scale=FLOAT32_MAX))
+    report = run_report(
+        StepConfig(n=32, d_in=8, d_out=4, loss_scale=LOSS_SCALE_MAX, compute_dtype="float16")
+    )
     summary = summarize(report)
     text = json.dumps(summary, allow_nan=False)
     assert json.loads(text)["losses"]["mixed_new"] == "nan"
