@@ -9,4 +9,4 @@ from playground.ui import build_demo, launch_kwargs, queue_kwargs
 demo = build_demo()
 
 if __name__ == "__main__":
-    demo.queue(**queue_kwargs()).launch(**launch_kwargs())
+    demo.queue(**queue_kwargs()).launch(**launch_kwargs(demo))

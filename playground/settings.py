@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +45,28 @@ LOSS_SCALE_MIN = float(np.finfo(np.float32).smallest_normal)
 LOSS_SCALE_MAX = 1.0 / LOSS_SCALE_MIN
 SCALING_MODES = ("none", "static", "dynamic")
 MAX_STEPS = 1000
-# Work cap of a training run: steps * N * D_in * D_out <= 2^37, about 10 s of training on
-# 2 vCPUs. It allows all MAX_STEPS at the medium shape 1024 x 256 x 128 and 32 steps at the
-# largest, 4096 x 1024^2, so one visitor cannot hold a public Space's queue for minutes.
-WORK_BUDGET = 2**37
+
+
+def _env_number(name: str, default: float) -> float:
+    """A cap from the environment (to raise it on bigger hardware), or its default."""
+    return float(os.environ.get(name, default))
+
+
+# Work caps of one request, sized for a public Space's 2 vCPUs so that no single request takes
+# much more than a few seconds (the largest /step, 4096 x 1024 x 1024, takes about 0.5-1 s):
+#   shapes      N <= MAX_N, D_in and D_out <= MAX_WIDTH
+#   sweep       scales x N x D_in x D_out <= SWEEP_BUDGET (16 scales at the largest shape;
+#               bfloat16's 127 scales up to N x D_in x D_out = 2^29)
+#   dynamics    steps x N x D_in x D_out <= WORK_BUDGET (8 steps at the largest shape; all
+#               MAX_STEPS at 1024 x 256 x 128)
+# PLAYGROUND_MAX_N, PLAYGROUND_MAX_WIDTH and PLAYGROUND_WORK_FACTOR (which multiplies both
+# budgets) raise them for bigger hardware, e.g. PLAYGROUND_WORK_FACTOR=16 on a 16-core CPU or a
+# GPU Space.
+MAX_N = int(_env_number("PLAYGROUND_MAX_N", 4096))
+MAX_WIDTH = int(_env_number("PLAYGROUND_MAX_WIDTH", 1024))
+WORK_FACTOR = _env_number("PLAYGROUND_WORK_FACTOR", 1)
+SWEEP_BUDGET = int(2**36 * WORK_FACTOR)
+WORK_BUDGET = int(2**35 * WORK_FACTOR)
 # torch GradScaler's growth_interval and jmp's period; the page's default is shorter so that
 # growth shows within a short run.
 LIBRARY_PERIOD = 2000
@@ -127,9 +146,13 @@ class StepConfig:
             True,
         ),
     )
-    n: int = _setting(256, Bounds("batch rows N", 1, 4096, "Rows in the batch.", True))
-    d_in: int = _setting(64, Bounds("input width D_in", 1, 1024, "Features per row of x.", True))
-    d_out: int = _setting(16, Bounds("output width D_out", 1, 1024, "Targets per row of y.", True))
+    n: int = _setting(256, Bounds("batch rows N", 1, MAX_N, "Rows in the batch.", True))
+    d_in: int = _setting(
+        64, Bounds("input width D_in", 1, MAX_WIDTH, "Features per row of x.", True)
+    )
+    d_out: int = _setting(
+        16, Bounds("output width D_out", 1, MAX_WIDTH, "Targets per row of y.", True)
+    )
     lr: float = _setting(
         0.1,
         Bounds(
@@ -191,8 +214,8 @@ class StepConfig:
             "training steps",
             1,
             MAX_STEPS,
-            "SGD steps per run; at most 2^37 / (N x D_in x D_out) of them (32 at the largest "
-            "shape).",
+            f"SGD steps per run; at most 2^{math.log2(WORK_BUDGET):.3g} / (N x D_in x D_out) of "
+            "them, to keep one run to a few seconds.",
             integer=True,
             group="dynamics",
         ),
@@ -242,7 +265,9 @@ class StepConfig:
             raise ConfigError(
                 "steps",
                 f"steps (training steps) must be an integer in [1, {self.max_steps}] at "
-                f"N x D_in x D_out = {shape} (steps x N x D_in x D_out <= 2^37); got {self.steps}",
+                f"N x D_in x D_out = {shape} (steps x N x D_in x D_out <= "
+                f"2^{math.log2(WORK_BUDGET):.3g}); got {self.steps}. Fewer steps or a smaller "
+                "shape fit.",
             )
         return self
 
@@ -265,8 +290,16 @@ def defaults() -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(StepConfig)}
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters: an error never echoes a huge input back."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge integer"
+    return text if len(text) <= limit else text[: limit - 20] + f"... ({len(text):,} chars)"
+
+
 def _error(name: str, bounds: Bounds, value: Any) -> ConfigError:
-    return ConfigError(name, f"{name} ({bounds.label}) must be {bounds.describe()}; got {value!r}")
+    return ConfigError(
+        name, f"{name} ({bounds.label}) must be {bounds.describe()}; got {shown(value)}"
+    )
 
 
 def check_setting(name: str, value: Any, bounds: Bounds | None = None) -> Any:

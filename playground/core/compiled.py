@@ -10,6 +10,8 @@ views.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +20,29 @@ import numpy as np
 
 from playground.core.data import make_batch
 from playground.settings import StepConfig
+
+# How many compiled programs (one per program, shapes and static settings) may be kept at once.
+# Each holds a few MB; past the bound every cache is cleared, so a public server's memory stays
+# flat however many shapes its visitors try, at the price of recompiling the ones still in use.
+MAX_PROGRAMS = int(os.environ.get("PLAYGROUND_MAX_PROGRAMS", "16"))
+_programs: set[tuple] = set()
+_programs_lock = threading.Lock()
+
+
+def _remember(program: Callable[..., Any], arrays: tuple, static: dict[str, Any]) -> None:
+    """Count the program this call compiles; clear JAX's caches when there are too many."""
+    signature = (
+        program,
+        tuple((np.shape(a), np.result_type(a).str) for a in arrays),
+        tuple(sorted(static.items())),
+    )
+    with _programs_lock:
+        if signature in _programs:
+            return
+        if len(_programs) >= MAX_PROGRAMS:
+            jax.clear_caches()  # the compiled executables and the traces behind them
+            _programs.clear()
+        _programs.add(signature)
 
 
 def freeze(tree: Any) -> Any:
@@ -33,6 +58,7 @@ def run_compiled(
 ) -> Any:
     """``program(seed, x, y, lr, loss_scale, *extra, **static)`` on config's batch, frozen."""
     x, y = make_batch(config)
+    _remember(program, (x, y, *extra), static)
     outputs = program(
         np.uint32(config.model_seed),
         x,

@@ -13,12 +13,14 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from playground.core.report import run_report
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
 from playground.ui.controls import DEFAULTS, STEP_FIELDS, control, table_handler, validated
+from playground.ui.public import HeavyRunMiddleware, PublicBlocks
 
 TITLE = "Mixed-Precision Step Playground"
 LOSS_SCALE_PRESETS = {
@@ -104,7 +106,8 @@ def ping() -> str:
 
 def build_demo() -> gr.Blocks:
     """The page, top to bottom: intro, controls beside the headline, the section tabs, JSON."""
-    with gr.Blocks(title=TITLE) as demo:
+    # Files Gradio caches (uploads, downloads) are deleted hourly once an hour old.
+    with PublicBlocks(title=TITLE, delete_cache=(3600, 3600)) as demo:
         gr.Markdown(step_tab.INTRO)
         controls: dict[str, Any] = {}
         with gr.Row(equal_height=False):
@@ -165,18 +168,37 @@ CSS = """
 """
 
 
-def launch_kwargs() -> dict[str, Any]:
-    """Options for ``demo.launch``: a public Space that shares nothing but this page."""
+# Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
+MAX_FILE_SIZE = "2mb"
+# Sessions whose state Gradio keeps (oldest dropped first); each holds a copy of the page's
+# outputs, about 0.2 MB, so this bounds that memory near 40 MB.
+SESSION_CAPACITY = 200
+
+
+def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
+    """Options for ``demo.launch``: a public Space that shares nothing but this page.
+
+    Bounded: uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, and one heavy run per
+    visitor (``ui.public.HeavyRunMiddleware``, which reads each event's API name from ``demo``).
+    """
+    api_names = {index: fn.api_name for index, fn in demo.fns.items()}
     return {
         "share": False,
         "show_error": True,
         "max_threads": 8,
+        "max_file_size": MAX_FILE_SIZE,
+        "state_session_capacity": SESSION_CAPACITY,
         "footer_links": ["api", "gradio"],
         "theme": gr.themes.Soft(),
         "css": CSS,
+        "app_kwargs": {"middleware": [Middleware(HeavyRunMiddleware, api_names=lambda: api_names)]},
     }
 
 
 def queue_kwargs() -> dict[str, Any]:
-    """Bounded queue: one run at a time per event, at most 32 waiting visitors."""
-    return {"max_size": 32, "default_concurrency_limit": 1}
+    """One run at a time per event (the sweep and the training share one heavy lane).
+
+    The queue's bound is generous because no visitor can hold more than one heavy place in it
+    (``ui.public``): it only stops a crowd, never one visitor's flood.
+    """
+    return {"max_size": 256, "default_concurrency_limit": 1}

@@ -97,5 +97,6 @@ def wire(components: dict[str, Any], step_inputs: list[Any]) -> None:
         api_name="dynamics",
         preprocess=False,
         concurrency_limit=1,
+        concurrency_id="heavy",  # the sweep and the training run share one lane
         show_progress="full",
     )

@@ -33,7 +33,7 @@ import optax
 from flax import nnx
 
 from playground.core import metrics
-from playground.core.compiled import run_compiled
+from playground.core.compiled import freeze, run_compiled
 from playground.core.loss_scale import all_finite, make_loss_scale
 from playground.core.models import DEFAULT_MODEL, build_model
 from playground.core.optimizers import DEFAULT_OPTIMIZER, build_optimizer
@@ -104,8 +104,22 @@ def _scaled_step(graphdef, params, x, y, policy, dtype, tx, opt_state):
     return new_params, opt_state, all_finite(grads), _lost_share(params, new_params, updates)
 
 
-@functools.partial(jax.jit, static_argnames=("steps", "mode", "compute_dtype"))
-def _three_runs(model_seed, x, y, lr, loss_scale, period, *, steps, mode, compute_dtype):
+def capacity(steps: int) -> int:
+    """The compiled run's buffer length: the power of two at or above ``steps``.
+
+    The run length itself is traced, so one program serves every length of a bucket and at
+    most log2(MAX_STEPS) + 1 programs exist per (shapes, dtype, mode) instead of one per length.
+    """
+    return 1 << (steps - 1).bit_length()
+
+
+@functools.partial(jax.jit, static_argnames=("capacity", "mode", "compute_dtype"))
+def _three_runs(model_seed, x, y, lr, loss_scale, period, steps, *, capacity, mode, compute_dtype):
+    """The three runs for a traced number of ``steps`` (at most ``capacity``), see the rule.
+
+    Returns per-step buffers of length ``capacity`` and loss buffers of length capacity + 1;
+    entries past ``steps`` (past steps + 1 for losses) are unused zeros.
+    """
     dtype = jnp.dtype(compute_dtype)
     model = build_model(
         DEFAULT_MODEL, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed))
@@ -121,7 +135,7 @@ def _three_runs(model_seed, x, y, lr, loss_scale, period, *, steps, mode, comput
     else:
         tx = plain
 
-    def body(carry, _):
+    def one_step(carry):
         float32_params, float32_opt, runs = carry
         float32_loss, grads = jax.value_and_grad(_float32_loss, argnums=1)(
             graphdef, float32_params, x, y
@@ -141,19 +155,27 @@ def _three_runs(model_seed, x, y, lr, loss_scale, period, *, steps, mode, comput
             new_runs[name] = (params, opt_state, policy.adjust(finite))
         return (float32_params, float32_opt, new_runs), outputs
 
+    def body(index, state):
+        carry, buffers = state
+        carry, outputs = one_step(carry)
+        return carry, {k: buffers[k].at[index].set(v) for k, v in outputs.items()}
+
     runs = {
         name: (params, tx.init(params), start)
         for name, params in (("mixed", master), ("pure", pure))
     }
-    (float32_params, _, runs), curves = jax.lax.scan(
-        body, (master, plain.init(master), runs), length=steps
-    )
+    carry = (master, plain.init(master), runs)
+    shapes = jax.eval_shape(lambda c: one_step(c)[1], carry)
+    buffers = {
+        k: jnp.zeros(capacity + k.endswith("_loss"), shape.dtype) for k, shape in shapes.items()
+    }
+    (float32_params, _, runs), buffers = jax.lax.fori_loop(0, steps, body, (carry, buffers))
     # The loss after the last update closes each curve: K + 1 points for K steps.
     finals = {"float32": float32_params} | {name: run[0] for name, run in runs.items()}
     for name, params in finals.items():
-        final = _float32_loss(graphdef, params, x, y)[None]
-        curves[f"{name}_loss"] = jnp.concatenate([curves[f"{name}_loss"], final])
-    return curves
+        key = f"{name}_loss"
+        buffers[key] = buffers[key].at[steps].set(_float32_loss(graphdef, params, x, y))
+    return buffers
 
 
 def run_dynamics(
@@ -166,7 +188,7 @@ def run_dynamics(
         given here (each checked against the settings table, and steps against the work cap).
 
     Returns:
-      A DynamicsReport. One compiled program per (shapes, dtype, steps, mode).
+      A DynamicsReport. One compiled program per (shapes, dtype, mode, capacity(steps)).
 
     Raises:
       ConfigError naming the bad setting.
@@ -175,14 +197,19 @@ def run_dynamics(
     config = config.replace(
         **{name: check_setting(name, value) for name, value in given.items() if value is not None}
     ).check_run()
-    curves = run_compiled(
+    buffers = run_compiled(
         _three_runs,
         config,
         np.int32(config.period),
-        steps=config.steps,
+        np.int32(config.steps),
+        capacity=capacity(config.steps),
         mode=config.mode,
         compute_dtype=config.compute_dtype,
     )
+    curves = {
+        name: freeze(values[: config.steps + name.endswith("_loss")])
+        for name, values in buffers.items()
+    }
     return DynamicsReport(
         config=config, steps=config.steps, mode=config.mode, period=config.period, **curves
     )

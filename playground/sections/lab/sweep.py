@@ -35,7 +35,7 @@ from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import DEFAULT_MODEL, build_model
 from playground.core.optimizers import DEFAULT_OPTIMIZER, build_optimizer
 from playground.core.step import step_trace
-from playground.settings import StepConfig, settings
+from playground.settings import SWEEP_BUDGET, ConfigError, StepConfig, settings
 
 SAFE_FACTOR = 2.0
 
@@ -109,13 +109,35 @@ def _curves_over_scales(model_seed, x, y, lr, loss_scale, scales, *, compute_dty
     return baseline.new_loss[0], jax.lax.map(at_scale, scales, batch_size=8)
 
 
+def check_sweep_work(config: StepConfig, scales: int) -> None:
+    """ConfigError on ``n`` when scales x N x D_in x D_out exceeds the sweep's work cap.
+
+    The message names the cap and the largest N that fits at this width and dtype.
+    """
+    work = scales * config.n * config.d_in * config.d_out
+    if work <= SWEEP_BUDGET:
+        return
+    fits = max(1, SWEEP_BUDGET // (scales * config.d_in * config.d_out))
+    raise ConfigError(
+        "n",
+        f"n (batch rows N) must be at most {fits} for a {config.compute_dtype} sweep at "
+        f"D_in x D_out = {config.d_in} x {config.d_out}: its {scales} scales x N x D_in x D_out "
+        f"may not exceed 2^{math.log2(SWEEP_BUDGET):.3g}, to keep one request to a few seconds; "
+        f"got {config.n}. A smaller N or smaller widths fit.",
+    )
+
+
 def run_sweep(config: StepConfig) -> SweepReport:
     """Sweep the loss scale for ``config`` (its own loss_scale is ignored; see the module rule).
 
     Returns:
       A SweepReport; compiled once per (shapes, compute dtype).
+
+    Raises:
+      ConfigError naming ``n`` past the sweep's work cap (``check_sweep_work``).
     """
     exponents = sweep_exponents(config.compute_dtype)
+    check_sweep_work(config, exponents.size)
     scales = np.exp2(exponents).astype(np.float32)
     float32_loss, curves = run_compiled(
         _curves_over_scales, config, scales, compute_dtype=config.compute_dtype

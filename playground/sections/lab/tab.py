@@ -19,6 +19,7 @@ from playground.sections.lab.charts import magnitude_histogram, sweep_figure
 from playground.sections.lab.inspector import PRESETS, inspect_number
 from playground.sections.lab.summary import sweep_summary
 from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+from playground.settings import shown
 from playground.ui.controls import STEP_FIELDS, as_plot, plot_slot, table_handler, validated
 from playground.views.numbers import bullets
 
@@ -91,19 +92,19 @@ def run_sweep_event(values: dict[str, Any]) -> SweepViews:
     return SweepViews(bullets(summary["reading"]), summary, as_plot(sweep_figure(sweep)))
 
 
-def inspect_event(value: Any) -> str:
+def inspect_event(number: Any) -> str:
     """The ``inspect`` endpoint: how a number is stored in each registered dtype."""
     try:
-        number = float(value) if isinstance(value, (int, float)) and value is not True else None
+        value = float(number) if isinstance(number, (int, float)) and number is not True else None
     except OverflowError:  # an int beyond float range, which JSON can carry
-        number = None
-    if value is False or number is None or math.isnan(number):
+        value = None
+    if number is False or value is None or math.isnan(value):
         raise gr.Error(
-            f"number must be a real number within float range; got {value!r}",
+            f"number must be a real number within float range; got {shown(number)}",
             title="Invalid number",
             print_exception=False,
         )
-    views = inspect_number(number)
+    views = inspect_number(value)
     # One column per dtype and one row per property: four columns stay readable on a phone.
     fields = (
         ("stored value", lambda v: f"{v.stored:.9g}"),
@@ -119,7 +120,7 @@ def inspect_event(value: Any) -> str:
     header = "| | " + " | ".join(v.dtype for v in views) + " |"
     rule = "|---" * (len(views) + 1) + "|"
     rows = [f"| {name} | " + " | ".join(show(v) for v in views) + " |" for name, show in fields]
-    return f"Typed: **{number!r}**\n\n" + "\n".join([header, rule, *rows]) + "\n"
+    return f"Typed: **{value!r}**\n\n" + "\n".join([header, rule, *rows]) + "\n"
 
 
 def preset_number(label: str) -> float:
@@ -161,6 +162,7 @@ def wire(demo: gr.Blocks, components: dict[str, Any], inputs: list[Any]) -> None
         api_name="sweep",
         preprocess=False,
         concurrency_limit=1,
+        concurrency_id="heavy",  # the sweep and the training run share one lane
         show_progress="full",
     )
     number, presets = components["number"], components["number_presets"]

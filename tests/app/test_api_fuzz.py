@@ -1,0 +1,466 @@
+"""Fuzz the launched app's HTTP API with bad and extreme inputs, bypassing gradio_client.
+
+Each endpoint (step, sweep, dynamics, inspect) gets hypothesis-generated calls, sent as raw
+Gradio 6 API requests::
+
+    POST {app_url}gradio_api/call/<api>   {"data": [...]}   -> {"event_id": ...}
+    GET  {app_url}gradio_api/call/<api>/<event_id>           -> SSE "event: complete|error"
+
+Inputs are positional (the public API order is written out below, as a caller sees it). One
+input at a time is replaced by a bad or extreme value (wrong type, NaN/inf as JSON strings or as
+the non-standard tokens NaN/Infinity/1e999, floats for ints, huge ints, 1 MB strings, unknown
+choices), or the call has too few / too many inputs. Every answer must be either
+
+  - a refusal whose message names the field (``lr``, ``n``, ...; for too few inputs, a missing
+    one), delivered as an SSE ``error`` event or an HTTP 4xx on the POST; or
+  - a completed result with the endpoint's number of outputs, whose summary echoes the inputs.
+
+Values that are certainly invalid (wrong type, non-finite, beyond the settings table's limits,
+unknown choices) must be refused. No message may contain a Python object address or be longer
+than MAX_MESSAGE characters (a 1 MB input must not come back whole), no answer may be a 5xx,
+the server process must stay up, and a normal /step must work afterwards.
+
+Valid-but-extreme values only ever use tiny shapes (8 x 4 x 2, a few training steps), so the
+whole file runs in about a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# The public API, positionally: the ten step inputs; /dynamics adds steps, mode, period.
+STEP_FIELDS = (
+    "model_seed",
+    "n",
+    "d_in",
+    "d_out",
+    "lr",
+    "loss_scale",
+    "data_seed",
+    "input_scale",
+    "target_scale",
+    "compute_dtype",
+)
+DYNAMICS_FIELDS = (*STEP_FIELDS, "steps", "mode", "period")
+FIELDS = {
+    "step": STEP_FIELDS,
+    "sweep": STEP_FIELDS,
+    "dynamics": DYNAMICS_FIELDS,
+    "inspect": ("number",),
+}
+OUTPUTS = {"step": 9, "sweep": 3, "dynamics": 5, "inspect": 1}
+TINY = [0, 8, 4, 2, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]  # 8 x 4 x 2
+BASE = {
+    "step": TINY,
+    "sweep": TINY,
+    "dynamics": [*TINY, 3, "static", 2],
+    "inspect": [1.5],
+}
+DEFAULT_STEP = [0, 256, 64, 16, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
+
+FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_SMALLEST = 1.401298464324817e-45
+# The settings table's limits (closed ranges). A tighter limit on the server keeps every
+# "must refuse" case below refused; valid cases may then be refused too, naming the field.
+INT_RANGES = {
+    "model_seed": (0, 2**32 - 1),
+    "data_seed": (0, 2**32 - 1),
+    "n": (1, 4096),
+    "d_in": (1, 1024),
+    "d_out": (1, 1024),
+    "steps": (1, 1000),
+    "period": (1, 10**6),
+}
+FLOAT_RANGES = {
+    "lr": (0.0, FLOAT32_MAX),
+    "loss_scale": (FLOAT32_SMALLEST, FLOAT32_MAX),
+    "input_scale": (2.0**-64, 2.0**64),
+    "target_scale": (2.0**-64, 2.0**64),
+}
+CHOICES = {"compute_dtype": ("bfloat16", "float16"), "mode": ("none", "static", "dynamic")}
+# Fields whose every new value costs a compilation (shapes, the scan's static arguments): their
+# valid replacements stay within a couple of tiny values per endpoint.
+COSTLY_VALID = {
+    "step": {"n": (8, 8.0, 1), "d_in": (4, 4.0, 1), "d_out": (2, 2.0, 1)},
+    "sweep": {"n": (8, 8.0), "d_in": (4, 4.0), "d_out": (2, 2.0)},
+    "dynamics": {
+        "n": (8, 8.0),
+        "d_in": (4, 4.0),
+        "d_out": (2, 2.0),
+        "steps": (3, 3.0, 1),
+        "period": (2, 2.0),
+    },
+}
+
+MAX_MESSAGE = 2000
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x7f[0-9a-fA-F]{6,}")
+TIMEOUT = 120.0
+
+REFUSE, EITHER = "refuse", "either"  # what a single-value case expects
+SHORT, LONG = "too few inputs", "too many inputs"
+
+
+class Raw(str):
+    """A JSON token written into the body as is (NaN, Infinity, 1e999, ...)."""
+
+
+class Long(str):
+    """A long string sent as is, shown shortened in hypothesis's reports."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self):,} characters {str.__repr__(self[:8])}...>"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
+class LongList(list):
+    """A long list sent as is, shown shortened in hypothesis's reports."""
+
+    def __repr__(self) -> str:
+        return f"<list of {len(self):,} items {list.__repr__(self[:3])}...>"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
+def request_body(data: list[Any]) -> str:
+    """``{"data": data}`` as JSON text; floats nan/inf become NaN/Infinity, Raw goes in as is."""
+    raws: dict[str, str] = {}
+
+    def mark(value: Any) -> Any:
+        if isinstance(value, Raw):
+            key = f"@@raw{len(raws)}@@"
+            raws[key] = str(value)
+            return key
+        return value
+
+    text = json.dumps({"data": [mark(value) for value in data]}, allow_nan=True)
+    for key, token in raws.items():
+        text = text.replace(json.dumps(key), token)
+    return text
+
+
+@dataclass
+class Answer:
+    kind: str  # "complete", "error" (SSE error event), "http" (POST refused), "eof"
+    status: int
+    payload: Any  # outputs (complete), error data (error), response text (http)
+
+    @property
+    def message(self) -> str:
+        """The refusal's text ("" for a completed call)."""
+        if self.kind == "complete":
+            return ""
+        if self.kind == "http":
+            return str(self.payload)
+        if isinstance(self.payload, dict):
+            return str(self.payload.get("error") or "")
+        return "" if self.payload is None else str(self.payload)
+
+
+def call(
+    base_url: str,
+    api: str,
+    data: list[Any] | None = None,
+    *,
+    body: str | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = TIMEOUT,
+) -> Answer:
+    """One raw API call: POST the inputs, then read the event stream to its end."""
+    text = request_body(data) if body is None else body
+    with httpx.Client(timeout=timeout) as http:
+        posted = http.post(
+            f"{base_url}gradio_api/call/{api}",
+            content=text,
+            headers={"content-type": "application/json", **(headers or {})},
+        )
+        if posted.status_code != 200:
+            return Answer("http", posted.status_code, posted.text)
+        event_id = posted.json()["event_id"]
+        event = None
+        with http.stream("GET", f"{base_url}gradio_api/call/{api}/{event_id}") as stream:
+            for line in stream.iter_lines():
+                if line.startswith("event:"):
+                    event = line.partition(":")[2].strip()
+                elif line.startswith("data:") and event in ("complete", "error"):
+                    return Answer(event, stream.status_code, json.loads(line[5:]))
+        return Answer("eof", posted.status_code, None)
+
+
+def names(message: str, field: str) -> bool:
+    """Whether ``message`` names ``field`` as a word, before any echo of the value ("; got")."""
+    head = message.split("; got", 1)[0]
+    return re.search(rf"(?<![\w]){re.escape(field)}(?![\w])", head) is not None
+
+
+# ---- what to send ----------------------------------------------------------------------------
+
+ONE_MB = Long("ab" * 2**19)
+
+ALPHABET = st.characters(codec="utf-8", exclude_characters="xX\x00")
+WRONG_TYPES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(-5, 5), max_size=4),
+    st.just(LongList([0] * 10_000)),
+    st.dictionaries(st.text(ALPHABET, max_size=5), st.integers(), max_size=3),
+    st.sampled_from(["", "1", "0.5", "3.0", "NaN", "nan", "Infinity", "-inf", "1e999", "None"]),
+    st.text(ALPHABET, min_size=1, max_size=40),
+    st.just(ONE_MB),
+)
+NON_FINITE = st.one_of(
+    st.sampled_from([math.nan, math.inf, -math.inf]),  # written as NaN / Infinity tokens
+    st.sampled_from([Raw("NaN"), Raw("Infinity"), Raw("-Infinity"), Raw("1e999"), Raw("-1E400")]),
+)
+HUGE_INTS = st.integers(39, 1000).map(lambda k: 10**k)  # beyond every limit (3.4e38)
+
+
+def _int_values(endpoint: str, field: str) -> st.SearchStrategy[tuple[Any, str]]:
+    low, high = INT_RANGES[field]
+    refused = st.one_of(
+        st.sampled_from([low - 1, high + 1, -(2**63), 2**64]),
+        st.integers(max_value=low - 1),
+        st.integers(min_value=high + 1, max_value=2**80),
+        HUGE_INTS,
+        st.sampled_from([0.5, 1.5, 2.25, 7.999]),  # floats for ints
+        st.floats(min_value=1.0, max_value=1e6).filter(lambda v: not v.is_integer()),
+        NON_FINITE,
+        WRONG_TYPES,
+    ).map(lambda value: (value, REFUSE))
+    costly = COSTLY_VALID.get(endpoint, {}).get(field)
+    valid = (
+        st.sampled_from(costly)
+        if costly is not None
+        else st.one_of(st.integers(low, high), st.integers(low, high).map(float))
+    )
+    return st.one_of(refused, valid.map(lambda value: (value, EITHER)))
+
+
+def _float_values(field: str) -> st.SearchStrategy[tuple[Any, str]]:
+    low, high = FLOAT_RANGES[field]
+    refused = st.one_of(
+        st.sampled_from([-1.0, -1e-300, -FLOAT32_MAX, high * 2]),
+        st.floats(max_value=-1e-9, allow_infinity=False),
+        st.floats(min_value=1e39, allow_infinity=False),
+        HUGE_INTS,
+        NON_FINITE,
+        WRONG_TYPES,
+    ).map(lambda value: (value, REFUSE))
+    either = st.one_of(
+        st.sampled_from([0, 0.0, 1, low, high, 1e-300, 5e-324, 1e30, 2**64, 2.0**-64]),
+        st.floats(min_value=0.0, max_value=1e39),
+        st.integers(0, 10**40),
+    ).map(lambda value: (value, EITHER))
+    return st.one_of(refused, either)
+
+
+def _choice_values(field: str) -> st.SearchStrategy[tuple[Any, str]]:
+    choices = CHOICES[field]
+    unknown = st.one_of(
+        st.sampled_from(
+            [
+                "float32",
+                "int8",
+                "float64",
+                "BFLOAT16",
+                " bfloat16",
+                "float16 ",
+                "bf16",
+                "adaptive",
+                "Static",
+                "auto",
+                "0",
+                "1",
+            ]
+        ),
+        st.integers(-3, 3),
+        st.floats(allow_nan=True),
+        WRONG_TYPES,
+    ).filter(lambda value: value not in choices)
+    return st.one_of(
+        unknown.map(lambda value: (value, REFUSE)),
+        st.sampled_from(choices).map(lambda value: (value, EITHER)),
+    )
+
+
+def _number_values() -> st.SearchStrategy[tuple[Any, str]]:
+    refused = st.one_of(
+        st.integers(309, 1000).map(lambda k: 10**k),  # beyond float range
+        st.sampled_from([math.nan, Raw("NaN"), "1.5", "inf", True, False]),
+        WRONG_TYPES,
+    ).map(lambda value: (value, REFUSE))
+    either = st.one_of(
+        st.floats(allow_nan=False),  # includes +-inf, subnormals, -0.0
+        st.sampled_from([Raw("Infinity"), Raw("-1e999"), 0, -0.0, 65520.0, 1e-45, 2**1023]),
+        st.integers(-(10**300), 10**300),
+    ).map(lambda value: (value, EITHER))
+    return st.one_of(refused, either)
+
+
+def _values(endpoint: str, field: str) -> st.SearchStrategy[tuple[Any, str]]:
+    if field == "number":
+        return _number_values()
+    if field in CHOICES:
+        return _choice_values(field)
+    if field in FLOAT_RANGES:
+        return _float_values(field)
+    return _int_values(endpoint, field)
+
+
+@dataclass
+class Case:
+    endpoint: str
+    data: list[Any]
+    field: str | None  # the replaced input, or None for an arity case
+    expect: str  # REFUSE, EITHER, SHORT or LONG
+
+
+@st.composite
+def cases(draw: st.DrawFn, endpoint: str) -> Case:
+    fields, base = FIELDS[endpoint], BASE[endpoint]
+    kind = draw(st.sampled_from(["value"] * 8 + ["short", "long"]))
+    if kind == "short":
+        return Case(endpoint, base[: draw(st.integers(0, len(base) - 1))], None, SHORT)
+    if kind == "long":
+        extra = draw(
+            st.lists(
+                st.one_of(st.integers(), st.text(ALPHABET, max_size=5)), min_size=1, max_size=5
+            )
+        )
+        return Case(endpoint, [*base, *extra], None, LONG)
+    index = draw(st.integers(0, len(fields) - 1))
+    value, expect = draw(_values(endpoint, fields[index]))
+    data = list(base)
+    data[index] = value
+    return Case(endpoint, data, fields[index], expect)
+
+
+# ---- the checks ------------------------------------------------------------------------------
+
+
+def _echoes_inputs(case: Case, outputs: list[Any]) -> None:
+    """A completed call's summary reports the inputs it ran with."""
+    if case.endpoint == "inspect":
+        assert isinstance(outputs[0], str) and outputs[0].startswith("Typed:"), outputs[0][:200]
+        return
+    summary = outputs[1]
+    assert isinstance(summary, dict), f"second output is not the JSON summary: {summary!r:.200}"
+    fields = FIELDS[case.endpoint]
+    for name, sent in zip(fields, case.data, strict=False):
+        got = summary["config"][name] if name in STEP_FIELDS else summary[name]
+        if isinstance(sent, int) and isinstance(got, float):
+            sent = float(sent)  # a float field keeps the nearest float of a big int
+        assert got == sent, f"{case.endpoint}: sent {name}={sent!r:.60}, summary says {got!r:.60}"
+
+
+def check(app_url: str, app_server, case: Case) -> Answer:
+    answer = call(app_url, case.endpoint, case.data)
+    message = answer.message
+    sent = f"{case.endpoint} {case.expect} {case.field}={case.data!r:.300}"
+    assert answer.status < 500, f"{sent}: HTTP {answer.status}: {message[:300]}"
+    assert app_server.process.poll() is None, f"{sent}: the server process exited"
+    assert answer.kind != "eof", f"{sent}: the event stream ended without a result"
+    assert not ADDRESS.search(message), f"{sent}: message shows an object address: {message[:400]}"
+    assert len(message) < MAX_MESSAGE, (
+        f"{sent}: message of {len(message):,} characters (limit {MAX_MESSAGE}): {message[:200]}..."
+    )
+    if answer.kind == "complete":
+        assert case.expect != REFUSE, f"{sent}: accepted an invalid value"
+        assert isinstance(answer.payload, list), f"{sent}: {answer.payload!r:.200}"
+        assert len(answer.payload) == OUTPUTS[case.endpoint], (
+            f"{sent}: {len(answer.payload)} outputs, expected {OUTPUTS[case.endpoint]}"
+        )
+        _echoes_inputs(case, answer.payload)
+        return answer
+    # Refused: the message must say which input is wrong.
+    fields = FIELDS[case.endpoint]
+    if case.expect == SHORT:
+        missing = fields[len(case.data) :]
+        assert any(names(message, field) for field in missing), (
+            f"{sent}: refusal names none of the missing inputs {missing}: {message[:300]}"
+        )
+    elif case.expect == LONG:
+        assert re.search(rf"input|argument|parameter|\b{len(fields)}\b", message, re.I), (
+            f"{sent}: refusal of {len(case.data)} inputs does not say what is expected: "
+            f"{message[:300]}"
+        )
+    else:
+        assert names(message, case.field), f"{sent}: refusal does not name it: {message[:300]}"
+    return answer
+
+
+def fuzz(examples: int) -> settings:
+    """Hypothesis settings of one endpoint's fuzz test; the four add up to EXAMPLES."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
+EXAMPLES = {"step": 90, "sweep": 70, "dynamics": 70, "inspect": 70}
+assert sum(EXAMPLES.values()) >= 300
+
+
+@fuzz(EXAMPLES["step"])
+@given(case=cases("step"))
+def test_step_refuses_bad_inputs_naming_the_field(app_url, app_server, case):
+    check(app_url, app_server, case)
+
+
+@fuzz(EXAMPLES["sweep"])
+@given(case=cases("sweep"))
+def test_sweep_refuses_bad_inputs_naming_the_field(app_url, app_server, case):
+    check(app_url, app_server, case)
+
+
+@fuzz(EXAMPLES["dynamics"])
+@given(case=cases("dynamics"))
+def test_dynamics_refuses_bad_inputs_naming_the_field(app_url, app_server, case):
+    check(app_url, app_server, case)
+
+
+@fuzz(EXAMPLES["inspect"])
+@given(case=cases("inspect"))
+def test_inspect_refuses_bad_inputs_naming_the_field(app_url, app_server, case):
+    check(app_url, app_server, case)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "not json",
+        '{"data": {"n": 1}}',
+        '{"data": "x"}',
+        '{"nodata": []}',
+        '{"data": [' + "1" * 5000 + "]}",  # past Python's int-parsing digit limit
+    ],
+    ids=["not-json", "dict", "string", "no-data", "5000-digit-int"],
+)
+@pytest.mark.parametrize("endpoint", ["step", "inspect"])
+def test_unparseable_bodies_are_refused_with_http_4xx(app_url, endpoint, body):
+    answer = call(app_url, endpoint, body=body)
+    assert answer.kind in ("http", "error"), f"{answer.kind}: {answer.payload!r:.200}"
+    assert answer.status < 500, f"HTTP {answer.status}: {answer.message[:300]}"
+    assert len(answer.message) < MAX_MESSAGE
+    assert not ADDRESS.search(answer.message), answer.message[:400]
+
+
+def test_server_answers_a_normal_step_after_the_fuzz(app_url, app_server):
+    assert app_server.process.poll() is None
+    answer = call(app_url, "step", DEFAULT_STEP)
+    assert answer.kind == "complete", answer.message[:300]
+    assert len(answer.payload) == OUTPUTS["step"]
+    assert answer.payload[1]["config"]["n"] == 256
+    assert call(app_url, "ping", []).payload == ["pong"]

@@ -1,0 +1,238 @@
+"""The limits a public Space needs, checked against the launched app over raw HTTP.
+
+A visitor is the first address of the X-Forwarded-For header (uvicorn trusts the header from
+127.0.0.1, where the tests run). Every address here is a documentation address (RFC 5737:
+192.0.2.x, 198.51.100.x); all traffic goes to the app on 127.0.0.1, in bounded loops.
+
+  (a) one heavy run (sweep or dynamics) in flight per visitor: a second heavy request sent by
+      the same visitor while the first is queued or running is refused with a message that
+      contains "one heavy run at a time"; another visitor is not affected, and the first
+      visitor may run again once the first run has finished;
+  (b) isolation: while visitor A floods /dynamics (FLOOD concurrent requests at a moderate
+      size), visitor B's /step calls at the default shape each answer within B_LIMIT seconds
+      and none gets HTTP 503;
+  (c) uploads: a 3 MB file is refused (HTTP 413 or another 4xx), a 100 kB file is accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+HEAVY_REFUSAL = "one heavy run at a time"
+DEFAULT_STEP = [0, 256, 64, 16, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
+MEDIUM = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
+# About 2 s warm on 2 vCPUs: long enough to overlap a second request, short enough to flood.
+DYNAMICS = [*MEDIUM, 100, "static", 100]
+SWEEP = MEDIUM
+FLOOD = 6
+B_LIMIT = 3.0
+B_MIN_CALLS = 5
+B_MAX_CALLS = 60
+TIMEOUT = 180.0
+FLOOD_DEADLINE = 150.0  # the flood test gives up (and fails) after this long
+
+
+def visitor(address: str) -> dict[str, str]:
+    return {"X-Forwarded-For": address}
+
+
+@dataclass
+class Answer:
+    kind: str  # "complete", "error" (SSE error event), "http" (POST refused), "eof"
+    status: int
+    payload: Any
+    seconds: float = 0.0
+
+    @property
+    def message(self) -> str:
+        if self.kind == "complete":
+            return ""
+        if self.kind == "http":
+            return str(self.payload)
+        if isinstance(self.payload, dict):
+            return str(self.payload.get("error") or "")
+        return "" if self.payload is None else str(self.payload)
+
+
+def post(url: str, api: str, data: list[Any], headers: dict[str, str]) -> tuple[int, str]:
+    """POST the inputs; (200, event_id) or (status, response text)."""
+    with httpx.Client(timeout=TIMEOUT) as http:
+        response = http.post(f"{url}gradio_api/call/{api}", json={"data": data}, headers=headers)
+    if response.status_code != 200:
+        return response.status_code, response.text
+    return 200, response.json()["event_id"]
+
+
+def result(url: str, api: str, event_id: str, headers: dict[str, str]) -> Answer:
+    """Read an event's stream to its complete or error message."""
+    event = None
+    with (
+        httpx.Client(timeout=TIMEOUT) as http,
+        http.stream("GET", f"{url}gradio_api/call/{api}/{event_id}", headers=headers) as stream,
+    ):
+        for line in stream.iter_lines():
+            if line.startswith("event:"):
+                event = line.partition(":")[2].strip()
+            elif line.startswith("data:") and event in ("complete", "error"):
+                return Answer(event, stream.status_code, json.loads(line[5:]))
+    return Answer("eof", 200, None)
+
+
+def call(url: str, api: str, data: list[Any], headers: dict[str, str]) -> Answer:
+    """One API call, timed from the POST to the result."""
+    start = time.perf_counter()
+    status, body = post(url, api, data, headers)
+    answer = result(url, api, body, headers) if status == 200 else Answer("http", status, body)
+    answer.seconds = time.perf_counter() - start
+    return answer
+
+
+def describe(answer: Answer) -> str:
+    return f"{answer.kind} (HTTP {answer.status}, {answer.seconds:.2f} s) {answer.message[:200]}"
+
+
+@pytest.fixture(scope="module")
+def warm(app_url: str) -> str:
+    """Compile the shapes used here once, so the timings below are warm."""
+    who = visitor("198.51.100.99")
+    for api, data in (("step", DEFAULT_STEP), ("dynamics", DYNAMICS), ("sweep", SWEEP)):
+        answer = call(app_url, api, data, who)
+        assert answer.kind == "complete", f"warm-up /{api}: {describe(answer)}"
+    return app_url
+
+
+def _second_while_first_runs(url: str, first_headers, second_api: str, second_headers):
+    """Start a /dynamics run and send a second heavy request while it is in flight.
+
+    Returns (the first run's answer, the second answer, whether the first run was still in
+    flight when the second request was sent).
+    """
+    first: list[Answer] = []
+    finished = threading.Event()
+
+    def run_first() -> None:
+        first.append(call(url, "dynamics", DYNAMICS, first_headers))
+        finished.set()
+
+    thread = threading.Thread(target=run_first, daemon=True)
+    thread.start()
+    time.sleep(0.5)  # queued or running by now
+    in_flight = not finished.is_set()
+    second = call(url, second_api, DYNAMICS if second_api == "dynamics" else SWEEP, second_headers)
+    thread.join(timeout=TIMEOUT)
+    assert first, "the first heavy request did not return"
+    return first[0], second, in_flight
+
+
+@pytest.mark.parametrize("second_api", ["dynamics", "sweep"])
+def test_a_second_heavy_run_from_the_same_visitor_is_refused(warm, second_api):
+    who = visitor("192.0.2.21")
+    first, second, in_flight = _second_while_first_runs(warm, who, second_api, who)
+    assert in_flight, f"the first run ended before the second was sent: {describe(first)}"
+    assert first.kind == "complete", f"the first run did not complete: {describe(first)}"
+    assert second.kind != "complete", (
+        f"a second heavy /{second_api} sent by the same visitor while the first was in flight "
+        f"ran to completion ({second.seconds:.1f} s)"
+    )
+    assert second.status != 503, f"refused as a full queue, not per visitor: {describe(second)}"
+    assert HEAVY_REFUSAL in second.message, describe(second)
+    # Once the first run is over, the same visitor may run again.
+    time.sleep(0.2)
+    again = call(warm, second_api, DYNAMICS if second_api == "dynamics" else SWEEP, who)
+    assert again.kind == "complete", f"after the first run finished: {describe(again)}"
+
+
+def test_the_visitor_is_the_first_forwarded_address(warm):
+    first_headers = visitor("192.0.2.23, 198.51.100.23")
+    second_headers = visitor("192.0.2.23, 198.51.100.24")
+    first, second, in_flight = _second_while_first_runs(
+        warm, first_headers, "dynamics", second_headers
+    )
+    assert in_flight, f"the first run ended before the second was sent: {describe(first)}"
+    assert first.kind == "complete", describe(first)
+    assert second.kind != "complete" and HEAVY_REFUSAL in second.message, (
+        "same first X-Forwarded-For address, different proxy hop: " + describe(second)
+    )
+
+
+def test_another_visitors_heavy_run_is_not_refused(warm):
+    first, second, in_flight = _second_while_first_runs(
+        warm, visitor("192.0.2.22"), "sweep", visitor("198.51.100.22")
+    )
+    assert in_flight, f"the first run ended before the second was sent: {describe(first)}"
+    assert first.kind == "complete", describe(first)
+    assert second.kind == "complete", f"another visitor's concurrent sweep: {describe(second)}"
+
+
+def test_a_flooding_visitor_does_not_slow_another_visitors_steps(warm):
+    flooder, other = visitor("192.0.2.10"), visitor("198.51.100.7")
+    flood_answers: list[Answer] = []
+    lock = threading.Lock()
+
+    def heavy() -> None:
+        try:
+            answer = call(warm, "dynamics", DYNAMICS, flooder)
+        except httpx.HTTPError as error:
+            answer = Answer("exception", 0, repr(error))
+        with lock:
+            flood_answers.append(answer)
+
+    threads = [threading.Thread(target=heavy, daemon=True) for _ in range(FLOOD)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.3)  # the flood is queued / running
+    deadline = time.monotonic() + FLOOD_DEADLINE
+    steps: list[Answer] = []
+    while len(steps) < B_MAX_CALLS and time.monotonic() < deadline:
+        flooding = any(thread.is_alive() for thread in threads)
+        if not flooding and len(steps) >= B_MIN_CALLS:
+            break
+        steps.append(call(warm, "step", DEFAULT_STEP, other))
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    assert not any(thread.is_alive() for thread in threads), "the flood did not end in time"
+
+    kinds = [answer.kind for answer in flood_answers]
+    flood = f"flood answers: {', '.join(sorted(set(kinds)))} ({len(kinds)} of {FLOOD})"
+    unavailable = [answer for answer in steps if answer.status == 503]
+    assert not unavailable, f"{len(unavailable)} of B's {len(steps)} steps got HTTP 503; {flood}"
+    failed = [answer for answer in steps if answer.kind != "complete"]
+    assert not failed, f"B's steps refused: {describe(failed[0])}; {flood}"
+    times = sorted(answer.seconds for answer in steps)
+    slow = [seconds for seconds in times if seconds > B_LIMIT]
+    assert not slow, (
+        f"{len(slow)} of B's {len(steps)} steps took over {B_LIMIT:.0f} s "
+        f"(slowest {times[-1]:.2f} s, median {times[len(times) // 2]:.2f} s); {flood}"
+    )
+
+
+def _upload(url: str, size: int) -> httpx.Response:
+    with httpx.Client(timeout=TIMEOUT) as http:
+        return http.post(
+            f"{url}gradio_api/upload",
+            files={"files": ("probe.bin", b"\0" * size, "application/octet-stream")},
+            headers=visitor("192.0.2.30"),
+        )
+
+
+def test_a_3_mb_upload_is_refused(app_url):
+    response = _upload(app_url, 3 * 2**20)
+    assert 400 <= response.status_code < 500, (
+        f"a 3 MB upload got HTTP {response.status_code}: {response.text[:200]}"
+    )
+    assert _upload(app_url, 1000).status_code == 200, "the server stopped taking uploads"
+
+
+def test_a_100_kb_upload_is_accepted(app_url):
+    response = _upload(app_url, 100_000)
+    assert response.status_code == 200, f"HTTP {response.status_code}: {response.text[:200]}"
+    paths = response.json()
+    assert isinstance(paths, list) and len(paths) == 1, paths
