@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 
 from playground.core.dtypes import COMPUTE_DTYPES
+from playground.core.models import ACTIVATIONS, MODELS, ModelChoice
+from playground.core.optimizers import OPTIMIZERS
 
 # JAX's threefry key holds 32 bits while x64 is off: jax.random.key(2**32) silently equals
 # jax.random.key(0), so larger seeds are refused instead of wrapping.
@@ -244,6 +246,53 @@ class StepConfig:
         ),
     )
 
+    # The model and optimizer come last, after the run settings, so that every older positional
+    # call of every endpoint keeps its meaning (they were added after the others).
+    model: str = _setting(
+        "linear",
+        Bounds(
+            "model",
+            0,
+            0,
+            "linear: the exercise's nnx.Linear; mlp: linear layers with an activation between.",
+            choices=tuple(MODELS),
+            group="model",
+        ),
+    )
+    hidden_layers: int = _setting(
+        2,
+        Bounds("hidden layers", 1, 8, "Hidden layers of the MLP.", True, group="model"),
+    )
+    hidden_width: int = _setting(
+        64,
+        Bounds(
+            "hidden width", 1, MAX_WIDTH, "Units per hidden layer of the MLP.", True, group="model"
+        ),
+    )
+    activation: str = _setting(
+        "relu",
+        Bounds(
+            "activation",
+            0,
+            0,
+            "The MLP's activation after every layer but the last.",
+            choices=tuple(ACTIVATIONS),
+            group="model",
+        ),
+    )
+    optimizer: str = _setting(
+        "sgd",
+        Bounds(
+            "optimizer",
+            0,
+            0,
+            "sgd: optax.sgd (the exercise); momentum: optax.sgd with momentum 0.9; adam: "
+            "optax.adam. Its state is float32 in the mixed step.",
+            choices=tuple(OPTIMIZERS),
+            group="model",
+        ),
+    )
+
     def __post_init__(self) -> None:
         for name, bounds in settings().items():
             object.__setattr__(self, name, check_setting(name, getattr(self, name), bounds))
@@ -254,9 +303,24 @@ class StepConfig:
         return (self.n, self.d_in, self.d_out)
 
     @property
+    def model_choice(self) -> ModelChoice:
+        """The model and its options (only those that matter for it)."""
+        choice = ModelChoice(self.model, self.hidden_layers, self.hidden_width, self.activation)
+        return choice.normalized()
+
+    @property
+    def model_work(self) -> int:
+        """Multiply-adds of one forward matmul pass: N x the sum of the weight matrices' sizes
+        (N x D_in x D_out for the linear model). The work caps are counted in these."""
+        widths = [self.d_in, self.d_out]
+        if self.model == "mlp":
+            widths[1:1] = [self.hidden_width] * self.hidden_layers
+        return self.n * sum(a * b for a, b in zip(widths[:-1], widths[1:], strict=False))
+
+    @property
     def max_steps(self) -> int:
-        """The most training steps allowed at this shape (see WORK_BUDGET)."""
-        return int(min(MAX_STEPS, max(1, WORK_BUDGET // (self.n * self.d_in * self.d_out))))
+        """The most training steps allowed for this model and shape (see WORK_BUDGET)."""
+        return int(min(MAX_STEPS, max(1, WORK_BUDGET // self.model_work)))
 
     def check_run(self) -> StepConfig:
         """Self, after checking the cross-field cap of a training run; ConfigError on ``steps``."""
@@ -265,9 +329,9 @@ class StepConfig:
             raise ConfigError(
                 "steps",
                 f"steps (training steps) must be an integer in [1, {self.max_steps}] at "
-                f"N x D_in x D_out = {shape} (steps x N x D_in x D_out <= "
-                f"2^{math.log2(WORK_BUDGET):.3g}); got {self.steps}. Fewer steps or a smaller "
-                "shape fit.",
+                f"N x D_in x D_out = {shape} for this model (steps x its multiply-adds, "
+                f"{self.model_work:,} a step, <= 2^{math.log2(WORK_BUDGET):.3g}); got "
+                f"{self.steps}. Fewer steps or a smaller shape fit.",
             )
         return self
 

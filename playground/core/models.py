@@ -1,45 +1,96 @@
 """The model registry: which network a step trains, and its parameters as a named tree.
 
-Rule: a model is one entry of ``MODELS``: a function ``(d_in, d_out, rngs) -> nnx.Module`` whose
-call maps an (N, d_in) batch to (N, d_out) predictions and whose only state is ``nnx.Param``.
-``'linear'`` is the exercise's ``nnx.Linear`` with Flax's default initializers; adding a model
-(an MLP, say) is one more entry. Parameters are addressed by their path in the module tree,
-joined with dots (``kernel``, ``bias``, ``layers.0.kernel`` ...), so nothing downstream assumes a
-fixed kernel/bias pair.
+Rule: a model is one entry of ``MODELS``: a function ``(d_in, d_out, rngs, choice) -> nnx.Module``
+whose call maps an (N, d_in) batch to (N, d_out) predictions and whose only state is
+``nnx.Param``. A model with hidden activations also accepts ``probes``: one zero array per
+hidden activation, added to it, so that the gradient with respect to a probe is the gradient
+with respect to that activation.
+
+    linear  the exercise's nnx.Linear with Flax's default initializers (no hidden activations)
+    mlp     nnx.Linear layers d_in -> W, (W -> W) x (hidden_layers - 1), W -> d_out, created in
+            that order from one nnx.Rngs; the activation after every layer but the last
+
+Parameters are addressed by their path in the module tree, joined with dots (``kernel``,
+``bias``, ``layers.0.kernel`` ...), so nothing downstream assumes a fixed kernel/bias pair.
 
 Example::
 
-    >>> model = build_model("linear", 3, 2, nnx.Rngs(0))
+    >>> model = build_model(ModelChoice(), 3, 2, nnx.Rngs(0))
     >>> list(param_arrays(nnx.state(model, nnx.Param)))
     ['kernel', 'bias']
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 from flax import nnx
 
-ModelBuilder = Callable[[int, int, nnx.Rngs], nnx.Module]
 Params = dict[str, jax.Array]
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "relu": jax.nn.relu,
+    "gelu": jax.nn.gelu,  # its default (the tanh approximation)
+    "tanh": jnp.tanh,
+}
 
 
-def _linear(d_in: int, d_out: int, rngs: nnx.Rngs) -> nnx.Module:
-    """The exercise's layer: y = x @ kernel + bias, Flax's default initializers."""
-    return nnx.Linear(d_in, d_out, rngs=rngs)
+@dataclasses.dataclass(frozen=True)
+class ModelChoice:
+    """Which model, with its options; hashable, so compiled programs take it as static.
+
+    The options of another model are reset to their defaults (``normalized``), so changing the
+    width of an MLP never recompiles the linear model.
+    """
+
+    name: str = "linear"
+    hidden_layers: int = 2
+    hidden_width: int = 64
+    activation: str = "relu"
+
+    def normalized(self) -> ModelChoice:
+        return self if self.name == "mlp" else ModelChoice(self.name)
+
+    @property
+    def hidden_count(self) -> int:
+        """The number of hidden activations (probes the model takes)."""
+        return self.hidden_layers if self.name == "mlp" else 0
 
 
-MODELS: dict[str, ModelBuilder] = {"linear": _linear}
-DEFAULT_MODEL = "linear"
+class MLP(nnx.Module):
+    """Linear layers with an activation after every one but the last (see the module rule)."""
+
+    def __init__(self, d_in: int, d_out: int, rngs: nnx.Rngs, choice: ModelChoice):
+        widths = [d_in] + [choice.hidden_width] * choice.hidden_layers + [d_out]
+        self.layers = nnx.List(
+            [nnx.Linear(a, b, rngs=rngs) for a, b in zip(widths[:-1], widths[1:], strict=True)]
+        )
+        self.activation = choice.activation
+
+    def __call__(self, x: jax.Array, probes: Sequence[jax.Array] = ()) -> jax.Array:
+        act = ACTIVATIONS[self.activation]
+        for index, layer in enumerate(self.layers[:-1]):
+            x = act(layer(x))
+            if probes:
+                x = x + probes[index]
+        return self.layers[-1](x)
 
 
-def build_model(name: str, d_in: int, d_out: int, rngs: nnx.Rngs) -> nnx.Module:
-    """A freshly initialized model ``name`` from the registry."""
-    if name not in MODELS:
-        raise ValueError(f"model must be one of {', '.join(MODELS)}; got {name!r}")
-    return MODELS[name](d_in, d_out, rngs)
+MODELS: dict[str, Callable[[int, int, nnx.Rngs, ModelChoice], nnx.Module]] = {
+    "linear": lambda d_in, d_out, rngs, choice: nnx.Linear(d_in, d_out, rngs=rngs),
+    "mlp": MLP,
+}
+DEFAULT_MODEL = ModelChoice()
+
+
+def build_model(choice: ModelChoice, d_in: int, d_out: int, rngs: nnx.Rngs) -> nnx.Module:
+    """A freshly initialized model from the registry."""
+    if choice.name not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}; got {choice.name!r}")
+    return MODELS[choice.name](d_in, d_out, rngs, choice)
 
 
 def _order(path: tuple) -> tuple:
@@ -54,13 +105,13 @@ def param_arrays(state: nnx.State) -> Params:
 
 
 @functools.lru_cache(maxsize=64)
-def param_shapes(name: str, d_in: int, d_out: int) -> dict[str, tuple[int, ...]]:
-    """{path name: shape} of model ``name``'s parameters, in ``param_arrays`` order; no compute."""
+def param_shapes(choice: ModelChoice, d_in: int, d_out: int) -> dict[str, tuple[int, ...]]:
+    """{path name: shape} of the model's parameters, in ``param_arrays`` order; no compute."""
     # A list, not the dict itself: pytree flattening would sort the dict's keys.
-    names, shapes = [], []
+    names = []
 
     def abstract_params():
-        params = param_arrays(nnx.state(build_model(name, d_in, d_out, nnx.Rngs(0)), nnx.Param))
+        params = param_arrays(nnx.state(build_model(choice, d_in, d_out, nnx.Rngs(0)), nnx.Param))
         names.extend(params)
         return list(params.values())
 

@@ -1,9 +1,10 @@
 """The optimizer registry: which optax transformation updates the float32 parameters.
 
-Rule: an optimizer is one entry of ``OPTIMIZERS``, a function ``lr -> optax.GradientTransformation``
-with optax's own defaults. ``'sgd'`` is the exercise's ``optax.sgd(lr)``; adding momentum or Adam
-is one more entry. The step records the updates the transformation really produced, so update
-sizes and lost updates never assume "update = lr x gradient".
+Rule: an optimizer is one entry of ``OPTIMIZERS``, a function ``lr -> GradientTransformation``
+with optax's own defaults: ``'sgd'`` is the exercise's ``optax.sgd(lr)``, ``'momentum'`` is
+``optax.sgd(lr, momentum=0.9)``, ``'adam'`` is ``optax.adam(lr)``. The step records the
+updates the transformation really produced, so update sizes and lost updates never assume
+"update = lr x gradient".
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import optax
 
 OPTIMIZERS: dict[str, Callable[..., optax.GradientTransformation]] = {
     "sgd": lambda lr: optax.sgd(lr),
+    "momentum": lambda lr: optax.sgd(lr, momentum=0.9),
+    "adam": lambda lr: optax.adam(lr),
 }
 DEFAULT_OPTIMIZER = "sgd"
 

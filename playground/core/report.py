@@ -27,8 +27,8 @@ from flax import nnx
 from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
-from playground.core.models import DEFAULT_MODEL, build_model, param_shapes
-from playground.core.optimizers import DEFAULT_OPTIMIZER, build_optimizer
+from playground.core.models import ModelChoice, build_model, param_shapes
+from playground.core.optimizers import build_optimizer
 from playground.core.step import step_trace
 from playground.settings import StepConfig
 
@@ -101,6 +101,31 @@ def _nanmedian(values: np.ndarray) -> float:
     return float(np.median(defined)) if defined.size else float("nan")
 
 
+# The log2 binades the activation-gradient histograms count, from below float32's smallest
+# subnormal (2^-149) to past its largest value (2^128): every finite nonzero value has a bin.
+LOG2_LOW, LOG2_HIGH = -150, 128
+
+
+@dataclass(frozen=True)
+class ActivationReport:
+    """The gradient of ``S * loss`` with respect to one hidden activation, in the compute dtype.
+
+    zero_share: share of its entries that are exactly zero (before unscaling). log2_counts[i]:
+    entries with floor(log2 |g|) == LOG2_LOW + i (finite, nonzero). zero_count, nonfinite_count,
+    size: entries that are zero, that are inf or NaN, and in all.
+    """
+
+    layer: int
+    zero_count: int
+    nonfinite_count: int
+    size: int
+    log2_counts: np.ndarray
+
+    @property
+    def zero_share(self) -> float:
+        return self.zero_count / self.size
+
+
 @dataclass(frozen=True)
 class StepReport:
     """One run: the config, the four losses and a ParamReport per parameter (path name order).
@@ -116,6 +141,7 @@ class StepReport:
     float32_initial_loss: float
     float32_new_loss: float
     params: dict[str, ParamReport]
+    activations: tuple[ActivationReport, ...] = ()
 
     @functools.cached_property
     def magnitudes(self) -> dict[str, dict[str, int]]:
@@ -159,23 +185,29 @@ LOSSES = (
 # 48x8x4, 182 -> 184 ms to run at 4096x1024x1024); first calls at a new shape matter here.
 @functools.partial(
     jax.jit,
-    static_argnames=("compute_dtype",),
+    static_argnames=("compute_dtype", "model", "optimizer"),
     compiler_options={"xla_backend_optimization_level": 1},
 )
-def _both_steps(model_seed, x, y, lr, loss_scale, *, compute_dtype: str):
-    """Both steps, packed into two outputs (each output is one transfer).
+def _both_steps(
+    model_seed, x, y, lr, loss_scale, *, compute_dtype: str, model: ModelChoice, optimizer: str
+):
+    """Both steps, packed into three outputs (each output is one transfer).
 
-    Returns the four losses (LOSSES order) and a (len(ROWS), parameter count) float32 array:
-    one row per ROWS entry, each row the parameters flattened in path-name order.
+    Returns the four losses (LOSSES order), a (len(ROWS), parameter count) float32 array (one
+    row per ROWS entry, each row the parameters flattened in path-name order), and a
+    (hidden activations, bins + 2) int32 array: per activation, its log2 histogram
+    (LOG2_LOW ...), then its zero and non-finite counts.
     """
     key = jax.random.key(model_seed)
     d_in, d_out = x.shape[-1], y.shape[-1]
 
-    def trace(policy, dtype):
-        model = build_model(DEFAULT_MODEL, d_in, d_out, nnx.Rngs(key))
-        return step_trace(model, build_optimizer(DEFAULT_OPTIMIZER, lr), x, y, policy, dtype)
+    def trace(policy, dtype, hidden=(0, 0)):
+        network = build_model(model, d_in, d_out, nnx.Rngs(key))
+        tx = build_optimizer(optimizer, lr)
+        return step_trace(network, tx, x, y, policy, dtype, hidden)
 
-    mixed = trace(StaticLossScale(loss_scale), jnp.dtype(compute_dtype))
+    hidden = (model.hidden_count, model.hidden_width)
+    mixed = trace(StaticLossScale(loss_scale), jnp.dtype(compute_dtype), hidden)
     baseline = trace(NoOpLossScale(), jnp.float32)
     losses = jnp.concatenate(
         [mixed.initial_loss, mixed.new_loss, baseline.initial_loss, baseline.new_loss]
@@ -190,7 +222,25 @@ def _both_steps(model_seed, x, y, lr, loss_scale, *, compute_dtype: str):
         mixed.updates,
     )
     flat = jnp.stack([jnp.concatenate([leaf.ravel() for leaf in row.values()]) for row in rows])
-    return losses, flat
+    return losses, flat, _activation_counts(mixed.activation_grads)
+
+
+def _activation_counts(grads: tuple[jax.Array, ...]) -> jax.Array:
+    """Per activation gradient: its log2 histogram, zero count and non-finite count (see above)."""
+    bins = LOG2_HIGH - LOG2_LOW
+    rows = []
+    for grad in grads:
+        values = jnp.abs(grad.astype(jnp.float32)).ravel()
+        live = jnp.isfinite(values) & (values > 0)
+        _, exponent = jnp.frexp(values)  # values = m * 2^exponent with m in [0.5, 1)
+        index = jnp.clip(exponent - 1 - LOG2_LOW, 0, bins - 1)
+        histogram = jnp.bincount(index, weights=live.astype(jnp.int32), length=bins)
+        zeros = jnp.sum(values == 0)
+        nonfinite = jnp.sum(~jnp.isfinite(values))
+        rows.append(jnp.concatenate([histogram.astype(jnp.int32), jnp.stack([zeros, nonfinite])]))
+    if not rows:
+        return jnp.zeros((0, bins + 2), jnp.int32)
+    return jnp.stack(rows).astype(jnp.int32)
 
 
 def _param_reports(flat: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict[str, ParamReport]:
@@ -258,9 +308,25 @@ def run_report(config: StepConfig) -> StepReport:
       A StepReport of numpy arrays and Python numbers. Overflow and underflow are results, not
       errors: they show up as counts and non-finite values.
     """
-    losses, flat = run_compiled(_both_steps, config, compute_dtype=config.compute_dtype)
+    losses, flat, activation_counts = run_compiled(
+        _both_steps,
+        config,
+        compute_dtype=config.compute_dtype,
+        model=config.model_choice,
+        optimizer=config.optimizer,
+    )
     return StepReport(
         config=config,
         **{field: float(value) for field, value in zip(LOSSES, losses, strict=True)},
-        params=_param_reports(flat, param_shapes(DEFAULT_MODEL, config.d_in, config.d_out)),
+        params=_param_reports(flat, param_shapes(config.model_choice, config.d_in, config.d_out)),
+        activations=tuple(
+            ActivationReport(
+                layer=layer,
+                zero_count=int(counts[-2]),
+                nonfinite_count=int(counts[-1]),
+                size=config.n * config.hidden_width,
+                log2_counts=counts[:-2],
+            )
+            for layer, counts in enumerate(activation_counts)
+        ),
     )

@@ -31,7 +31,7 @@ import optax
 from flax import nnx
 
 from playground.core.loss_scale import LossScale, StaticLossScale
-from playground.core.models import Params, build_model, param_arrays
+from playground.core.models import DEFAULT_MODEL, Params, build_model, param_arrays
 from playground.core.optimizers import build_optimizer
 from playground.settings import ConfigError, check_setting, settings
 
@@ -45,6 +45,9 @@ class StepTrace(NamedTuple):
         backward pass produced them.
       grads: float32, ``scaled_grads / S``: what the optimizer received.
       updates: float32, what the optimizer added to the parameters (before rounding).
+      activation_grads: one array per hidden activation, input side first: the gradient of
+        ``S * loss`` with respect to that activation, in the compute dtype (empty for a model
+        without hidden layers).
       params_before, params_after: float32 master parameters around the update.
       new_loss: (1,) float32, the unscaled loss after the update.
     """
@@ -53,6 +56,7 @@ class StepTrace(NamedTuple):
     scaled_grads: Params
     grads: Params
     updates: Params
+    activation_grads: tuple[jax.Array, ...]
     params_before: Params
     params_after: Params
     new_loss: jax.Array
@@ -79,17 +83,21 @@ def keeping_updates(tx: optax.GradientTransformation) -> optax.GradientTransform
     return optax.GradientTransformation(init, update)
 
 
-def low_precision_loss(model: nnx.Module, x: jax.Array, y: jax.Array, compute_dtype) -> jax.Array:
+def low_precision_loss(
+    model: nnx.Module, x: jax.Array, y: jax.Array, compute_dtype, probes: tuple = ()
+) -> jax.Array:
     """MSE of a rounded copy of ``model`` on rounded data, returned in ``compute_dtype``.
 
     The cast copy is a new module; ``model`` keeps its float32 arrays. Casting y only affects the
-    subtraction and the mean, since the matmul's dtype is set by x and the parameters.
+    subtraction and the mean, since the matmul's dtype is set by x and the parameters. ``probes``
+    (zeros in the compute dtype) are added to the hidden activations of a model that has them.
     """
     # Only Param state moves into `params`; the graph definition stays with `graphdef`.
     graphdef, params = nnx.split(model, nnx.Param)
     low_params = jax.tree.map(lambda p: p.astype(compute_dtype), params)
     temporary = nnx.merge(graphdef, low_params)
-    prediction = temporary(x.astype(compute_dtype))
+    inputs = x.astype(compute_dtype)
+    prediction = temporary(inputs, probes) if probes else temporary(inputs)
     return jnp.mean((prediction - y.astype(compute_dtype)) ** 2)
 
 
@@ -100,6 +108,7 @@ def step_trace(
     y: jax.Array,
     loss_scale: LossScale,
     compute_dtype=jnp.bfloat16,
+    hidden: tuple[int, int] = (0, 0),
 ) -> StepTrace:
     """Run the mixed-precision rule on ``model`` (updated in place) and keep its intermediates.
 
@@ -109,6 +118,7 @@ def step_trace(
       x: (N, D_in) float32. y: (N, D_out) float32.
       loss_scale: a policy from ``playground.core.loss_scale`` (the exercise: StaticLossScale).
       compute_dtype: dtype of the temporary model and data.
+      hidden: (count, width) of the model's hidden activations, whose gradients are kept.
 
     Returns:
       A StepTrace of JAX arrays.
@@ -118,11 +128,16 @@ def step_trace(
     params_before = param_arrays(nnx.state(model, nnx.Param))
 
     # 2-4. Low-precision loss, cast back to float32 and scaled; differentiated w.r.t. `model`.
-    def scaled_loss(model: nnx.Module):
-        loss = low_precision_loss(model, x, y, compute_dtype)
+    # Zero probes on the hidden activations: their gradients are the activation gradients.
+    count, width = hidden
+    probes = tuple(jnp.zeros((x.shape[0], width), compute_dtype) for _ in range(count))
+
+    def scaled_loss(model: nnx.Module, probes: tuple):
+        loss = low_precision_loss(model, x, y, compute_dtype, probes)
         return loss_scale.scale(loss.astype(jnp.float32)), loss
 
-    (_, initial_loss), scaled_grads = nnx.value_and_grad(scaled_loss, has_aux=True)(model)
+    value_and_grad = nnx.value_and_grad(scaled_loss, argnums=(0, 1), has_aux=True)
+    (_, initial_loss), (scaled_grads, activation_grads) = value_and_grad(model, probes)
 
     # 5. Unscale in float32, then a single optimizer update of the master parameters.
     grads = loss_scale.unscale(scaled_grads)
@@ -135,6 +150,7 @@ def step_trace(
         scaled_grads=param_arrays(scaled_grads),
         grads=param_arrays(grads),
         updates=param_arrays(optimizer.opt_state.updates),
+        activation_grads=tuple(activation_grads),
         params_before=params_before,
         params_after=param_arrays(nnx.state(model, nnx.Param)),
         new_loss=new_loss,
@@ -146,7 +162,7 @@ def exercise_trace(seed, x, y, lr, loss_scale, compute_dtype=jnp.bfloat16) -> St
 
     ``seed`` is a Python int (as in the exercise) or a JAX PRNG key.
     """
-    model = build_model("linear", x.shape[-1], y.shape[-1], nnx.Rngs(seed))
+    model = build_model(DEFAULT_MODEL, x.shape[-1], y.shape[-1], nnx.Rngs(seed))
     tx = build_optimizer("sgd", lr)
     return step_trace(model, tx, x, y, StaticLossScale(loss_scale), compute_dtype)
 

@@ -26,7 +26,7 @@ API_NAMES = {"model_seed": "seed"}
 # Inputs of the step, sweep and export events: every field but the training-run settings.
 STEP_FIELDS = tuple(name for name, bounds in settings().items() if bounds.group != "dynamics")
 DYNAMICS_FIELDS = tuple(settings())
-SLIDERS = ("n", "d_in", "d_out", "steps")
+SLIDERS = ("n", "d_in", "d_out", "steps", "hidden_layers")
 
 
 @contextlib.contextmanager

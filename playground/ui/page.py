@@ -74,12 +74,14 @@ class StepOutputs(NamedTuple):
     error_plot: Any
     update_plot: Any
     magnitude_plot: Any
+    activation_plot: Any
 
 
 # The label of each chart the step event fills, in output order.
 FIGURE_LABELS = (
     *step_tab.PLOT_LABELS.values(),
     "Gradient magnitudes against the dtype's ranges",
+    lab_tab.ACTIVATION_LABEL,
 )
 
 
@@ -123,6 +125,10 @@ def build_demo() -> gr.Blocks:
                 with gr.Accordion("Data magnitudes", open=False):
                     controls["input_scale"] = control("input_scale")
                     controls["target_scale"] = control("target_scale")
+                with gr.Accordion("Model and optimizer", open=False):
+                    for name in ("model", "hidden_layers", "hidden_width", "activation"):
+                        controls[name] = control(name)
+                    controls["optimizer"] = control("optimizer")
             with gr.Column(scale=2, min_width=320):
                 inputs = [controls[name] for name in INPUT_ORDER]
                 gr.Examples(
@@ -154,7 +160,7 @@ def build_demo() -> gr.Blocks:
             concurrency_limit=1,
         )
         lab_tab.wire(demo, components, inputs)
-        dynamics_tab.wire(dynamics, inputs)
+        dynamics_tab.wire(dynamics, controls)
         gr.api(ping, api_name="ping")
     return demo
 

@@ -9,6 +9,7 @@ import pytest
 from playground.sections.dynamics.tab import run_dynamics_event
 from playground.sections.lab.tab import inspect_event, run_sweep_event
 from playground.settings import defaults
+from playground.ui.controls import DYNAMICS_FIELDS
 from playground.ui.page import INPUT_ORDER
 
 TINY_FLOAT16 = {
@@ -27,6 +28,12 @@ OVERFLOWING_FLOAT16 = {
     "loss_scale": 2.0**16,
 }
 DYNAMICS_ARGS = (30, "dynamic", 5)  # steps, mode, period
+
+
+def _run_values(overrides: dict, steps: int, mode: str, period: int) -> list:
+    """The dynamics handler's positional inputs (the table's order) for these settings."""
+    config = defaults() | overrides | {"steps": steps, "mode": mode, "period": period}
+    return [config[name] for name in DYNAMICS_FIELDS]
 
 
 def _values(**overrides) -> list:
@@ -66,11 +73,9 @@ def test_sweep_endpoint_matches_the_in_process_handler(client):
 
 
 def test_dynamics_endpoint_matches_the_in_process_handler(client):
-    values = _values(**OVERFLOWING_FLOAT16)
-    reading, summary, *plots = client.predict(*values, *DYNAMICS_ARGS, api_name="/dynamics")
-    expected_reading, expected_summary, *expected_plots = run_dynamics_event(
-        *values, *DYNAMICS_ARGS
-    )
+    values = _run_values(OVERFLOWING_FLOAT16, *DYNAMICS_ARGS)
+    reading, summary, *plots = client.predict(*values, api_name="/dynamics")
+    expected_reading, expected_summary, *expected_plots = run_dynamics_event(*values)
     assert summary == expected_summary
     assert summary["mixed_skipped_steps"] == [0, 6, 12, 18, 24]
     assert reading == expected_reading

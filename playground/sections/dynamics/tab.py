@@ -88,11 +88,12 @@ def build_tab() -> dict[str, gr.components.Component]:
     return components
 
 
-def wire(components: dict[str, Any], step_inputs: list[Any]) -> None:
-    """The train button: every step input, then the run's own settings."""
+def wire(components: dict[str, Any], controls: dict[str, Any]) -> None:
+    """The train button: every settings field, in the table's order (its own controls here)."""
+    every = controls | components
     components["train_button"].click(
         run_dynamics_event,
-        inputs=[*step_inputs, *(components[name] for name in ("steps", "mode", "period"))],
+        inputs=[every[name] for name in DYNAMICS_FIELDS],
         outputs=[components[name] for name in DynamicsViews._fields],
         api_name="dynamics",
         preprocess=False,

@@ -7,8 +7,9 @@ model seed) and use the registry's optimizer:
     mixed    the exercise's step repeated: float32 master parameters; each step rounds a copy
              to the compute dtype, differentiates the scaled loss, unscales in float32, updates
              the masters
-    pure     the parameters themselves are stored in the compute dtype (no float32 copy); each
-             step's p + update is rounded back into that dtype
+    pure     the parameters themselves are stored in the compute dtype (no float32 copy), and so
+             are the gradients and the optimizer's state; each step's p + update is rounded
+             back into that dtype
 
 Loss scaling (mixed and pure runs) is a policy of ``playground.core.loss_scale`` chosen by the
 ``mode`` setting (none, static, dynamic); each run carries its own policy state, and a policy
@@ -35,8 +36,8 @@ from flax import nnx
 from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
 from playground.core.loss_scale import all_finite, make_loss_scale
-from playground.core.models import DEFAULT_MODEL, build_model
-from playground.core.optimizers import DEFAULT_OPTIMIZER, build_optimizer
+from playground.core.models import build_model
+from playground.core.optimizers import build_optimizer
 from playground.core.step import low_precision_loss
 from playground.settings import MAX_STEPS, StepConfig, check_setting
 
@@ -96,12 +97,28 @@ def _scaled_step(graphdef, params, x, y, policy, dtype, tx, opt_state):
         loss = low_precision_loss(nnx.merge(graphdef, params), x, y, dtype)
         return policy.scale(loss.astype(jnp.float32))
 
-    # Unscaled in float32 for both runs, so the unscaling itself cannot underflow; the pure run
-    # loses precision where optax.apply_updates rounds p + update back into its stored dtype.
-    grads = policy.unscale(jax.grad(scaled_loss)(params))
+    # Unscaled in float32, so the unscaling itself cannot underflow, then held in the dtype the
+    # parameters are stored in: float32 for the masters, the compute dtype for the pure run, whose
+    # optimizer state (momentum, Adam's moments) is therefore in the compute dtype too.
+    grads = jax.tree.map(
+        lambda g, p: g.astype(p.dtype), policy.unscale(jax.grad(scaled_loss)(params)), params
+    )
     updates, opt_state = tx.update(grads, opt_state, params)
     new_params = optax.apply_updates(params, updates)
     return new_params, opt_state, all_finite(grads), _lost_share(params, new_params, updates)
+
+
+def _in_param_dtype() -> optax.GradientTransformation:
+    """Hold each update in its parameter's dtype (a no-op for float32 masters).
+
+    The pure run's update is thus a compute-dtype number, as its gradient and state are; and
+    optax.apply_if_finite's two branches (update, skip) agree on dtypes.
+    """
+
+    def update(updates, state, params=None):
+        return jax.tree.map(lambda u, p: u.astype(p.dtype), updates, params), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
 def capacity(steps: int) -> int:
@@ -113,20 +130,34 @@ def capacity(steps: int) -> int:
     return 1 << (steps - 1).bit_length()
 
 
-@functools.partial(jax.jit, static_argnames=("capacity", "mode", "compute_dtype"))
-def _three_runs(model_seed, x, y, lr, loss_scale, period, steps, *, capacity, mode, compute_dtype):
+@functools.partial(
+    jax.jit, static_argnames=("capacity", "mode", "compute_dtype", "model", "optimizer")
+)
+def _three_runs(
+    model_seed,
+    x,
+    y,
+    lr,
+    loss_scale,
+    period,
+    steps,
+    *,
+    capacity,
+    mode,
+    compute_dtype,
+    model,
+    optimizer,
+):
     """The three runs for a traced number of ``steps`` (at most ``capacity``), see the rule.
 
     Returns per-step buffers of length ``capacity`` and loss buffers of length capacity + 1;
     entries past ``steps`` (past steps + 1 for losses) are unused zeros.
     """
     dtype = jnp.dtype(compute_dtype)
-    model = build_model(
-        DEFAULT_MODEL, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed))
-    )
-    graphdef, master = nnx.split(model, nnx.Param)
+    network = build_model(model, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed)))
+    graphdef, master = nnx.split(network, nnx.Param)
     pure = jax.tree.map(lambda p: p.astype(dtype), master)
-    plain = build_optimizer(DEFAULT_OPTIMIZER, lr)
+    plain = optax.chain(build_optimizer(optimizer, lr), _in_param_dtype())
     start = make_loss_scale(mode, loss_scale, period)
     # Only a skipping policy (dynamic) drops non-finite updates; the exercise's fixed scale
     # lets them through.
@@ -205,6 +236,8 @@ def run_dynamics(
         capacity=capacity(config.steps),
         mode=config.mode,
         compute_dtype=config.compute_dtype,
+        model=config.model_choice,
+        optimizer=config.optimizer,
     )
     curves = {
         name: freeze(values[: config.steps + name.endswith("_loss")])

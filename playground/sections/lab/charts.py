@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from playground.core.dtypes import log2_magnitude_bands
-from playground.core.report import StepReport
+from playground.core.report import LOG2_LOW, StepReport
 from playground.sections.lab.sweep import SweepReport
 from playground.views.plotly import (
     BAND_COLORS,
@@ -28,6 +29,100 @@ from playground.views.plotly import (
 SUBNORMAL_FLUSHED_LABEL = "subnormal, flushed here"
 
 
+class _BinadeAxis(NamedTuple):
+    """A log2 axis with one bin per binade, a "zeros" and an "inf/NaN" slot, over dtype bands."""
+
+    dtype: str
+    low: int
+    high: int
+    edges: np.ndarray
+    zero_x: float
+    nonfinite_x: float
+    gap: int
+
+    def layout(self, title: str, x_title: str) -> dict[str, Any]:
+        """The figure layout: the dtype's shaded bands, ticks, a log count axis."""
+        bands = log2_magnitude_bands(self.dtype)
+        # On a backend that flushes this dtype's subnormals, the IEEE subnormal band is drawn
+        # but named for what happens to values there: they become zero in the next operation.
+        subnormal = SUBNORMAL_FLUSHED_LABEL if bands["subnormals_flushed_here"] else "subnormal"
+        pieces = [  # the two narrow bands' labels are staggered so they never overlap
+            band(self.low, bands["rounds_to_zero"], "flushed to 0", y=1.07),
+            band(bands["rounds_to_zero"], bands["smallest_normal"], subnormal),
+            band(bands["smallest_normal"], bands["max"], "normal"),
+            band(bands["max"], self.high, "overflow"),
+        ]
+        step = 16 if self.high - self.low > 80 else 4
+        ticks = list(range(int(math.ceil(self.low / step) * step), self.high + 1, step))
+        layout = base_layout(
+            title,
+            x_title,
+            "entries (log scale)",
+            barmode="overlay",
+            shapes=[shape for shape, _ in pieces],
+            annotations=[note for _, note in pieces],
+        )
+        layout["xaxis"].update(
+            tickvals=[self.zero_x, *ticks, self.nonfinite_x],
+            ticktext=["zeros", *[str(t) for t in ticks], "inf/NaN"],
+            range=[self.zero_x - self.gap / 2, self.nonfinite_x + self.gap / 2],
+        )
+        layout["yaxis"].update(type="log", dtick=1)  # a tick per power of ten, no minor labels
+        layout["legend"] = LEGEND_BELOW
+        layout["margin"].update(t=110, b=90)
+        return layout
+
+
+def _binade_axis(dtype: str, smallest: float, largest: float) -> _BinadeAxis:
+    """The axis covering the dtype's bands and the data's log2 range [smallest, largest]."""
+    bands = log2_magnitude_bands(dtype)
+    low = math.floor(min(bands["rounds_to_zero"], smallest)) - 1
+    high = math.ceil(max(bands["max"], largest)) + 1
+    gap = max(3, round((high - low) * 0.04))  # room for the "0" and "inf/NaN" bars' ticks
+    edges = np.arange(low, high + 1, dtype=np.float64)
+    return _BinadeAxis(dtype, low, high, edges, low - gap, high + gap, gap)
+
+
+def activation_histogram(report: StepReport) -> Figure:
+    """Per hidden layer, log2 |activation gradient| (scaled, in the compute dtype) over the
+    dtype's ranges, input side first: the "Mixed Precision Training" paper's figure, live.
+
+    Empty, with a title that says so, for a model without hidden layers.
+    """
+    dtype = report.config.compute_dtype
+    title = f"Activation gradients per hidden layer against {dtype}'s ranges"
+    if not report.activations:
+        layout = base_layout(
+            title + "<br><sup>(the linear model has none: choose mlp)</sup>",
+            "log2 |activation gradient|",
+            "entries",
+        )
+        return {"data": [], "layout": layout}
+    live = [np.flatnonzero(a.log2_counts) for a in report.activations]
+    present = (np.concatenate(live) + LOG2_LOW).astype(np.float64)
+    axis = _binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
+    data = []
+    for activation in report.activations:
+        counts = np.zeros(axis.edges.size - 1, np.int64)
+        binades = np.arange(activation.log2_counts.size) + LOG2_LOW
+        inside = (binades >= axis.low) & (binades < axis.high)
+        counts[binades[inside] - axis.low] = activation.log2_counts[inside]
+        name = f"layer {activation.layer + 1}: {activation.zero_share:.1%} zero"
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "line": {"shape": "hvh", "width": 2},
+                "x": [axis.zero_x, *((axis.edges[:-1] + 0.5).tolist()), axis.nonfinite_x],
+                "y": [activation.zero_count, *counts.tolist(), activation.nonfinite_count],
+                "name": name,
+                "hovertemplate": "%{y} entries at 2^%{x:.0f}<extra>" + name + "</extra>",
+            }
+        )
+    layout = axis.layout(title, "log2 |activation gradient| (scaled, before unscaling)")
+    return {"data": data, "layout": layout}
+
+
 def magnitude_histogram(report: StepReport) -> Figure:
     """log2 |gradient| per binade, scaled (backward pass) and unscaled, over the dtype's ranges.
 
@@ -36,7 +131,6 @@ def magnitude_histogram(report: StepReport) -> Figure:
     from ``jnp.finfo``.
     """
     dtype = report.config.compute_dtype
-    bands = log2_magnitude_bands(dtype)
     series = {
         f"scaled, as in the {dtype} backward pass": np.concatenate(
             [p.scaled_grads.ravel() for p in report.params.values()]
@@ -50,11 +144,8 @@ def magnitude_histogram(report: StepReport) -> Figure:
         magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
         logs[name] = np.log2(magnitudes.astype(np.float64))
     present = np.concatenate(list(logs.values()))
-    low = math.floor(min(bands["rounds_to_zero"], present.min(initial=np.inf))) - 1
-    high = math.ceil(max(bands["max"], present.max(initial=-np.inf))) + 1
-    edges = np.arange(low, high + 1, dtype=np.float64)
-    gap = max(3, round((high - low) * 0.04))  # room for the "0" and "inf/NaN" bars' ticks
-    zero_x, nonfinite_x = low - gap, high + gap
+    axis = _binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
+    edges, zero_x, nonfinite_x = axis.edges, axis.zero_x, axis.nonfinite_x
     data = []
     for index, (name, values) in enumerate(series.items()):
         counts, _ = np.histogram(logs[name], bins=edges)
@@ -74,33 +165,7 @@ def magnitude_histogram(report: StepReport) -> Figure:
                 line={"shape": "hvh", "color": FLOAT32_COLOR, "width": 2},
             )
         data.append(trace)
-    # On a backend that flushes this dtype's subnormals, the IEEE subnormal band is drawn but
-    # named for what happens to values there: they become zero in the next operation.
-    subnormal = SUBNORMAL_FLUSHED_LABEL if bands["subnormals_flushed_here"] else "subnormal"
-    pieces = [  # the two narrow bands' labels are staggered so they never overlap
-        band(low, bands["rounds_to_zero"], "flushed to 0", y=1.07),
-        band(bands["rounds_to_zero"], bands["smallest_normal"], subnormal),
-        band(bands["smallest_normal"], bands["max"], "normal"),
-        band(bands["max"], high, "overflow"),
-    ]
-    step = 16 if high - low > 80 else 4
-    ticks = list(range(int(math.ceil(low / step) * step), high + 1, step))
-    layout = base_layout(
-        f"Gradient magnitudes against {dtype}'s ranges",
-        "log2 |gradient entry|",
-        "entries (log scale)",
-        barmode="overlay",
-        shapes=[shape for shape, _ in pieces],
-        annotations=[note for _, note in pieces],
-    )
-    layout["xaxis"].update(
-        tickvals=[zero_x, *ticks, nonfinite_x],
-        ticktext=["zeros", *[str(t) for t in ticks], "inf/NaN"],
-        range=[zero_x - gap / 2, nonfinite_x + gap / 2],
-    )
-    layout["yaxis"].update(type="log", dtick=1)  # a tick per power of ten, no minor labels
-    layout["legend"] = LEGEND_BELOW
-    layout["margin"].update(t=110, b=90)
+    layout = axis.layout(f"Gradient magnitudes against {dtype}'s ranges", "log2 |gradient entry|")
     return {"data": data, "layout": layout}
 
 

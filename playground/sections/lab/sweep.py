@@ -32,8 +32,8 @@ from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
 from playground.core.dtypes import dtype_facts
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
-from playground.core.models import DEFAULT_MODEL, build_model
-from playground.core.optimizers import DEFAULT_OPTIMIZER, build_optimizer
+from playground.core.models import ModelChoice, build_model
+from playground.core.optimizers import build_optimizer
 from playground.core.step import step_trace
 from playground.settings import SWEEP_BUDGET, ConfigError, StepConfig, settings
 
@@ -72,16 +72,27 @@ def _flat(params: dict[str, jax.Array]) -> jax.Array:
     return jnp.concatenate([leaf.ravel() for leaf in params.values()])
 
 
-@functools.partial(jax.jit, static_argnames=("compute_dtype",))
-def _curves_over_scales(model_seed, x, y, lr, loss_scale, scales, *, compute_dtype: str):
+@functools.partial(jax.jit, static_argnames=("compute_dtype", "model", "optimizer"))
+def _curves_over_scales(
+    model_seed,
+    x,
+    y,
+    lr,
+    loss_scale,
+    scales,
+    *,
+    compute_dtype: str,
+    model: ModelChoice,
+    optimizer: str,
+):
     """(float32 new loss, per-scale curves); ``loss_scale`` is unused (the scales are swept)."""
     del loss_scale
     key = jax.random.key(model_seed)
     d_in, d_out = x.shape[-1], y.shape[-1]
 
     def trace(policy, dtype):
-        model = build_model(DEFAULT_MODEL, d_in, d_out, nnx.Rngs(key))
-        return step_trace(model, build_optimizer(DEFAULT_OPTIMIZER, lr), x, y, policy, dtype)
+        network = build_model(model, d_in, d_out, nnx.Rngs(key))
+        return step_trace(network, build_optimizer(optimizer, lr), x, y, policy, dtype)
 
     baseline = trace(NoOpLossScale(), jnp.float32)
     baseline_grads = _flat(baseline.grads)
@@ -114,16 +125,16 @@ def check_sweep_work(config: StepConfig, scales: int) -> None:
 
     The message names the cap and the largest N that fits at this width and dtype.
     """
-    work = scales * config.n * config.d_in * config.d_out
-    if work <= SWEEP_BUDGET:
+    per_row = config.model_work // config.n
+    if scales * config.model_work <= SWEEP_BUDGET:
         return
-    fits = max(1, SWEEP_BUDGET // (scales * config.d_in * config.d_out))
+    fits = max(1, SWEEP_BUDGET // (scales * per_row))
     raise ConfigError(
         "n",
-        f"n (batch rows N) must be at most {fits} for a {config.compute_dtype} sweep at "
-        f"D_in x D_out = {config.d_in} x {config.d_out}: its {scales} scales x N x D_in x D_out "
-        f"may not exceed 2^{math.log2(SWEEP_BUDGET):.3g}, to keep one request to a few seconds; "
-        f"got {config.n}. A smaller N or smaller widths fit.",
+        f"n (batch rows N) must be at most {fits} for a {config.compute_dtype} sweep of this "
+        f"model: its {scales} scales x the model's multiply-adds (N x {per_row:,}) may not exceed "
+        f"2^{math.log2(SWEEP_BUDGET):.3g}, to keep one request to a few seconds; got "
+        f"{config.n}. A smaller N or smaller widths fit.",
     )
 
 
@@ -140,7 +151,12 @@ def run_sweep(config: StepConfig) -> SweepReport:
     check_sweep_work(config, exponents.size)
     scales = np.exp2(exponents).astype(np.float32)
     float32_loss, curves = run_compiled(
-        _curves_over_scales, config, scales, compute_dtype=config.compute_dtype
+        _curves_over_scales,
+        config,
+        scales,
+        compute_dtype=config.compute_dtype,
+        model=config.model_choice,
+        optimizer=config.optimizer,
     )
     rel_error, underflow, nonfinite, new_loss = curves
     finite_error = np.where(np.isfinite(rel_error), rel_error, np.inf)

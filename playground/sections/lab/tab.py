@@ -15,7 +15,7 @@ import gradio as gr
 
 from playground.core.dtypes import COMPUTE_DTYPES, DTYPES
 from playground.core.report import StepReport
-from playground.sections.lab.charts import magnitude_histogram, sweep_figure
+from playground.sections.lab.charts import activation_histogram, magnitude_histogram, sweep_figure
 from playground.sections.lab.inspector import PRESETS, inspect_number
 from playground.sections.lab.summary import sweep_summary
 from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
@@ -47,11 +47,15 @@ bits, the value actually kept, the rounding error and the gap to the next repres
 """
 
 
+ACTIVATION_LABEL = "Activation gradients per hidden layer"
+
+
 class LabStepViews(NamedTuple):
     """The lab's outputs of the step event, in the API's order."""
 
     magnitudes: str
     magnitude_plot: Any
+    activation_plot: Any
 
 
 class SweepViews(NamedTuple):
@@ -81,7 +85,11 @@ def magnitude_table(report: StepReport) -> str:
 
 def step_views(report: StepReport) -> LabStepViews:
     """The lab's part of the step event."""
-    return LabStepViews(magnitude_table(report), as_plot(magnitude_histogram(report)))
+    return LabStepViews(
+        magnitude_table(report),
+        as_plot(magnitude_histogram(report)),
+        as_plot(activation_histogram(report)),
+    )
 
 
 @table_handler(STEP_FIELDS)
@@ -135,6 +143,7 @@ def build_tab() -> dict[str, gr.components.Component]:
         gr.Markdown(PRECISION_LAB)
         components["magnitudes"] = gr.Markdown(elem_id="magnitudes")
         components["magnitude_plot"] = plot_slot("Gradient magnitudes against the dtype's ranges")
+        components["activation_plot"] = plot_slot(ACTIVATION_LABEL)
         gr.Markdown(SWEEP_INTRO)
         components["sweep_button"] = gr.Button("Sweep the loss scale", variant="primary")
         components["sweep_reading"] = gr.Markdown(elem_id="sweep-reading")

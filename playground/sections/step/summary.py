@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from playground.core.dtypes import dtype_facts, subnormals_flushed_here
-from playground.core.report import ParamReport, StepReport
+from playground.core.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
 from playground.views.numbers import agreeing_digits, json_number
 
 PARAM_STATS = (
@@ -51,8 +51,30 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
             for name, param in report.params.items()
         },
         "magnitudes": report.magnitudes,
+        "activations": [activation_summary(a) for a in report.activations],
         "causes": causes(report),
         "reading": reading(report) if sentences is None else sentences,
+    }
+
+
+def activation_summary(activation: ActivationReport) -> dict[str, Any]:
+    """One hidden layer's activation gradient: its zero share and its log2 histogram.
+
+    ``log2_histogram.counts[i]`` counts the entries with floor(log2 |g|) == ``first`` + i; the
+    bins span the nonzero part of the histogram (empty when every entry is zero or non-finite).
+    """
+    live = np.flatnonzero(activation.log2_counts)
+    first, last = (int(live[0]), int(live[-1])) if live.size else (0, -1)
+    return {
+        "layer": activation.layer,
+        "zero_share": activation.zero_share,
+        "zero_count": activation.zero_count,
+        "nonfinite_count": activation.nonfinite_count,
+        "size": activation.size,
+        "log2_histogram": {
+            "first": LOG2_LOW + first,
+            "counts": activation.log2_counts[first : last + 1].tolist(),
+        },
     }
 
 
@@ -197,6 +219,14 @@ def reading(report: StepReport) -> list[str]:
         )
     for param in report.params.values():
         sentences.append(_param_sentence(param, dtype, param.name in flushed))
+    for activation in report.activations:
+        if activation.zero_count:
+            sentences.append(
+                f"{activation.zero_share:.1%} of hidden layer {activation.layer + 1}'s "
+                f"activation-gradient entries are exactly zero in {dtype} before unscaling: "
+                "they shrank below its range on the way back through the layers (the effect loss "
+                "scaling exists for)."
+            )
     sentences += [_cause_sentence(code, report) for code in causes(report)]
     lost = sum(p.lost_update_count for p in report.params.values())
     if lost:

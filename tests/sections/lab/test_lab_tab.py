@@ -16,6 +16,7 @@ from playground.sections.dynamics.tab import run_dynamics_event
 from playground.sections.dynamics.train import run_dynamics
 from playground.sections.lab.tab import inspect_event, run_sweep_event
 from playground.settings import defaults
+from playground.ui.controls import DYNAMICS_FIELDS
 from playground.ui.page import FIGURE_LABELS, INPUT_ORDER, run_step
 from reference import band_labels
 
@@ -31,6 +32,12 @@ OVERFLOWING_FLOAT16 = {**SMALL, "compute_dtype": "float16", "loss_scale": 2.0**1
 TEXT_OUTPUTS = 3
 MAGNITUDES = TEXT_OUTPUTS + FIGURE_LABELS.index("Gradient magnitudes against the dtype's ranges")
 BAND_LABELS = ("flushed to 0", "subnormal", "normal", "overflow")
+
+
+def _run_values(overrides: dict, steps: int, mode: str, period: int) -> list:
+    """The dynamics handler's positional inputs (the table's order) for these settings."""
+    config = defaults() | overrides | {"steps": steps, "mode": mode, "period": period}
+    return [config[name] for name in DYNAMICS_FIELDS]
 
 
 def _values(**overrides) -> list:
@@ -110,7 +117,7 @@ def test_sweep_refuses_invalid_config_naming_the_field():
     ids=["bfloat16-static", "float16-dynamic"],
 )
 def test_dynamics_final_losses_match_run_dynamics(overrides, steps, mode, period):
-    reading, summary, *plots = run_dynamics_event(*_values(**overrides), steps, mode, period)
+    reading, summary, *plots = run_dynamics_event(*_run_values(overrides, steps, mode, period))
     dynamics = run_dynamics(StepConfig(**(defaults() | overrides)), steps, mode, period)
     for run in ("float32", "mixed", "pure"):
         expected = float(getattr(dynamics, f"{run}_loss")[-1])
@@ -127,7 +134,7 @@ def test_dynamics_final_losses_match_run_dynamics(overrides, steps, mode, period
 def test_dynamic_scaling_skips_every_sixth_step_at_float16_overflow():
     # S = 2^16 overflows float16 at once: skip, halve to 2^15, five good steps, grow to 2^16,
     # overflow again... so the skips fall on steps 0, 6, 12, 18 and 24.
-    reading, summary, *_ = run_dynamics_event(*_values(**OVERFLOWING_FLOAT16), 30, "dynamic", 5)
+    reading, summary, *_ = run_dynamics_event(*_run_values(OVERFLOWING_FLOAT16, 30, "dynamic", 5))
     assert summary["mixed_skipped_steps"] == [0, 6, 12, 18, 24]
     assert summary["mixed_applied_updates"] == 25
     assert "skipped 5 of 30 updates (steps 0, 6, 12, 18, 24)" in reading
@@ -145,7 +152,7 @@ def test_dynamic_scaling_skips_every_sixth_step_at_float16_overflow():
 )
 def test_dynamics_refuses_bad_arguments_naming_the_field(steps, mode, period, field):
     with pytest.raises(gr.Error) as caught:
-        run_dynamics_event(*_values(**SMALL), steps, mode, period)
+        run_dynamics_event(*_run_values(SMALL, steps, mode, period))
     message = caught.value.message
     assert message.startswith(f"{field} ("), message
     assert message.endswith(f"got {dict(steps=steps, mode=mode, period=period)[field]!r}")
@@ -232,3 +239,14 @@ def test_magnitude_bands_move_when_the_compute_dtype_changes():
     assert float16[2]["x1"] < 16 < 127 < bfloat16[2]["x1"] < 128
     assert float16[1]["x0"] == -25 and bfloat16[1]["x0"] == -134
     assert float16[1]["x1"] == -14 and bfloat16[1]["x1"] == -126
+
+
+def test_old_positional_dynamics_calls_keep_their_meaning():
+    """Inputs added later (the model and optimizer) come last: a call with the first ten
+    settings and then steps, mode, period means what it meant before they existed."""
+    old = [(defaults() | SMALL)[name] for name in DYNAMICS_FIELDS[:10]]
+    _, summary, *_ = run_dynamics_event(*old, 12, "dynamic", 3)
+    assert (summary["steps"], summary["mode"], summary["period"]) == (12, "dynamic", 3)
+    assert summary["config"]["model"] == "linear" and summary["config"]["optimizer"] == "sgd"
+    named = run_dynamics_event(*old, steps=12, mode="dynamic", period=3)[1]
+    assert named == summary

@@ -81,8 +81,13 @@ def test_headline_follows_the_inputs():
 def test_every_figure_is_valid_plotly(small_outputs):
     for figure in _figures(small_outputs):
         validated = go.Figure(figure)  # raises ValueError on any invalid property
-        assert len(validated.data) >= 1
-        assert validated.layout.title.text
+        title = validated.layout.title.text
+        assert title
+        if title.startswith("Activation gradients"):
+            # The linear model has no hidden activation: the chart says so instead of plotting.
+            assert not validated.data and "choose mlp" in title
+        else:
+            assert len(validated.data) >= 1
 
 
 def test_figures_stay_small_at_the_largest_shape():
@@ -137,7 +142,7 @@ def test_build_demo_wires_the_step_endpoint_to_every_output():
     endpoints = {dep.get("api_name"): dep for dep in config["dependencies"]}
     assert "step" in endpoints and "ping" in endpoints
     step = endpoints["step"]
-    assert len(step["inputs"]) == len(INPUT_ORDER) == 10
+    assert len(step["inputs"]) == len(INPUT_ORDER) == 15  # ten settings, then the model five
     # Gradio drops surplus return values with only a warning, so the counts must match.
     assert len(step["outputs"]) == len(run_step(0, 4, 2, 1, 0.1, 1.0))
     assert len(step["outputs"]) == TEXT_OUTPUTS + len(FIGURE_LABELS)
