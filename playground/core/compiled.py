@@ -54,10 +54,17 @@ def freeze(tree: Any) -> Any:
 
 
 def run_compiled(
-    program: Callable[..., Any], config: StepConfig, *extra: Any, **static: Any
+    program: Callable[..., Any],
+    config: StepConfig,
+    *extra: Any,
+    batch: tuple[np.ndarray, np.ndarray] | None = None,
+    **static: Any,
 ) -> Any:
-    """``program(seed, x, y, lr, loss_scale, *extra, **static)`` on config's batch, frozen."""
-    x, y = make_batch(config)
+    """``program(seed, x, y, lr, loss_scale, *extra, **static)``, frozen.
+
+    (x, y) is ``batch`` (a visitor's own data) when given, else config's synthetic batch.
+    """
+    x, y = batch if batch is not None else make_batch(config)
     _remember(program, (x, y, *extra), static)
     outputs = program(
         np.uint32(config.model_seed),

@@ -30,6 +30,7 @@ from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, build_model, param_shapes
 from playground.core.optimizers import build_optimizer
 from playground.core.step import step_trace
+from playground.core.user_data import UserData, fitted
 from playground.settings import StepConfig
 
 
@@ -298,19 +299,22 @@ def _param_reports(flat: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict
     return reports
 
 
-def run_report(config: StepConfig) -> StepReport:
+def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
     """Run the mixed step and its float32 twin for ``config`` and compare them.
 
     Args:
       config: a validated StepConfig.
+      data: a visitor's own batch, used instead of the synthetic one (N and D_in follow it).
 
     Returns:
       A StepReport of numpy arrays and Python numbers. Overflow and underflow are results, not
       errors: they show up as counts and non-finite values.
     """
+    config, batch = fitted(config, data)
     losses, flat, activation_counts = run_compiled(
         _both_steps,
         config,
+        batch=batch,
         compute_dtype=config.compute_dtype,
         model=config.model_choice,
         optimizer=config.optimizer,

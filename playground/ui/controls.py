@@ -18,7 +18,9 @@ from typing import Any
 import gradio as gr
 from gradio.components.plot import PlotData
 
+from playground.core.user_data import UserData
 from playground.settings import ConfigError, StepConfig, defaults, settings
+from playground.ui.uploads import user_data
 
 DEFAULTS = defaults()
 # The API's name of a field where it differs from the field's own.
@@ -40,13 +42,24 @@ def core_errors() -> Iterator[None]:
 
 
 def validated(values: dict[str, Any]) -> StepConfig:
-    """The config from an event's named inputs; gr.Error with the core's message."""
+    """The config from an event's named inputs (its settings fields); gr.Error on a bad one."""
     with core_errors():
-        return StepConfig(**values)
+        return StepConfig(**{name: values[name] for name in settings() if name in values})
 
 
-def table_handler(fields: tuple[str, ...]) -> Callable[[Callable], Callable]:
-    """Give ``fn(values: dict)`` the signature ``(seed, n, ..., <fields>)`` with table defaults.
+def validated_data(values: dict[str, Any], config: StepConfig) -> UserData | None:
+    """The visitor's uploaded data (the ``data`` input), parsed for config's d_out, or None."""
+    with core_errors():
+        return user_data(values.get("data"), config.d_out)
+
+
+def table_handler(
+    fields: tuple[str, ...], extras: tuple[str, ...] = ("data",)
+) -> Callable[[Callable], Callable]:
+    """Give ``fn(values: dict)`` the signature ``(seed, n, ..., <fields>, <extras>)``.
+
+    Fields take the table's defaults; ``extras`` (inputs that are no setting, such as the
+    uploaded ``data`` file) default to None and come last.
 
     The handler accepts the fields positionally (as the API and the page send them) or by
     keyword, fills omitted trailing ones with their defaults, and passes ``fn`` one dict keyed
@@ -60,14 +73,19 @@ def table_handler(fields: tuple[str, ...]) -> Callable[[Callable], Callable]:
         )
         for name in fields
     ]
+    parameters += [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+        for name in extras
+    ]
     signature = inspect.Signature(parameters)
+    names = fields + extras
 
     def decorate(fn: Callable[[dict[str, Any]], Any]) -> Callable:
         @functools.wraps(fn)
         def handler(*args: Any, **kwargs: Any) -> Any:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            return fn(dict(zip(fields, bound.arguments.values(), strict=True)))
+            return fn(dict(zip(names, bound.arguments.values(), strict=True)))
 
         handler.__signature__ = signature
         del handler.__wrapped__  # the table's signature, not fn's, is the handler's

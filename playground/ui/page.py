@@ -19,8 +19,19 @@ from playground.core.report import run_report
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
-from playground.ui.controls import DEFAULTS, STEP_FIELDS, control, table_handler, validated
+from playground.settings import ConfigError
+from playground.ui.controls import (
+    DEFAULTS,
+    STEP_FIELDS,
+    control,
+    core_errors,
+    table_handler,
+    validated,
+    validated_data,
+)
 from playground.ui.public import HeavyRunMiddleware, PublicBlocks
+from playground.ui.url_state import wire_url_state
+from playground.views import downloads
 
 TITLE = "Mixed-Precision Step Playground"
 LOSS_SCALE_PRESETS = {
@@ -91,9 +102,27 @@ def run_step(values: dict[str, Any]) -> StepOutputs:
 
     Raises gr.Error with the core's message (field and allowed range) on invalid input.
     """
-    report = run_report(validated(values))
-    parts = step_tab.views(report)._asdict() | lab_tab.step_views(report)._asdict()
+    config = validated(values)
+    data = validated_data(values, config)
+    report = run_report(config, data)
+    views = step_tab.views(report, data.name if data else None)
+    parts = views._asdict() | lab_tab.step_views(report)._asdict()
     return StepOutputs(**parts)
+
+
+@table_handler(STEP_FIELDS)
+def run_downloads(values: dict[str, Any]) -> list[str]:
+    """The ``downloads`` endpoint (same inputs as ``step``): the per-entry gradients as CSV and
+    the JSON summary, as files. Its own event, so the step itself never writes files."""
+    config = validated(values)
+    data = validated_data(values, config)
+    report = run_report(config, data)
+    summary = step_tab.views(report, data.name if data else None).summary
+    with core_errors():
+        try:
+            return [downloads.gradients_csv(report), downloads.summary_json(summary, "summary")]
+        except ValueError as error:  # a model too large for a CSV
+            raise ConfigError("n", str(error)) from None
 
 
 def preset_loss_scale(label: str) -> float:
@@ -125,15 +154,20 @@ def build_demo() -> gr.Blocks:
                 with gr.Accordion("Data magnitudes", open=False):
                     controls["input_scale"] = control("input_scale")
                     controls["target_scale"] = control("target_scale")
+                controls["data"] = gr.File(
+                    label="your data (CSV): the last D_out columns are the targets",
+                    file_types=[".csv"],
+                    elem_id="data",
+                )
                 with gr.Accordion("Model and optimizer", open=False):
                     for name in ("model", "hidden_layers", "hidden_width", "activation"):
                         controls[name] = control(name)
                     controls["optimizer"] = control("optimizer")
             with gr.Column(scale=2, min_width=320):
-                inputs = [controls[name] for name in INPUT_ORDER]
+                inputs = [controls[name] for name in (*INPUT_ORDER, "data")]
                 gr.Examples(
                     examples=[
-                        [{**DEFAULTS, **overrides}[name] for name in INPUT_ORDER]
+                        [{**DEFAULTS, **overrides}[name] for name in INPUT_ORDER] + [None]
                         for _, overrides in EXAMPLES
                     ],
                     example_labels=[label for label, _ in EXAMPLES],
@@ -145,8 +179,10 @@ def build_demo() -> gr.Blocks:
             components |= step_tab.build_tabs()
             components |= lab_tab.build_tab()
             dynamics = dynamics_tab.build_tab()
-        with gr.Accordion("All numbers (JSON, as returned by the API)", open=False):
+        with gr.Accordion("All numbers (JSON, as returned by the API) and downloads", open=False):
             components["summary"] = gr.JSON(label="summary")
+            prepare = gr.Button("Prepare the gradients CSV and the JSON summary")
+            files = gr.File(label="downloads", file_count="multiple", elem_id="downloads")
 
         presets.input(preset_loss_scale, presets, controls["loss_scale"], api_visibility="private")
         gr.on(
@@ -159,9 +195,18 @@ def build_demo() -> gr.Blocks:
             preprocess=False,  # StepConfig checks every value and names the field on error
             concurrency_limit=1,
         )
+        prepare.click(
+            run_downloads,
+            inputs=inputs,
+            outputs=files,
+            api_name="downloads",
+            preprocess=False,
+            concurrency_limit=1,
+        )
         lab_tab.wire(demo, components, inputs)
         dynamics_tab.wire(dynamics, controls)
         gr.api(ping, api_name="ping")
+        wire_url_state(demo, controls | dynamics)  # last: the step waits for the URL
     return demo
 
 

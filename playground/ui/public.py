@@ -9,8 +9,12 @@ Rules:
               the door, before it takes a place in the queue, with HEAVY_REFUSAL. The place is
               freed when Gradio has processed the event, whatever the outcome (or, should a
               queued run never be processed, after HEAVY_TTL).
-  arity       an event called with too few inputs is refused with a message that names the
-              missing inputs, instead of Gradio's, which prints Python objects.
+  arity       omitted trailing inputs take their defaults, as through gradio_client, so an
+              older raw HTTP call keeps working after inputs were appended; an input with no
+              default that is missing is refused with a message that names it, instead of
+              Gradio's, which prints Python objects.
+  files       a file input must name a file in Gradio's upload folder, checked before Gradio
+              copies it into its cache (so a raw call cannot make the server read other files).
 """
 
 from __future__ import annotations
@@ -20,9 +24,13 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.utils import get_upload_folder, is_in_or_equal
+
+from playground.settings import shown
 
 HEAVY_ENDPOINTS = frozenset({"sweep", "dynamics"})
 HEAVY_REFUSAL = (
@@ -136,6 +144,24 @@ async def _refuse(send: Send) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+def _parameters(block_fn: Any) -> list[inspect.Parameter]:
+    """The handler's inputs, in order, without Gradio's request parameter."""
+    return [
+        parameter
+        for parameter in inspect.signature(block_fn.fn).parameters.values()
+        if parameter.annotation not in (gr.Request, "gr.Request")
+    ]
+
+
+def _fill_defaults(block_fn: Any, inputs: list[Any]) -> None:
+    """Append the defaults of omitted trailing inputs (in place), as gradio_client does, so an
+    older raw HTTP call that predates the later inputs keeps working; an omitted input without
+    a default is left missing (and refused by ``validate_inputs``)."""
+    omitted = _parameters(block_fn)[len(inputs) : len(block_fn.inputs)]
+    if all(parameter.default is not inspect.Parameter.empty for parameter in omitted):
+        inputs.extend(parameter.default for parameter in omitted)
+
+
 class PublicBlocks(gr.Blocks):
     """gr.Blocks that frees a visitor's heavy-run place however the run ends, and whose
     too-few-inputs error names the missing inputs (see the module rule)."""
@@ -150,15 +176,33 @@ class PublicBlocks(gr.Blocks):
                 client = getattr(request, "client", None)
                 GATE.leave(visitor(request.headers, getattr(client, "host", None)))
 
+    async def preprocess_data(self, block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any):
+        """Refuse a file payload whose path is not an upload, before Gradio copies it.
+
+        Gradio moves every input file into its cache before the handler runs, and when called
+        from the queue it may skip its own "was this uploaded?" check, which would copy any
+        file the server can read (a raw call naming /etc/passwd did exactly that).
+        """
+        _fill_defaults(block_fn, inputs)
+        for component, value in zip(block_fn.inputs, inputs, strict=False):
+            if not isinstance(component, gr.File) or value in (None, "", [], {}):
+                continue
+            path = value.get("path") if isinstance(value, dict) else None
+            if not isinstance(path, str) or not is_in_or_equal(
+                Path(path).resolve(), get_upload_folder()
+            ):
+                raise gr.Error(
+                    f"data must be a CSV file uploaded to this page, or empty; got {shown(value)}",
+                    title="Invalid data",
+                    print_exception=False,
+                )
+        return await super().preprocess_data(block_fn, inputs, *args, **kwargs)
+
     def validate_inputs(self, block_fn: Any, inputs: list[Any]) -> None:
         needed = len(block_fn.inputs)
         if len(inputs) >= needed:
             return super().validate_inputs(block_fn, inputs)
-        names = [
-            name
-            for name, parameter in inspect.signature(block_fn.fn).parameters.items()
-            if parameter.annotation not in (gr.Request, "gr.Request")
-        ][:needed]
+        names = [parameter.name for parameter in _parameters(block_fn)][:needed]
         missing = ", ".join(names[len(inputs) :])
         raise gr.Error(
             f"{block_fn.api_name or 'this event'} takes {needed} inputs "

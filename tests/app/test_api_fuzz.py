@@ -37,7 +37,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# The public API, positionally: the ten step inputs; /dynamics adds steps, mode, period.
+# The public API, positionally: the ten step inputs; /dynamics adds steps, mode, period; then
+# every endpoint takes the model and optimizer settings, and last the uploaded data file.
+MODEL_FIELDS = ("model", "hidden_layers", "hidden_width", "activation", "optimizer")
 STEP_FIELDS = (
     "model_seed",
     "n",
@@ -50,19 +52,20 @@ STEP_FIELDS = (
     "target_scale",
     "compute_dtype",
 )
-DYNAMICS_FIELDS = (*STEP_FIELDS, "steps", "mode", "period")
+DYNAMICS_FIELDS = (*STEP_FIELDS, "steps", "mode", "period", *MODEL_FIELDS, "data")
 FIELDS = {
-    "step": STEP_FIELDS,
-    "sweep": STEP_FIELDS,
+    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data"),
+    "sweep": (*STEP_FIELDS, *MODEL_FIELDS, "data"),
     "dynamics": DYNAMICS_FIELDS,
     "inspect": ("number",),
 }
-OUTPUTS = {"step": 9, "sweep": 3, "dynamics": 5, "inspect": 1}
+OUTPUTS = {"step": 10, "sweep": 4, "dynamics": 6, "inspect": 1}
 TINY = [0, 8, 4, 2, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]  # 8 x 4 x 2
+MODEL = ["linear", 2, 64, "relu", "sgd", None]  # the defaults, and no uploaded data
 BASE = {
-    "step": TINY,
-    "sweep": TINY,
-    "dynamics": [*TINY, 3, "static", 2],
+    "step": [*TINY, *MODEL],
+    "sweep": [*TINY, *MODEL],
+    "dynamics": [*TINY, 3, "static", 2, *MODEL],
     "inspect": [1.5],
 }
 DEFAULT_STEP = [0, 256, 64, 16, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
@@ -79,6 +82,8 @@ INT_RANGES = {
     "d_out": (1, 1024),
     "steps": (1, 1000),
     "period": (1, 10**6),
+    "hidden_layers": (1, 8),
+    "hidden_width": (1, 1024),
 }
 FLOAT_RANGES = {
     "lr": (0.0, FLOAT32_MAX),
@@ -86,7 +91,13 @@ FLOAT_RANGES = {
     "input_scale": (2.0**-64, 2.0**64),
     "target_scale": (2.0**-64, 2.0**64),
 }
-CHOICES = {"compute_dtype": ("bfloat16", "float16"), "mode": ("none", "static", "dynamic")}
+CHOICES = {
+    "compute_dtype": ("bfloat16", "float16"),
+    "mode": ("none", "static", "dynamic"),
+    "model": ("linear", "mlp"),
+    "activation": ("relu", "gelu", "tanh"),
+    "optimizer": ("sgd", "momentum", "adam"),
+}
 # Fields whose every new value costs a compilation (shapes, the scan's static arguments): their
 # valid replacements stay within a couple of tiny values per endpoint.
 COSTLY_VALID = {
@@ -308,9 +319,22 @@ def _number_values() -> st.SearchStrategy[tuple[Any, str]]:
     return st.one_of(refused, either)
 
 
+def _data_values() -> st.SearchStrategy[tuple[Any, str]]:
+    """The uploaded file: anything but an upload of this page is refused; None is no file."""
+    refused = st.one_of(
+        st.integers(-3, 3),
+        st.text(ALPHABET, min_size=1, max_size=20),
+        st.sampled_from([{"path": 5}, {"name": "x.csv"}, ["/etc/passwd"], True, 1.5]),
+        st.just({"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}),
+    ).map(lambda value: (value, REFUSE))
+    return st.one_of(refused, st.just((None, EITHER)))
+
+
 def _values(endpoint: str, field: str) -> st.SearchStrategy[tuple[Any, str]]:
     if field == "number":
         return _number_values()
+    if field == "data":
+        return _data_values()
     if field in CHOICES:
         return _choice_values(field)
     if field in FLOAT_RANGES:
@@ -358,7 +382,10 @@ def _echoes_inputs(case: Case, outputs: list[Any]) -> None:
     assert isinstance(summary, dict), f"second output is not the JSON summary: {summary!r:.200}"
     fields = FIELDS[case.endpoint]
     for name, sent in zip(fields, case.data, strict=False):
-        got = summary["config"][name] if name in STEP_FIELDS else summary[name]
+        if name == "data":  # no file: the synthetic batch
+            assert summary.get("data", {"source": "synthetic"})["source"] == "synthetic"
+            continue
+        got = summary["config"][name] if name in summary["config"] else summary[name]
         if isinstance(sent, int) and isinstance(got, float):
             sent = float(sent)  # a float field keeps the nearest float of a big int
         assert got == sent, f"{case.endpoint}: sent {name}={sent!r:.60}, summary says {got!r:.60}"

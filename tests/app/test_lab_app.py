@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,9 @@ OVERFLOWING_FLOAT16 = {
 DYNAMICS_ARGS = (30, "dynamic", 5)  # steps, mode, period
 
 
+SMALL_SHAPE = {"n": 32, "d_in": 8, "d_out": 4}
+
+
 def _run_values(overrides: dict, steps: int, mode: str, period: int) -> list:
     """The dynamics handler's positional inputs (the table's order) for these settings."""
     config = defaults() | overrides | {"steps": steps, "mode": mode, "period": period}
@@ -53,10 +57,13 @@ def api(client) -> dict:
 
 def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
     assert {"/sweep", "/dynamics", "/inspect", "/ping"} <= set(api)
-    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER)
-    assert len(api["/sweep"]["returns"]) == 3
-    assert len(api["/dynamics"]["parameters"]) == len(INPUT_ORDER) + 3
-    assert len(api["/dynamics"]["returns"]) == 5
+    # The step's inputs and the uploaded data; the dynamics add steps, mode, period.
+    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER) + 1
+    assert len(api["/sweep"]["returns"]) == 4  # reading, JSON, figure, downloads
+    names = [p["parameter_name"] for p in api["/dynamics"]["parameters"]]
+    assert len(names) == len(INPUT_ORDER) + 4
+    assert names[10:13] == ["steps", "mode", "period"]  # where they were before the model five
+    assert len(api["/dynamics"]["returns"]) == 6
     assert len(api["/inspect"]["parameters"]) == 1
     # Every input has the page's default, so a caller may stop after any of them.
     defaults_sent = [p["parameter_default"] for p in api["/sweep"]["parameters"]]
@@ -64,8 +71,10 @@ def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
 
 
 def test_sweep_endpoint_matches_the_in_process_handler(client):
-    reading, summary, plot = client.predict(*_values(**TINY_FLOAT16), api_name="/sweep")
-    expected_reading, expected_summary, expected_plot = run_sweep_event(*_values(**TINY_FLOAT16))
+    reading, summary, plot, files = client.predict(*_values(**TINY_FLOAT16), api_name="/sweep")
+    expected = run_sweep_event(*_values(**TINY_FLOAT16))
+    expected_reading, expected_summary, expected_plot = expected[:3]
+    assert [Path(f).suffix for f in files] == [".csv", ".json"]
     assert summary == expected_summary
     assert reading == expected_reading
     assert 10 in summary["safe_log2_scales"] and 16 not in summary["safe_log2_scales"]
@@ -74,8 +83,9 @@ def test_sweep_endpoint_matches_the_in_process_handler(client):
 
 def test_dynamics_endpoint_matches_the_in_process_handler(client):
     values = _run_values(OVERFLOWING_FLOAT16, *DYNAMICS_ARGS)
-    reading, summary, *plots = client.predict(*values, api_name="/dynamics")
-    expected_reading, expected_summary, *expected_plots = run_dynamics_event(*values)
+    reading, summary, *plots, files = client.predict(*values, api_name="/dynamics")
+    expected_reading, expected_summary, *expected_plots, _ = run_dynamics_event(*values)
+    assert [Path(f).suffix for f in files] == [".csv", ".json"]
     assert summary == expected_summary
     assert summary["mixed_skipped_steps"] == [0, 6, 12, 18, 24]
     assert reading == expected_reading
@@ -91,14 +101,14 @@ def test_inspect_endpoint_matches_the_in_process_handler(client, value):
 
 def test_bad_dynamics_call_names_the_field_and_the_server_keeps_serving(client):
     with pytest.raises(Exception) as caught:  # gradio_client raises AppError
-        client.predict(*_values(n=32, d_in=8, d_out=4), 0, "static", 100, api_name="/dynamics")
+        client.predict(*_run_values(SMALL_SHAPE, 0, "static", 100), api_name="/dynamics")
     assert "steps (training steps) must be an integer in [1, 1000]; got 0" in str(caught.value)
     with pytest.raises(Exception) as caught:
-        client.predict(*_values(n=32, d_in=8, d_out=4), 10, "adaptive", 5, api_name="/dynamics")
+        client.predict(*_run_values(SMALL_SHAPE, 10, "adaptive", 5), api_name="/dynamics")
     assert "mode (loss scaling) must be one of none, static, dynamic" in str(caught.value)
     assert client.predict(api_name="/ping") == "pong"
     # ... and still computes: a valid call after the refused ones gets its numbers.
     _, summary, *_ = client.predict(
-        *_values(**OVERFLOWING_FLOAT16), *DYNAMICS_ARGS, api_name="/dynamics"
+        *_run_values(OVERFLOWING_FLOAT16, *DYNAMICS_ARGS), api_name="/dynamics"
     )
     assert summary["mixed_skipped_steps"] == [0, 6, 12, 18, 24]

@@ -26,7 +26,9 @@ from playground.ui.controls import (
     plot_slot,
     table_handler,
     validated,
+    validated_data,
 )
+from playground.views import downloads
 from playground.views.numbers import bullets
 
 INTRO = """
@@ -53,14 +55,16 @@ class DynamicsViews(NamedTuple):
     loss_curves: Any
     lost_updates: Any
     scale_curve: Any
+    dynamics_files: list[str]
 
 
 @table_handler(DYNAMICS_FIELDS)
 def run_dynamics_event(values: dict[str, Any]) -> DynamicsViews:
     """The ``dynamics`` endpoint: the step inputs, then steps, scaling mode and growth period."""
     config = validated(values)
+    data = validated_data(values, config)
     with core_errors():
-        dynamics = run_dynamics(config)
+        dynamics = run_dynamics(config, data=data)
     summary = dynamics_summary(dynamics)
     return DynamicsViews(
         dynamics_reading=bullets(summary["reading"]),
@@ -68,6 +72,10 @@ def run_dynamics_event(values: dict[str, Any]) -> DynamicsViews:
         loss_curves=as_plot(dynamics_loss_figure(dynamics)),
         lost_updates=as_plot(lost_update_figure(dynamics)),
         scale_curve=as_plot(scale_figure(dynamics)),
+        dynamics_files=[
+            downloads.dynamics_csv(dynamics),
+            downloads.summary_json(summary, "dynamics"),
+        ],
     )
 
 
@@ -83,8 +91,11 @@ def build_tab() -> dict[str, gr.components.Component]:
         components["dynamics_reading"] = gr.Markdown(elem_id="dynamics-reading")
         for name, label in PLOT_LABELS.items():
             components[name] = plot_slot(label)
-        with gr.Accordion("Training numbers (JSON)", open=False):
+        with gr.Accordion("Training numbers (JSON, CSV)", open=False):
             components["dynamics_json"] = gr.JSON(label="dynamics")
+            components["dynamics_files"] = gr.File(
+                label="training downloads", file_count="multiple"
+            )
     return components
 
 
@@ -93,7 +104,7 @@ def wire(components: dict[str, Any], controls: dict[str, Any]) -> None:
     every = controls | components
     components["train_button"].click(
         run_dynamics_event,
-        inputs=[every[name] for name in DYNAMICS_FIELDS],
+        inputs=[every[name] for name in (*DYNAMICS_FIELDS, "data")],
         outputs=[components[name] for name in DynamicsViews._fields],
         api_name="dynamics",
         preprocess=False,

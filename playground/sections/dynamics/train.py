@@ -39,6 +39,7 @@ from playground.core.loss_scale import all_finite, make_loss_scale
 from playground.core.models import build_model
 from playground.core.optimizers import build_optimizer
 from playground.core.step import low_precision_loss
+from playground.core.user_data import UserData, fitted
 from playground.settings import MAX_STEPS, StepConfig, check_setting
 
 
@@ -210,7 +211,11 @@ def _three_runs(
 
 
 def run_dynamics(
-    config: StepConfig, steps: int | None = None, mode: str | None = None, period: int | None = None
+    config: StepConfig,
+    steps: int | None = None,
+    mode: str | None = None,
+    period: int | None = None,
+    data: UserData | None = None,
 ) -> DynamicsReport:
     """Train the three runs with ``config``'s data, lr, loss scale, dtype and run settings.
 
@@ -227,12 +232,15 @@ def run_dynamics(
     given = {"steps": steps, "mode": mode, "period": period}
     config = config.replace(
         **{name: check_setting(name, value) for name, value in given.items() if value is not None}
-    ).check_run()
+    )
+    config, batch = fitted(config, data)
+    config.check_run()
     buffers = run_compiled(
         _three_runs,
         config,
         np.int32(config.period),
         np.int32(config.steps),
+        batch=batch,
         capacity=capacity(config.steps),
         mode=config.mode,
         compute_dtype=config.compute_dtype,

@@ -35,6 +35,7 @@ from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, build_model
 from playground.core.optimizers import build_optimizer
 from playground.core.step import step_trace
+from playground.core.user_data import UserData, fitted
 from playground.settings import SWEEP_BUDGET, ConfigError, StepConfig, settings
 
 SAFE_FACTOR = 2.0
@@ -138,7 +139,7 @@ def check_sweep_work(config: StepConfig, scales: int) -> None:
     )
 
 
-def run_sweep(config: StepConfig) -> SweepReport:
+def run_sweep(config: StepConfig, data: UserData | None = None) -> SweepReport:
     """Sweep the loss scale for ``config`` (its own loss_scale is ignored; see the module rule).
 
     Returns:
@@ -147,6 +148,7 @@ def run_sweep(config: StepConfig) -> SweepReport:
     Raises:
       ConfigError naming ``n`` past the sweep's work cap (``check_sweep_work``).
     """
+    config, batch = fitted(config, data)
     exponents = sweep_exponents(config.compute_dtype)
     check_sweep_work(config, exponents.size)
     scales = np.exp2(exponents).astype(np.float32)
@@ -154,6 +156,7 @@ def run_sweep(config: StepConfig) -> SweepReport:
         _curves_over_scales,
         config,
         scales,
+        batch=batch,
         compute_dtype=config.compute_dtype,
         model=config.model_choice,
         optimizer=config.optimizer,

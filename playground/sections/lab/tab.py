@@ -20,7 +20,15 @@ from playground.sections.lab.inspector import PRESETS, inspect_number
 from playground.sections.lab.summary import sweep_summary
 from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
 from playground.settings import shown
-from playground.ui.controls import STEP_FIELDS, as_plot, plot_slot, table_handler, validated
+from playground.ui.controls import (
+    STEP_FIELDS,
+    as_plot,
+    plot_slot,
+    table_handler,
+    validated,
+    validated_data,
+)
+from playground.views import downloads
 from playground.views.numbers import bullets
 
 PRECISION_LAB = """
@@ -64,6 +72,7 @@ class SweepViews(NamedTuple):
     sweep_reading: str
     sweep_json: dict[str, Any]
     sweep_plot: Any
+    sweep_files: list[str]
 
 
 def magnitude_table(report: StepReport) -> str:
@@ -95,9 +104,11 @@ def step_views(report: StepReport) -> LabStepViews:
 @table_handler(STEP_FIELDS)
 def run_sweep_event(values: dict[str, Any]) -> SweepViews:
     """The ``sweep`` endpoint (same inputs as ``step``): (reading Markdown, JSON, figure)."""
-    sweep = run_sweep(validated(values))
+    config = validated(values)
+    sweep = run_sweep(config, validated_data(values, config))
     summary = sweep_summary(sweep)
-    return SweepViews(bullets(summary["reading"]), summary, as_plot(sweep_figure(sweep)))
+    files = [downloads.sweep_csv(sweep), downloads.summary_json(summary, "sweep")]
+    return SweepViews(bullets(summary["reading"]), summary, as_plot(sweep_figure(sweep)), files)
 
 
 def inspect_event(number: Any) -> str:
@@ -148,8 +159,9 @@ def build_tab() -> dict[str, gr.components.Component]:
         components["sweep_button"] = gr.Button("Sweep the loss scale", variant="primary")
         components["sweep_reading"] = gr.Markdown(elem_id="sweep-reading")
         components["sweep_plot"] = plot_slot("Loss-scale sweep")
-        with gr.Accordion("Sweep numbers (JSON)", open=False):
+        with gr.Accordion("Sweep numbers (JSON, CSV)", open=False):
             components["sweep_json"] = gr.JSON(label="sweep")
+            components["sweep_files"] = gr.File(label="sweep downloads", file_count="multiple")
         gr.Markdown(INSPECTOR_INTRO)
         with gr.Row():
             components["number"] = gr.Number(

@@ -60,8 +60,19 @@ def _cell(value: float, digits: int = 7) -> str:
     return f"{value:.{digits}g}" if math.isfinite(value) else f"**{value}**"
 
 
-def headline(report: StepReport, sentences: list[str]) -> str:
-    """The losses as a small Markdown table, then the reading's sentences as bullets."""
+def data_line(report: StepReport, data_name: str | None) -> str:
+    """Which batch the numbers come from."""
+    config = report.config
+    if data_name is None:
+        return f"Data: the synthetic batch of data seed {config.data_seed}."
+    return (
+        f"Data: your file `{data_name}`, {config.n:,} rows of {config.d_in:,} inputs and "
+        f"{config.d_out:,} targets (input_scale, target_scale and data_seed do not apply)."
+    )
+
+
+def headline(report: StepReport, sentences: list[str], data_name: str | None = None) -> str:
+    """The losses as a small Markdown table, the data's source, then the reading as bullets."""
     dtype = report.config.compute_dtype
     difference = report.mixed_new_loss - report.float32_new_loss
     return (
@@ -74,17 +85,27 @@ def headline(report: StepReport, sentences: list[str]) -> str:
         f"| mixed - float32 | "
         f"{_cell(report.mixed_initial_loss - report.float32_initial_loss, 4)} "
         f"| {_cell(difference, 4)} |\n\n"
-        f"The mixed step uses {dtype} compute and float32 master weights.\n\n"
+        f"The mixed step uses {dtype} compute and float32 master weights. "
+        f"{data_line(report, data_name)}\n\n"
         f"{bullets(sentences)}\n"
     )
 
 
-def views(report: StepReport) -> StepViews:
-    """The section's outputs for one report."""
+def views(report: StepReport, data_name: str | None = None) -> StepViews:
+    """The section's outputs for one report (of the named uploaded file, if any)."""
     sentences = reading(report)
+    summary = summarize(report, sentences)
+    summary["data"] = (
+        {"source": "synthetic"}
+        if data_name is None
+        else {
+            "source": "upload",
+            "name": data_name,
+        }
+    )
     return StepViews(
-        headline=headline(report, sentences),
-        summary=summarize(report, sentences),
+        headline=headline(report, sentences, data_name),
+        summary=summary,
         loss_plot=as_plot(loss_figure(report)),
         histogram_plot=as_plot(gradient_histograms(report)),
         scatter_plot=as_plot(gradient_scatter(report)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import gradio as gr
 import plotly.graph_objects as go
@@ -83,7 +84,8 @@ def _figure(plot: PlotData) -> go.Figure:
 
 
 def test_sweep_finds_the_float16_window_and_reports_the_overflow():
-    reading, summary, plot = run_sweep_event(*_values(**TINY_FLOAT16))
+    reading, summary, plot, files = run_sweep_event(*_values(**TINY_FLOAT16))
+    assert [Path(f).suffix for f in files] == [".csv", ".json"]
     assert summary["config"] == StepConfig(**(defaults() | TINY_FLOAT16)).to_dict()
     safe = summary["safe_log2_scales"]
     assert 10 in safe, safe  # the page's default S = 2^10 is safe for tiny float16 gradients
@@ -117,7 +119,9 @@ def test_sweep_refuses_invalid_config_naming_the_field():
     ids=["bfloat16-static", "float16-dynamic"],
 )
 def test_dynamics_final_losses_match_run_dynamics(overrides, steps, mode, period):
-    reading, summary, *plots = run_dynamics_event(*_run_values(overrides, steps, mode, period))
+    views = run_dynamics_event(*_run_values(overrides, steps, mode, period))
+    reading, summary = views.dynamics_reading, views.dynamics_json
+    plots = [views.loss_curves, views.lost_updates, views.scale_curve]
     dynamics = run_dynamics(StepConfig(**(defaults() | overrides)), steps, mode, period)
     for run in ("float32", "mixed", "pure"):
         expected = float(getattr(dynamics, f"{run}_loss")[-1])

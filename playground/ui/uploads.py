@@ -1,0 +1,70 @@
+"""A visitor's uploaded CSV, as the events receive it: checked, read once, never kept on disk.
+
+Rule: the ``data`` input is the FileData payload Gradio sends for an upload (a dict with a
+``path``, or the path itself; None for no file). The path must lie in Gradio's upload folder,
+so a raw API call cannot make the server read any other file. The file is read once, at most
+``MAX_BYTES``, then deleted from disk at once; its bytes stay in a small in-memory cache
+(``CACHED_FILES`` files) so the page's later events, which send the same path, still find them.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from gradio.utils import get_upload_folder, is_in_or_equal
+
+from playground.core.user_data import MAX_BYTES, UserData, parse_csv
+from playground.settings import ConfigError, shown
+
+CACHED_FILES = 32
+_files: collections.OrderedDict[str, tuple[str, bytes]] = collections.OrderedDict()
+_lock = threading.Lock()
+
+
+def _path_of(payload: Any) -> tuple[str, str] | None:
+    """(server path, the visitor's file name) of a payload, None for no file."""
+    if payload in (None, "", [], {}):
+        return None
+    if isinstance(payload, dict) and isinstance(payload.get("path"), str):
+        return payload["path"], str(payload.get("orig_name") or Path(payload["path"]).name)
+    if isinstance(payload, str):
+        return payload, Path(payload).name
+    raise ConfigError("data", f"data must be an uploaded CSV file or empty; got {shown(payload)}")
+
+
+def _read_once(path: str, name: str) -> tuple[str, bytes]:
+    with _lock:
+        if path in _files:
+            _files.move_to_end(path)
+            return _files[path]
+    resolved = Path(path).resolve()
+    if not is_in_or_equal(resolved, get_upload_folder()) or not resolved.is_file():
+        raise ConfigError(
+            "data",
+            "data must be a CSV file uploaded to this page (it may have expired: upload it again)",
+        )
+    if resolved.stat().st_size > MAX_BYTES:
+        raise ConfigError(
+            "data",
+            f"data (your CSV file): {resolved.stat().st_size:,} bytes; at most {MAX_BYTES:,}",
+        )
+    content = resolved.read_bytes()
+    resolved.unlink(missing_ok=True)  # nothing of the visitor's stays on disk
+    with _lock:
+        _files[path] = (name, content)
+        while len(_files) > CACHED_FILES:
+            _files.popitem(last=False)
+    return name, content
+
+
+def user_data(payload: Any, d_out: int) -> UserData | None:
+    """The parsed data of an upload payload, or None; ConfigError naming ``data`` (and the cell)."""
+    located = _path_of(payload)
+    if located is None:
+        return None
+    name, content = _read_once(*located)
+    return parse_csv(content, d_out, name=os.path.basename(name))

@@ -1,0 +1,163 @@
+"""URL state: the page's settings live in its query string, and nowhere on the server.
+
+Rules:
+  keys      the settings' field names (``?lr=0.05&loss_scale=8&compute_dtype=float16&n=64``).
+  reading   on page load the server reads the query (``gr.Request.query_params``) and checks each
+            known key with the core's ``check_setting``, the text read as an int for an integer
+            field, a float for the other numbers, as is for a choice. Unknown keys are ignored. A
+            valid value is set in its control; an invalid one leaves the control at its default
+            and is named, with the core's message, in a notice (``#url-notice``) and a warning.
+  order     every other page-load event that reads a setting (the ``step``) runs once the URL has
+            been read instead of on load, so the page's first numbers are the URL's settings.
+  writing   after the URL is read and on every committed change of a setting, the browser
+            rewrites the query with ``history.replaceState`` (no new history entry): one key per
+            setting that differs from its default, in the table's order; keys that are not
+            settings (``__theme``, ...) are kept. A link names only what it changes.
+  copying   the "copy link" button copies the page's address (``navigator.clipboard``) and shows
+            it in a textbox, which says whether the clipboard took it (the fallback where the
+            clipboard is unavailable or refused). In an iframe (a Hugging Face Space) this is the
+            iframe's own address, which opens the app directly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gradio as gr
+
+from playground.settings import ConfigError, StepConfig, check_setting, settings
+from playground.ui.controls import DEFAULTS
+
+NOTICE_ID = "url-notice"
+COPY_ID = "copy-link"
+LINK_ID = "link-text"
+# Writes wait for a pause this long (ms): a dragged slider changes many times a second, and
+# Chrome ignores history writes past about 200 in 10 s.
+WRITE_DELAY_MS = 150
+
+COPY_JS = """async () => {
+    const url = window.location.href;
+    let label = "Link copied to the clipboard";
+    try {
+        await navigator.clipboard.writeText(url);
+    } catch (error) {
+        label = "The clipboard is unavailable: copy this link";
+    }
+    return {__type__: "update", value: url, label: label, visible: true};
+}"""
+
+
+def parse(name: str, text: str) -> Any:
+    """A query value as its field reads it; text that is no number stays text, which
+    ``check_setting`` then refuses with the core's message."""
+    bounds = settings()[name]
+    if bounds.choices:
+        return text
+    for kind in (int, float) if bounds.integer else (float,):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def read_query(query: dict[str, str], fields: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The valid settings among ``fields`` in ``query``, and the core's message for each invalid
+    one (field order)."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for name in fields:
+        if name in query:
+            try:
+                values[name] = check_setting(name, parse(name, query[name]))
+            except ConfigError as error:
+                problems.append(str(error))
+    while values:  # a rule across fields (none yet) drops the field it names
+        try:
+            StepConfig(**(DEFAULTS | values))
+            break
+        except ConfigError as error:
+            problems.append(str(error))
+            if values.pop(error.field, None) is None:
+                values.clear()
+    return values, problems
+
+
+def _write_js(fields: list[str]) -> str:
+    """JS given every setting's value: rewrite the query, and hide a shown link (now stale)."""
+    return f"""(...values) => {{
+    const fields = {json.dumps(fields)};
+    const defaults = {json.dumps({name: DEFAULTS[name] for name in fields})};
+    clearTimeout(window.playgroundUrlWrite);
+    window.playgroundUrlWrite = setTimeout(() => {{
+        const query = new URLSearchParams(window.location.search);
+        fields.forEach((name, i) => {{
+            query.delete(name);
+            const value = values[i];
+            if (value !== null && value !== undefined && value !== defaults[name]) {{
+                query.set(name, String(value));
+            }}
+        }});
+        const text = query.toString();
+        const url = window.location.pathname + (text ? "?" + text : "") + window.location.hash;
+        if (url !== window.location.pathname + window.location.search + window.location.hash) {{
+            window.history.replaceState(window.history.state, "", url);
+        }}
+    }}, {WRITE_DELAY_MS});
+    return {{__type__: "update", visible: false}};
+}}"""
+
+
+def wire_url_state(demo: gr.Blocks, controls: dict[str, Any]) -> None:
+    """Put the URL notice and the copy-link button here; keep the settings among ``controls``
+    (name -> component; other names are skipped) in the URL both ways.
+
+    Call it inside ``demo`` after the events that run on page load (see the module's rule).
+    """
+    fields = [name for name in settings() if name in controls]
+    components = [controls[name] for name in fields]
+    notice = gr.Markdown(elem_id=NOTICE_ID, visible=False)
+    with gr.Row(equal_height=True):
+        copy = gr.Button("Copy link to these settings", elem_id=COPY_ID, size="sm", scale=0)
+        link = gr.Textbox(label="link", elem_id=LINK_ID, visible=False, interactive=True, scale=1)
+
+    def read_url_state(request: gr.Request) -> list[Any]:
+        query = dict(request.query_params) if request is not None else {}
+        values, problems = read_query(query, fields)
+        if problems:
+            gr.Warning("Ignored in the URL: " + " ".join(problems), duration=None)
+        text = "**Ignored in the URL** (the defaults are used):\n" + "".join(
+            f"\n- {problem}" for problem in problems
+        )
+        updates = [
+            gr.update(value=values.get(name, DEFAULTS[name])) if name in query else gr.update()
+            for name in fields
+        ]
+        return [*updates, gr.update(value=text, visible=bool(problems))]
+
+    read = demo.load(
+        read_url_state,
+        outputs=[*components, notice],
+        api_visibility="private",
+        show_progress="hidden",
+    )
+    _run_after(demo, read["id"], components)
+    write = {"fn": None, "inputs": components, "outputs": link, "js": _write_js(fields)}
+    read.success(**write, show_progress="hidden")
+    gr.on([component.change for component in components], **write, show_progress="hidden")
+    copy.click(fn=None, outputs=link, js=COPY_JS, show_progress="hidden")
+
+
+def _run_after(demo: gr.Blocks, read_id: int, components: list[Any]) -> None:
+    """Move every page-load event that reads one of ``components`` to run after ``read_id``."""
+    ids = {component._id for component in components}
+    for fn in demo.fns.values():
+        on_load = any(event == "load" for _, event in fn.targets)
+        if fn._id == read_id or not on_load or fn.trigger_after is not None:
+            continue
+        if ids.isdisjoint(block._id for block in fn.inputs):
+            continue
+        fn.targets = [target for target in fn.targets if target[1] != "load"]
+        fn.trigger_after = read_id
+        fn.trigger_only_on_success = fn.trigger_only_on_failure = False

@@ -1,0 +1,105 @@
+"""Your own data: a CSV uploaded through the API (gradio_client.handle_file) and parsed with
+row and column named on every error; the data drives the step, the sweep and the dynamics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from playground import StepConfig, run_report
+from playground.core.user_data import parse_csv
+from playground.settings import ConfigError
+
+ROWS = np.random.default_rng(7).standard_normal((40, 6)).round(5)
+
+
+def _csv(rows: np.ndarray, header: bool = True) -> str:
+    head = ",".join(f"c{i}" for i in range(rows.shape[1])) + "\n" if header else ""
+    return head + "\n".join(",".join(repr(float(v)) for v in row) for row in rows) + "\n"
+
+
+def test_the_last_d_out_columns_are_the_targets_with_or_without_a_header():
+    for header in (True, False):
+        data = parse_csv(_csv(ROWS, header).encode(), 2)
+        np.testing.assert_array_equal(data.x, ROWS[:, :4].astype(np.float32))
+        np.testing.assert_array_equal(data.y, ROWS[:, 4:].astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    ("content", "d_out", "field", "words"),
+    [
+        (b"", 1, "data", "empty"),
+        (b"a,b,c\n", 1, "data", "header row and no data rows"),
+        (b"1,2,3\n4,5\n", 1, "data", "row 2 has 2 cells where row 1 has 3"),
+        (b"x,y\n1,2\n3,abc\n", 1, "data", "row 3, column 2 is 'abc', not a number"),
+        (b"1,2\nnan,3\n", 1, "data", "row 2, column 1 is 'nan'"),
+        (b"1,2\n1e39,3\n", 1, "data", "row 2, column 1 is '1e39'"),
+        (b"1,2\n", 2, "d_out", "at least one input column"),
+        (("1,2\n" * 4097).encode(), 1, "data", "4,097 data rows; at most 4,096"),
+        (b"1," * 600_000, 1, "data", "at most 1,000,000"),
+    ],
+    ids=["empty", "header-only", "ragged", "text", "nan", "overflow", "no-inputs", "rows", "size"],
+)
+def test_each_bad_file_is_refused_naming_the_cell(content, d_out, field, words):
+    with pytest.raises(ConfigError) as caught:
+        parse_csv(content, d_out)
+    assert caught.value.field == field
+    assert words in str(caught.value), str(caught.value)
+
+
+def test_uploaded_data_drives_the_step_through_the_api(client, tmp_path: Path):
+    from gradio_client import handle_file
+
+    path = tmp_path / "mine.csv"
+    path.write_text(_csv(ROWS))
+    settings = [0, 256, 64, 2, 0.05, 1024.0, 0, 1.0, 1.0, "bfloat16"]
+    model = ["linear", 2, 64, "relu", "sgd"]
+    headline, summary, *_ = client.predict(
+        *settings, *model, handle_file(str(path)), api_name="/step"
+    )
+    expected = run_report(
+        StepConfig(n=40, d_in=4, d_out=2, lr=0.05), parse_csv(path.read_bytes(), 2)
+    )
+    assert summary["losses"]["mixed_new"] == expected.mixed_new_loss
+    assert summary["config"]["n"] == 40 and summary["config"]["d_in"] == 4
+    assert summary["data"] == {"source": "upload", "name": "mine.csv"}
+    assert "your file `mine.csv`, 40 rows of 4 inputs and 2 targets" in headline
+    # The same upload drives the sweep and the dynamics.
+    _, sweep, *_ = client.predict(*settings, *model, handle_file(str(path)), api_name="/sweep")
+    assert sweep["config"]["n"] == 40
+    run = [*settings, 5, "static", 100, *model, handle_file(str(path))]
+    _, dynamics, *_ = client.predict(*run, api_name="/dynamics")
+    assert dynamics["config"]["n"] == 40 and dynamics["steps"] == 5
+
+
+def test_a_bad_upload_names_the_cell_and_the_server_keeps_serving(client, tmp_path: Path):
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    path = tmp_path / "bad.csv"
+    path.write_text("a,b\n1,2\n3,oops\n")
+    with pytest.raises(AppError) as caught:
+        client.predict(0, 32, 8, 1, 0.1, 1024.0, data=handle_file(str(path)), api_name="/step")
+    assert "row 3, column 2 is 'oops'" in str(caught.value)
+    _, summary, *_ = client.predict(0, 32, 8, 4, 0.1, 1024.0, api_name="/step")
+    assert summary["data"] == {"source": "synthetic"}
+
+
+def test_a_path_outside_the_upload_folder_is_refused(app_url):
+    """A raw call naming a server file (gradio_client would upload its own copy instead)."""
+    import json
+
+    import httpx
+
+    payload = {"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}
+    data = [0, 32, 8, 1, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", "linear", 2, 64, "relu", "sgd"]
+    with httpx.Client(base_url=app_url, timeout=60) as http:
+        posted = http.post("gradio_api/call/step", json={"data": [*data, payload]})
+        event_id = posted.json()["event_id"]
+        stream = http.get(f"gradio_api/call/step/{event_id}").text
+    events = [line.split(": ", 1) for line in stream.splitlines() if ": " in line]
+    assert ["event", "error"] in [list(e) for e in events], stream
+    message = json.loads(dict(events)["data"])
+    assert "uploaded to this page" in str(message) and "root:" not in stream, stream
