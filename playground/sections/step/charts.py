@@ -47,12 +47,23 @@ def loss_figure(report: StepReport) -> Figure:
     return {"data": traces, "layout": base_layout("Loss before and after", "", "MSE loss")}
 
 
+def shown_params(report: StepReport) -> list:
+    """The parameters a per-parameter chart shows: both of the linear model's; for a deeper
+    model, the first and the last layer's weights (where the gradients differ most), so the
+    chart keeps two readable rows. The summary lists every parameter."""
+    params = list(report.params.values())
+    if len(params) <= 2:
+        return params
+    weights = [p for p in params if p.name.endswith("kernel")]
+    return [weights[0], weights[-1]]
+
+
 def gradient_histograms(report: StepReport) -> Figure:
     """Gradient entries binned: float32 as bars, mixed (unscaled) as an outline; kernel first."""
     data: list[Figure] = []
     layout = base_layout("Gradient histograms: mixed vs float32", "", "")
     layout.update(barmode="overlay", grid={"rows": 2, "columns": 1, "pattern": "independent"})
-    for row, param in enumerate(report.params.values(), start=1):
+    for row, param in enumerate(shown_params(report), start=1):
         suffix = "" if row == 1 else str(row)
         edges = bin_edges(param.mixed_grads, param.float32_grads)
         axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
@@ -89,7 +100,7 @@ def gradient_scatter(report: StepReport) -> Figure:
     """Each gradient entry as (float32, mixed); on the y = x line the two paths agree exactly."""
     data: list[Figure] = []
     low, high = np.inf, -np.inf
-    for param in report.params.values():
+    for param in shown_params(report):
         base, mixed = param.float32_grads.ravel(), param.mixed_grads.ravel()
         keep = np.isfinite(base) & np.isfinite(mixed)
         base, mixed = base[keep], mixed[keep]
@@ -130,7 +141,7 @@ def gradient_scatter(report: StepReport) -> Figure:
 
 def relative_error_histogram(report: StepReport) -> Figure:
     """Distribution of |mixed - float32| / |float32| per entry, on a log10 axis."""
-    arrays = {name: param.rel_error for name, param in report.params.items()}
+    arrays = {param.name: param.rel_error for param in shown_params(report)}
     return log10_histogram(
         "Element-wise relative gradient error vs float32",
         "log10 relative error",
@@ -139,11 +150,11 @@ def relative_error_histogram(report: StepReport) -> Figure:
 
 
 def update_size_histogram(report: StepReport) -> Figure:
-    """Distribution of |lr * gradient| / |parameter| of the mixed step, on a log10 axis."""
-    arrays = {name: param.update_ratio for name, param in report.params.items()}
+    """Distribution of |update| / RMS(parameter tensor) of the mixed step, on a log10 axis."""
+    arrays = {param.name: param.update_ratio for param in shown_params(report)}
     return log10_histogram(
         "Update size relative to the parameter (mixed step)",
-        "log10 |lr x gradient| / |parameter|",
+        "log10 |update| / RMS of its parameter tensor",
         arrays,
     )
 
