@@ -18,6 +18,7 @@ from starlette.middleware import Middleware
 from playground.core.report import run_report
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.lab import tab as lab_tab
+from playground.sections.step import export
 from playground.sections.step import tab as step_tab
 from playground.settings import ConfigError
 from playground.ui.controls import (
@@ -125,6 +126,30 @@ def run_downloads(values: dict[str, Any]) -> list[str]:
             raise ConfigError("n", str(error)) from None
 
 
+class ExportOutputs(NamedTuple):
+    """The ``export`` endpoint's outputs: the script's text and the same as a .py file."""
+
+    script: str
+    script_file: str
+
+
+@table_handler(STEP_FIELDS)
+def run_export(values: dict[str, Any]) -> ExportOutputs:
+    """The ``export`` endpoint (same inputs as ``step``): a standalone script that reruns this
+    step and its float32 twin with jax, flax, optax and numpy only, and prints their new losses
+    as its last line of JSON."""
+    config = validated(values)
+    with core_errors():
+        if values.get("data") is not None:
+            raise ConfigError(
+                "data",
+                "data: the exported script rebuilds the synthetic batch; clear your uploaded file "
+                "to export",
+            )
+        script = export.export_script(config)
+    return ExportOutputs(script, downloads.text_file(script, export.export_filename(config)))
+
+
 def preset_loss_scale(label: str) -> float:
     """The loss scale of a preset label."""
     return LOSS_SCALE_PRESETS[label]
@@ -182,6 +207,10 @@ def build_demo() -> gr.Blocks:
         with gr.Accordion("All numbers (JSON, as returned by the API) and downloads", open=False):
             components["summary"] = gr.JSON(label="summary")
             prepare = gr.Button("Prepare the gradients CSV and the JSON summary")
+        with gr.Accordion("The code: rerun this step in a notebook", open=False):
+            export_button = gr.Button("Export this step as a standalone script")
+            script = gr.Code(language="python", label="script", elem_id="export-script")
+            script_file = gr.File(label="script (.py)", elem_id="export-file")
             files = gr.File(label="downloads", file_count="multiple", elem_id="downloads")
 
         presets.input(preset_loss_scale, presets, controls["loss_scale"], api_visibility="private")
@@ -193,6 +222,14 @@ def build_demo() -> gr.Blocks:
             api_name="step",
             trigger_mode="always_last",
             preprocess=False,  # StepConfig checks every value and names the field on error
+            concurrency_limit=1,
+        )
+        export_button.click(
+            run_export,
+            inputs=inputs,
+            outputs=[script, script_file],
+            api_name="export",
+            preprocess=False,
             concurrency_limit=1,
         )
         prepare.click(

@@ -21,7 +21,9 @@ Rules:
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import Any
 
 import gradio as gr
@@ -84,6 +86,18 @@ def read_query(query: dict[str, str], fields: list[str]) -> tuple[dict[str, Any]
     return values, problems
 
 
+def as_text(message: str) -> str:
+    """A message for Markdown or a toast (both render HTML) that shows exactly as written: a
+    value from a crafted URL adds no tag, link or emphasis."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~])", r"\\\1", html.escape(message, quote=False))
+
+
+def notice_text(problems: list[str]) -> str:
+    """The Markdown notice naming the URL's invalid settings, one core message each."""
+    items = "".join(f"\n- {as_text(problem)}" for problem in problems)
+    return f"**Ignored in the URL** (the defaults are used):\n{items}"
+
+
 def _write_js(fields: list[str]) -> str:
     """JS given every setting's value: rewrite the query, and hide a shown link (now stale)."""
     return f"""(...values) => {{
@@ -126,15 +140,13 @@ def wire_url_state(demo: gr.Blocks, controls: dict[str, Any]) -> None:
         query = dict(request.query_params) if request is not None else {}
         values, problems = read_query(query, fields)
         if problems:
-            gr.Warning("Ignored in the URL: " + " ".join(problems), duration=None)
-        text = "**Ignored in the URL** (the defaults are used):\n" + "".join(
-            f"\n- {problem}" for problem in problems
-        )
+            message = "Ignored in the URL (the defaults are used): " + ". ".join(problems)
+            gr.Warning(html.escape(message, quote=False), duration=None)
         updates = [
             gr.update(value=values.get(name, DEFAULTS[name])) if name in query else gr.update()
             for name in fields
         ]
-        return [*updates, gr.update(value=text, visible=bool(problems))]
+        return [*updates, gr.update(value=notice_text(problems), visible=bool(problems))]
 
     read = demo.load(
         read_url_state,

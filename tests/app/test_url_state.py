@@ -8,7 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from playground import StepConfig, run_report
-from playground.settings import ConfigError, check_setting, defaults
+from playground.settings import ConfigError, check_setting, defaults, settings
+from playground.ui.url_state import read_query
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TIMEOUT_MS = 60_000
@@ -59,6 +60,13 @@ def _message(name: str, value) -> str:
     return str(caught.value)
 
 
+def test_query_text_is_read_as_each_field_reads_it():
+    query = {"n": "1e3", "d_out": " 8 ", "lr": "nan", "model_seed": "3.5", "model": "mlp", "x": "1"}
+    values, problems = read_query(query, list(settings()))
+    assert values == {"n": 1000, "d_out": 8, "model": "mlp"}
+    assert problems == [_message("model_seed", 3.5), _message("lr", float("nan"))]
+
+
 def test_settings_are_read_from_the_url_then_written_back_on_change(browser, app_url):
     page = _open(browser.new_page(), app_url + SHARED_QUERY, _expected(**SHARED))
     try:
@@ -92,12 +100,13 @@ def test_settings_are_read_from_the_url_then_written_back_on_change(browser, app
 def test_invalid_url_values_are_named_and_their_defaults_used(browser, app_url):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     try:
-        _open(page, app_url + "?lr=-1&n=abc", _expected())
+        _open(page, app_url + "?lr=-1&n=abc&model=%3Cb%3E*x*%3C/b%3E", _expected())
         notice = page.locator("#url-notice")
         notice.wait_for(state="visible")
         text = notice.inner_text()
         assert _message("lr", -1.0) in text
         assert _message("n", "abc") in text
+        assert _message("model", "<b>*x*</b>") in text  # shown as written, not as markup
         assert page.locator(".toast-body.warning").count() == 1
         assert page.locator(".toast-body.error").count() == 0
         _wait_for_headline(page, _expected())

@@ -1,0 +1,352 @@
+"""The code export: a standalone script whose printed losses equal the page's, bit for bit."""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures
+import contextlib
+import importlib.util
+import io
+import json
+import math
+import os
+import pathlib
+import runpy
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from playground import StepConfig, make_batch, run_report
+from playground.sections.step import export
+from playground.sections.step.export import EXPORTED_FIELDS, export_filename, export_script
+from playground.settings import FLOAT32_MAX, LOSS_SCALE_MAX, LOSS_SCALE_MIN, ConfigError
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+MY_FILES = [
+    ROOT / "playground" / "sections" / "step" / "export.py",
+    pathlib.Path(__file__).resolve(),
+]
+# Top-level modules the script may import: the four libraries and the standard library it uses.
+ALLOWED_IMPORTS = {"jax", "flax", "optax", "numpy", "json", "math", "importlib"}
+
+# Both dtypes, several seeds (the largest included), lr values, loss scales 1, 2^10 and 2^15,
+# small shapes and the page's default shape, data at 2^-12 for float16, and a float16 overflow
+# (NaN). Each case costs one fresh process (JAX import and compile, about 5 s of CPU).
+CASES = {
+    "bf16-default": StepConfig(),
+    "bf16-scale1": StepConfig(
+        model_seed=7, data_seed=3, n=64, d_in=16, d_out=4, lr=0.5, loss_scale=1.0
+    ),
+    "f16-tiny-2^15": StepConfig(
+        model_seed=1,
+        data_seed=2,
+        n=64,
+        d_in=16,
+        d_out=4,
+        lr=0.05,
+        loss_scale=2.0**15,
+        input_scale=2.0**-12,
+        target_scale=2.0**-12,
+        compute_dtype="float16",
+    ),
+    "f16-tiny-unscaled": StepConfig(
+        model_seed=2**32 - 1,
+        n=32,
+        d_in=8,
+        d_out=4,
+        lr=0.3,
+        loss_scale=1.0,
+        input_scale=2.0**-12,
+        target_scale=2.0**-12,
+        compute_dtype="float16",
+    ),
+    "f16-overflow": StepConfig(
+        n=32, d_in=8, d_out=4, target_scale=2.0**10, compute_dtype="float16"
+    ),
+}
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without PYTHONPATH, so the checkout is not importable."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _run(path: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, path.name],
+        cwd=path.parent,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory) -> dict[str, pathlib.Path]:
+    """Each case's script, written to its own fresh directory."""
+    paths = {}
+    for name, config in CASES.items():
+        directory = tmp_path_factory.mktemp(f"export-{name}")
+        paths[name] = directory / export_filename(config)
+        paths[name].write_text(export_script(config))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def runs(scripts) -> dict[str, subprocess.CompletedProcess]:
+    """Every script run as a fresh process, as many at a time as there are CPUs (at least 2)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {name: pool.submit(_run, path) for name, path in scripts.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _strict_json(line: str) -> dict:
+    def refuse(token):
+        raise ValueError(f"non-strict JSON token {token}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def _as_float32(value) -> np.float32:
+    """A JSON loss as float32: a number, or one of the strings "nan", "inf", "-inf"."""
+    if isinstance(value, str):
+        assert value in ("nan", "inf", "-inf")
+        return np.float32(float(value))
+    assert isinstance(value, float) and math.isfinite(value)
+    return np.float32(value)
+
+
+def _same(value, expected: float) -> bool:
+    ours, page = _as_float32(value), np.float32(expected)
+    # The same float32 bits, or NaN on both sides (whatever its payload).
+    return ours.tobytes() == page.tobytes() or bool(np.isnan(ours) and np.isnan(page))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_script_reproduces_the_page_bit_for_bit(name, runs):
+    config, run = CASES[name], runs[name]
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = _strict_json(run.stdout.strip().splitlines()[-1])
+    report = run_report(config)
+
+    assert _same(summary["mixed_new"], report.mixed_new_loss), (
+        summary["mixed_new"],
+        report.mixed_new_loss,
+    )
+    assert _same(summary["float32_new"], report.float32_new_loss), (
+        summary["float32_new"],
+        report.float32_new_loss,
+    )
+    # The config it ran, under the page's field names, so it can be fed back to the page.
+    assert summary["config"] == {field: getattr(config, field) for field in EXPORTED_FIELDS}
+    assert StepConfig(**summary["config"]) == config.replace(**summary["config"])
+    assert set(summary["versions"]) >= {"jax", "flax", "optax", "numpy"}
+
+
+def test_the_overflow_case_prints_documented_strings(runs):
+    summary = _strict_json(runs["f16-overflow"].stdout.strip().splitlines()[-1])
+    assert summary["mixed_new"] == "nan"
+    assert isinstance(summary["float32_new"], float)
+
+
+def test_scripts_run_without_the_playground_package(scripts):
+    directory = scripts["f16-overflow"].parent
+    probe = subprocess.run(
+        [sys.executable, "-c", "import playground"],
+        cwd=directory,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert probe.returncode != 0 and "ModuleNotFoundError" in probe.stderr
+    for path in scripts.values():
+        assert "playground" not in _imported_modules(path.read_text())
+
+
+def _imported_modules(text: str) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0 and node.module
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_script_imports_only_allowed_modules(name):
+    modules = _imported_modules(export_script(CASES[name]))
+    assert modules <= ALLOWED_IMPORTS, modules - ALLOWED_IMPORTS
+    assert {"jax", "flax", "optax", "numpy"} <= modules
+
+
+@pytest.mark.parametrize("name", ["bf16-default", "f16-tiny-2^15"])
+def test_script_rebuilds_the_batch_bit_for_bit(name, tmp_path):
+    """The script's make_batch, loaded without running main(), against the page's."""
+    config = CASES[name]
+    path = tmp_path / export_filename(config)
+    path.write_text(export_script(config))
+    namespace = runpy.run_path(str(path), run_name="exported_script")
+    x, y = namespace["make_batch"]()
+    page_x, page_y = make_batch(config)
+    for ours, page in ((x, page_x), (y, page_y)):
+        assert ours.dtype == page.dtype == np.float32 and ours.shape == page.shape
+        assert ours.tobytes() == page.tobytes()
+
+
+def test_a_degenerate_matmul_stays_within_a_few_ulp(tmp_path):
+    """The documented gap: with D_in = 1 XLA may fuse the page's products into FMAs differently.
+
+    Run in this process (main() of the loaded script), which compiles the same program as a
+    fresh process would.
+    """
+    config = StepConfig(n=3, d_in=1, d_out=1, lr=1.7)
+    path = tmp_path / export_filename(config)
+    path.write_text(export_script(config))
+    namespace = runpy.run_path(str(path), run_name="exported_script")
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        namespace["main"]()
+    summary = _strict_json(output.getvalue().strip().splitlines()[-1])
+    report = run_report(config)
+    for ours, page in (
+        (summary["mixed_new"], report.mixed_new_loss),
+        (summary["float32_new"], report.float32_new_loss),
+    ):
+        np.testing.assert_array_max_ulp(_as_float32(ours), np.float32(page), maxulp=4)
+
+
+def test_script_is_readable():
+    config = CASES["f16-tiny-2^15"]
+    text = export_script(config)
+    module = ast.parse(text)
+    docstring = ast.get_docstring(module)
+    assert "mixed_precision_step" in docstring and "float16" in docstring
+    assert export_filename(config) in docstring
+    for field in EXPORTED_FIELDS:
+        assert field in docstring
+    # The settings are named constants, assigned once at the top, before any function.
+    first_def = next(i for i, node in enumerate(module.body) if isinstance(node, ast.FunctionDef))
+    constants = {
+        target.id: ast.literal_eval(node.value) if not isinstance(node.value, ast.BinOp) else None
+        for node in module.body[:first_def]
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+    }
+    assert {field.upper() for field in EXPORTED_FIELDS} <= set(constants)
+    assert constants["COMPUTE_DTYPE"] == "float16" and constants["N"] == 64
+    assert "LOSS_SCALE = 2.0**15" in text and "INPUT_SCALE = 2.0**-12" in text
+    functions = {node.name for node in module.body if isinstance(node, ast.FunctionDef)}
+    assert {"make_batch", "mixed_precision_step", "float32_step", "main"} <= functions
+    # Every function explains itself, and the step's body is commented.
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef) and node.name != "main":
+            assert ast.get_docstring(node), node.name
+    step_source = text[text.index("def mixed_precision_step") : text.index("def float32_step")]
+    assert step_source.count("#") >= 5
+    assert text.endswith('if __name__ == "__main__":\n    main()\n')
+
+
+def test_export_filename():
+    assert export_filename(StepConfig()) == "mixed_precision_step_bfloat16_seed0.py"
+    assert (
+        export_filename(StepConfig(model_seed=12, compute_dtype="float16"))
+        == "mixed_precision_step_float16_seed12.py"
+    )
+
+
+def test_settings_the_step_does_not_read_do_not_change_the_script():
+    """Training-run settings, and the MLP's options while the model is linear."""
+    config = CASES["f16-overflow"]
+    ignored = config.replace(steps=10, mode="dynamic", period=3, hidden_layers=5, activation="tanh")
+    assert export_script(ignored) == export_script(config)
+
+
+@pytest.mark.parametrize(("field", "value"), [("model", "mlp"), ("optimizer", "adam")])
+def test_a_step_the_script_cannot_reproduce_is_refused(field, value):
+    with pytest.raises(ConfigError) as raised:
+        export_script(StepConfig(**{field: value}))
+    assert raised.value.field == field
+    assert "exercise" in str(raised.value)
+
+
+@given(
+    st.one_of(
+        st.floats(min_value=0.0, max_value=FLOAT32_MAX),
+        st.floats(min_value=LOSS_SCALE_MIN, max_value=LOSS_SCALE_MAX),
+        st.integers(min_value=-200, max_value=200).map(lambda k: 2.0**k),
+        st.integers(min_value=0, max_value=2**32 - 1),
+        st.sampled_from(["bfloat16", "float16"]),
+    )
+)
+def test_literals_evaluate_to_the_same_value(value):
+    source = export._literal(value)
+    assert eval(source) == value and type(eval(source)) is type(value)
+
+
+def _ruff(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True
+    )
+
+
+needs_ruff = pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="no ruff")
+
+
+@needs_ruff
+def test_my_files_are_ruff_clean():
+    files = [str(path) for path in MY_FILES]
+    check = _ruff("check", *files)
+    assert check.returncode == 0, check.stdout
+    formatted = _ruff("format", "--check", *files)
+    assert formatted.returncode == 0, formatted.stdout
+
+
+@needs_ruff
+@pytest.mark.parametrize("name", ["bf16-default", "f16-tiny-unscaled"])
+def test_generated_script_is_ruff_clean(name, tmp_path):
+    """With ruff's own defaults (line length 88), not this project's settings."""
+    path = tmp_path / export_filename(CASES[name])
+    path.write_text(export_script(CASES[name]))
+    compile(path.read_text(), str(path), "exec")
+    check = _ruff("check", "--isolated", "--select", "E,F,W", str(path))
+    assert check.returncode == 0, check.stdout
+    formatted = _ruff("format", "--isolated", "--check", str(path))
+    assert formatted.returncode == 0, formatted.stdout
+
+
+def test_export_endpoint_serves_the_script_the_page_would_run(client, tmp_path):
+    """Through the launched app: the /export endpoint's script, run without the package, prints
+    the /step endpoint's new losses."""
+    import json as json_module
+    import os as os_module
+    import subprocess as subprocess_module
+    import sys as sys_module
+
+    args = (0, 32, 8, 4, 0.1, 1024.0)
+    script, script_file = client.predict(*args, api_name="/export")
+    _, summary, *_ = client.predict(*args, api_name="/step")
+    assert script_file.endswith(".py") and "import playground" not in script
+    path = tmp_path / "exported.py"
+    path.write_text(script)
+    env = {k: v for k, v in os_module.environ.items() if k != "PYTHONPATH"}
+    result = subprocess_module.run(
+        [sys_module.executable, str(path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
+    printed = json_module.loads(result.stdout.strip().splitlines()[-1])
+    assert printed["mixed_new"] == summary["losses"]["mixed_new"]
+    assert printed["float32_new"] == summary["losses"]["float32_new"]
