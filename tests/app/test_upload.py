@@ -49,6 +49,62 @@ def test_each_bad_file_is_refused_naming_the_cell(content, d_out, field, words):
     assert words in str(caught.value), str(caught.value)
 
 
+BAD_FILES = [
+    (b"", 1, "empty"),
+    (b"a,b,c\n", 1, "header row and no data rows"),
+    (b"1,2,3\n4,5\n", 1, "row 2 has 2 cells where row 1 has 3"),
+    (b"x,y\n1,2\n3,abc\n", 1, "row 3, column 2 is 'abc', not a number"),
+    (b"1,2\nnan,3\n", 1, "row 2, column 1 is 'nan'"),
+    (("1,2\n" * 4097).encode(), 1, "4,097 data rows; at most 4,096"),
+]
+
+
+def test_each_bad_file_is_refused_through_the_api(client, tmp_path: Path):
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    for index, (content, d_out, words) in enumerate(BAD_FILES):
+        path = tmp_path / f"bad{index}.csv"
+        path.write_bytes(content)
+        with pytest.raises(AppError) as caught:
+            client.predict(
+                0, 32, 8, d_out, 0.1, 1024.0, data=handle_file(str(path)), api_name="/step"
+            )
+        assert words in str(caught.value), (words, str(caught.value))
+
+
+def test_uploads_through_the_page_name_the_cell_then_drive_the_step(browser, app_url, tmp_path):
+    from test_browser import _open
+
+    bad, good = tmp_path / "bad.csv", tmp_path / "good.csv"
+    bad.write_text("x,y,t\n1,2,3\n4,oops,6\n")
+    good.write_text(_csv(ROWS))
+    page = _open(browser, app_url, 1400, 1000)
+
+    def upload(path: Path) -> None:
+        with page.expect_file_chooser() as chooser:
+            page.locator("#data").get_by_text("Click to Upload").click()
+        chooser.value.set_files(str(path))
+
+    try:
+        upload(bad)
+        toast = page.get_by_text("row 3, column 2 is 'oops', not a number")
+        toast.first.wait_for(state="visible")
+        page.locator("#data").get_by_label("Clear").first.click()
+        upload(good)
+        page.locator("#d_out input[type=number]").fill("2")
+        page.locator("#d_out input[type=number]").press("Enter")
+        from playwright.sync_api import expect
+
+        expected = run_report(StepConfig(d_out=2), parse_csv(good.read_bytes(), 2))
+        value = page.locator("#headline #mixed-new-loss")
+        expect(value).to_have_text(f"{expected.mixed_new_loss:.7g}", timeout=90_000)
+        expect(page.locator("#headline")).to_contain_text("good.csv")
+        page.screenshot(path=str(Path(__file__).resolve().parents[1] / "artifacts" / "upload.png"))
+    finally:
+        page.close()
+
+
 def test_uploaded_data_drives_the_step_through_the_api(client, tmp_path: Path):
     from gradio_client import handle_file
 
