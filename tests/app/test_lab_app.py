@@ -67,7 +67,7 @@ def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
     assert len(api["/inspect"]["parameters"]) == 1
     # Every input has the page's default, so a caller may stop after any of them.
     defaults_sent = [p["parameter_default"] for p in api["/sweep"]["parameters"]]
-    assert defaults_sent == _values()
+    assert defaults_sent == [*_values(), None]  # the settings' defaults, then no uploaded data
 
 
 def test_sweep_endpoint_matches_the_in_process_handler(client):
