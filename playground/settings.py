@@ -46,6 +46,8 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 LOSS_SCALE_MIN = float(np.finfo(np.float32).smallest_normal)
 LOSS_SCALE_MAX = 1.0 / LOSS_SCALE_MIN
 SCALING_MODES = ("none", "static", "dynamic")
+FP8_SCALINGS = ("none", "current", "delayed")
+PURE_ROUNDINGS = ("nearest", "stochastic", "kahan")
 MAX_STEPS = 1000
 
 
@@ -133,6 +135,9 @@ class StepConfig:
       input_scale, target_scale: magnitudes of x and y (see ``playground.data``).
       compute_dtype: the low-precision dtype of the forward and backward pass.
       steps, mode, period: a training-dynamics run (see ``playground.sections.dynamics``).
+      model, hidden_layers, hidden_width, activation, optimizer: the model and its optimizer.
+      fp8_scaling, amax_history: the per-tensor scaling of the float8 recipe.
+      pure_rounding: how the pure low-precision run of the dynamics rounds its stored parameters.
 
     Caps: the largest run (4096 x 1024 x 1024) does about 50 GFLOP of matmuls and holds well
     under 200 MB of arrays, so it finishes in well under a second on a 2-vCPU machine.
@@ -290,6 +295,47 @@ class StepConfig:
             "optax.adam. Its state is float32 in the mixed step.",
             choices=tuple(OPTIMIZERS),
             group="model",
+        ),
+    )
+    # The float8 recipe's scaling and the pure run's rounding were added after the model, so they
+    # come after it (older positional calls keep their meaning).
+    fp8_scaling: str = _setting(
+        "current",
+        Bounds(
+            "float8 scaling",
+            0,
+            0,
+            "float8 only. none: tensors are cast as they are; current: each tensor is multiplied "
+            "by format max / its amax before the cast (this step's amax); delayed: the amax is the "
+            "largest over the last amax_history steps, as NVIDIA TransformerEngine does.",
+            choices=FP8_SCALINGS,
+            group="float8",
+        ),
+    )
+    amax_history: int = _setting(
+        16,
+        Bounds(
+            "amax history",
+            1,
+            1024,
+            "float8 with delayed scaling: how many past steps' amax values the scale is taken "
+            "from.",
+            True,
+            group="float8",
+        ),
+    )
+    pure_rounding: str = _setting(
+        "nearest",
+        Bounds(
+            "pure-run rounding",
+            0,
+            0,
+            "How the pure low-precision run stores p + update. nearest: round to nearest even "
+            "(plain casts); stochastic: round up with probability equal to the remainder's share "
+            "of the gap; kahan: keep the rounding error in a compensation buffer and add it back "
+            "next step.",
+            choices=PURE_ROUNDINGS,
+            group="dynamics",
         ),
     )
 

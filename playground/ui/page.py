@@ -188,6 +188,9 @@ def build_demo() -> gr.Blocks:
                     for name in ("model", "hidden_layers", "hidden_width", "activation"):
                         controls[name] = control(name)
                     controls["optimizer"] = control("optimizer")
+                with gr.Accordion("Float8 scaling", open=False):
+                    controls["fp8_scaling"] = control("fp8_scaling")
+                    controls["amax_history"] = control("amax_history")
             with gr.Column(scale=2, min_width=320):
                 inputs = [controls[name] for name in (*INPUT_ORDER, "data")]
                 gr.Examples(

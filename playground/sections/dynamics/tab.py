@@ -85,7 +85,7 @@ def build_tab() -> dict[str, gr.components.Component]:
     with gr.Tab("Training dynamics"):
         gr.Markdown(INTRO)
         with gr.Row():
-            for name in ("steps", "mode", "period"):
+            for name in ("steps", "mode", "period", "pure_rounding"):
                 components[name] = control(name)
         components["train_button"] = gr.Button("Train the three runs", variant="primary")
         components["dynamics_reading"] = gr.Markdown(elem_id="dynamics-reading")
