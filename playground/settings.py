@@ -407,6 +407,8 @@ def shown(value: Any, limit: int = 60) -> str:
 
 
 def _error(name: str, bounds: Bounds, value: Any) -> ConfigError:
+    if value is None or value == "":  # a cleared field
+        return ConfigError(name, f"{name} ({bounds.label}) is empty: enter {bounds.describe()}")
     return ConfigError(
         name, f"{name} ({bounds.label}) must be {bounds.describe()}; got {shown(value)}"
     )

@@ -95,10 +95,11 @@ def table_handler(
 
 
 def control(name: str, **overrides: Any) -> gr.components.Component:
-    """One input component for field ``name``; its ``elem_id`` is the field name."""
+    """One input component for field ``name``: labelled in words, its ``elem_id`` the field name
+    (what scripts and tests select it by)."""
     bounds = settings()[name]
     value = DEFAULTS[name]
-    options = {"label": f"{bounds.label} ({name})", "elem_id": name, "value": value} | overrides
+    options = {"label": bounds.label, "elem_id": name, "value": value} | overrides
     if bounds.choices:
         return gr.Radio(list(bounds.choices), info=bounds.help, **options)
     info = f"{bounds.help} Allowed: {bounds.describe()}."

@@ -2,14 +2,19 @@
 
 Rule: this is the only module that knows every section. It lays out the controls (read from the
 settings table), asks each section for its components, and wires each event's outputs to
-components by name: a handler returns a NamedTuple whose field order is the API's output order,
-and the components are looked up by those field names. The main event, ``step``, serves the page
-and the API; it runs at page load and whenever an input changes, and only the latest change is
-run (``trigger_mode="always_last"``). The heavier ``sweep`` and ``dynamics`` run on a button.
+components by name: a handler returns a NamedTuple (API events) or a dict keyed by component
+name (the page's own events, ``ui.page_events``), never a tuple kept in order by hand.
+
+The API's ``step`` endpoint returns every output and raises gr.Error on a bad input; the page
+runs its own private events instead: a commit (Enter, leaving a field, releasing a slider,
+picking a choice, an example, a preset) answers with what is above the tabs, then the open
+tab's charts; a bad value gets a notice under its field. The heavier ``sweep`` and ``dynamics``
+run on a button.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import gradio as gr
@@ -20,7 +25,8 @@ from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import export
 from playground.sections.step import tab as step_tab
-from playground.settings import ConfigError
+from playground.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN, ConfigError
+from playground.ui import page_events
 from playground.ui.controls import (
     DEFAULTS,
     STEP_FIELDS,
@@ -30,47 +36,19 @@ from playground.ui.controls import (
     validated,
     validated_data,
 )
+from playground.ui.examples import EXAMPLES, LESSONS
+from playground.ui.page_events import LOSS_SCALE_PRESETS
 from playground.ui.public import HeavyRunMiddleware, PublicBlocks
 from playground.ui.url_state import wire_url_state
 from playground.views import downloads
 
 TITLE = "Mixed-Precision Step Playground"
-LOSS_SCALE_PRESETS = {
-    "2^0 = 1": 1.0,
-    "2^8": 2.0**8,
-    "2^10": 2.0**10,
-    "2^15": 2.0**15,
-    "2^24": 2.0**24,
-}
 # Inputs of the `step` event, in API order: every input has the table's default, so a
 # gradio_client call may stop after any of them.
 INPUT_ORDER = STEP_FIELDS
-# Each one teaches something; values are (label, overrides of the defaults).
-EXAMPLES = (
-    ("bfloat16, well behaved", {}),
-    (
-        "float16, tiny data, S = 1: gradients flush to 0",
-        {
-            "compute_dtype": "float16",
-            "input_scale": 2.0**-12,
-            "target_scale": 2.0**-12,
-            "loss_scale": 1.0,
-        },
-    ),
-    (
-        "same data, S = 2^15: the gradients come back",
-        {
-            "compute_dtype": "float16",
-            "input_scale": 2.0**-12,
-            "target_scale": 2.0**-12,
-            "loss_scale": 2.0**15,
-        },
-    ),
-    (
-        "float16, S = 2^16: the scale overflows",
-        {"compute_dtype": "float16", "loss_scale": 2.0**16},
-    ),
-)
+LOSS_SCALE_MIN_EXPONENT = math.ceil(math.log2(LOSS_SCALE_MIN))
+LOSS_SCALE_MAX_EXPONENT = math.floor(math.log2(LOSS_SCALE_MAX))
+__all__ = ["EXAMPLES", "LOSS_SCALE_PRESETS", "build_demo", "run_step"]
 
 
 class StepOutputs(NamedTuple):
@@ -92,7 +70,7 @@ class StepOutputs(NamedTuple):
 # The label of each chart the step event fills, in output order.
 FIGURE_LABELS = (
     *step_tab.PLOT_LABELS.values(),
-    "Gradient magnitudes against the dtype's ranges",
+    lab_tab.MAGNITUDE_LABEL,
     lab_tab.ACTIVATION_LABEL,
 )
 
@@ -160,66 +138,130 @@ def ping() -> str:
     return "pong"
 
 
+def _notice(name: str) -> gr.Markdown:
+    """The notice under a control: the core's message when its value is invalid."""
+    return gr.Markdown(visible=False, elem_id=f"{name}-notice", elem_classes=["field-notice"])
+
+
+def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> dict[str, Any]:
+    """The settings, each with its notice; returns the loss-scale exponent and preset controls."""
+
+    def add(name: str) -> None:
+        controls[name] = control(name)
+        notices[name] = _notice(name)
+
+    with gr.Group():
+        add("model_seed")
+        add("data_seed")
+    for name in ("n", "d_in", "d_out", "lr", "loss_scale"):
+        add(name)
+    extra = {
+        "loss_scale_exponent": gr.Slider(
+            LOSS_SCALE_MIN_EXPONENT,
+            LOSS_SCALE_MAX_EXPONENT,
+            value=page_events.exponent_of(DEFAULTS["loss_scale"]),
+            step=1,
+            label="loss scale as a power of two: log2 S",
+            info="Release to set S = 2^k.",
+            elem_id="loss-scale-exponent",
+        ),
+        "loss_scale_presets": gr.Radio(
+            list(LOSS_SCALE_PRESETS),
+            label="loss scale presets",
+            value=page_events.preset_of(DEFAULTS["loss_scale"]),
+            elem_id="loss-scale-presets",
+        ),
+    }
+    add("compute_dtype")
+    with gr.Accordion("Data magnitudes", open=False):
+        add("input_scale")
+        add("target_scale")
+    controls["data"] = gr.File(
+        label="your data (CSV): the last D_out columns are the targets",
+        file_types=[".csv"],
+        elem_id="data",
+    )
+    notices["data"] = _notice("data")
+    with gr.Accordion("Model and optimizer", open=False):
+        for name in ("model", "hidden_layers", "hidden_width", "activation", "optimizer"):
+            add(name)
+    with gr.Accordion("Float8 scaling", open=False):
+        add("fp8_scaling")
+        add("amax_history")
+    return extra
+
+
+def _commit_triggers(component: Any) -> list[Any]:
+    """The events that commit a control's value: Enter or leaving a number, releasing a slider,
+    picking a choice, uploading or clearing a file (never a keystroke or a programmatic set)."""
+    if isinstance(component, gr.Slider):
+        return [component.release]
+    if isinstance(component, gr.Number):
+        return [component.submit, component.blur]
+    if isinstance(component, gr.File):
+        return [component.upload, component.clear]
+    return [component.input]
+
+
 def build_demo() -> gr.Blocks:
-    """The page, top to bottom: intro, controls beside the headline, the section tabs, JSON."""
+    """The page: intro and examples; the controls beside the results (the headline and the
+    magnitude figure first, then the section tabs); then the JSON, downloads and code export."""
     # Files Gradio caches (uploads, downloads) are deleted hourly once an hour old.
     with PublicBlocks(title=TITLE, delete_cache=(3600, 3600)) as demo:
-        gr.Markdown(step_tab.INTRO)
+        gr.Markdown(step_tab.INTRO, elem_id="intro")
+        gr.Markdown(step_tab.PYTORCH_LINE, elem_id="pytorch-line")
+        with gr.Row(elem_id="examples"):
+            example_buttons = [
+                gr.Button(lesson.label, size="sm", elem_id=f"example-{index}")
+                for index, lesson in enumerate(LESSONS)
+            ]
         controls: dict[str, Any] = {}
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=1, min_width=280):
-                with gr.Group():
-                    controls["model_seed"] = control("model_seed")
-                    controls["data_seed"] = control("data_seed")
-                for name in ("n", "d_in", "d_out", "lr"):
-                    controls[name] = control(name)
-                presets = gr.Radio(list(LOSS_SCALE_PRESETS), label="loss scale presets", value=None)
-                controls["loss_scale"] = control("loss_scale")
-                controls["compute_dtype"] = control("compute_dtype")
-                with gr.Accordion("Data magnitudes", open=False):
-                    controls["input_scale"] = control("input_scale")
-                    controls["target_scale"] = control("target_scale")
-                controls["data"] = gr.File(
-                    label="your data (CSV): the last D_out columns are the targets",
-                    file_types=[".csv"],
-                    elem_id="data",
-                )
-                with gr.Accordion("Model and optimizer", open=False):
-                    for name in ("model", "hidden_layers", "hidden_width", "activation"):
-                        controls[name] = control(name)
-                    controls["optimizer"] = control("optimizer")
-                with gr.Accordion("Float8 scaling", open=False):
-                    controls["fp8_scaling"] = control("fp8_scaling")
-                    controls["amax_history"] = control("amax_history")
-            with gr.Column(scale=2, min_width=320):
-                inputs = [controls[name] for name in (*INPUT_ORDER, "data")]
-                gr.Examples(
-                    examples=[
-                        [{**DEFAULTS, **overrides}[name] for name in INPUT_ORDER] + [None]
-                        for _, overrides in EXAMPLES
-                    ],
-                    example_labels=[label for label, _ in EXAMPLES],
-                    inputs=inputs,
-                    label="Examples that each teach something",
-                )
-                components = step_tab.build_overview()
-        with gr.Tabs():
-            components |= step_tab.build_tabs()
-            components |= lab_tab.build_tab()
-            dynamics = dynamics_tab.build_tab()
+        notices: dict[str, Any] = {}
+        with gr.Row(equal_height=False, elem_id="workspace"):
+            with gr.Column(scale=1, min_width=300, elem_id="controls"):
+                extra = _controls_column(controls, notices)
+            with gr.Column(scale=3, min_width=320, elem_id="results"):
+                status = gr.Markdown(visible=False, elem_id="status")
+                components: dict[str, Any] = {}
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3, min_width=300):
+                        components["headline"] = step_tab.build_headline()
+                    with gr.Column(scale=2, min_width=260):
+                        components["magnitudes"] = lab_tab.build_counts()
+                components |= lab_tab.build_figure()
+                caption = gr.Markdown(elem_id="example-caption", visible=False)
+                with gr.Tabs(elem_id="sections", overflow_behavior="wrap") as tabs:
+                    components |= step_tab.build_tabs()
+                    components |= lab_tab.build_tab()
+                    dynamics = dynamics_tab.build_tab()
         with gr.Accordion("All numbers (JSON, as returned by the API) and downloads", open=False):
             components["summary"] = gr.JSON(label="summary")
             prepare = gr.Button("Prepare the gradients CSV and the JSON summary")
+            files = gr.File(label="downloads", file_count="multiple", elem_id="downloads")
         with gr.Accordion("The code: rerun this step in a notebook", open=False):
             export_button = gr.Button("Export this step as a standalone script")
             script = gr.Code(language="python", label="script", elem_id="export-script")
             script_file = gr.File(label="script (.py)", elem_id="export-file")
-            files = gr.File(label="downloads", file_count="multiple", elem_id="downloads")
+        # The `step` API endpoint's own trigger: scripts call it, the page never clicks it.
+        step_api = gr.Button(visible=False)
 
-        presets.input(preset_loss_scale, presets, controls["loss_scale"], api_visibility="private")
-        gr.on(
-            triggers=[demo.load] + [component.change for component in inputs],
-            fn=run_step,
+        inputs = [controls[name] for name in (*INPUT_ORDER, "data")]
+        last_valid = gr.State(None)
+        open_tab = gr.State(page_events.FIRST_TAB)
+        drawn = gr.State({})  # tab -> the inputs its charts show
+        by_name = (
+            {f"control:{name}": controls[name] for name in controls}
+            | {f"notice:{name}": notices[name] for name in notices}
+            | {name: components[name] for name in (*page_events.CHARTS, "summary")}
+            | {name: components[name] for name in ("headline", "magnitudes", "magnitude_plot")}
+            | extra
+            | {"status": status, "last_valid": last_valid, "caption": caption}
+            | {"tabs": tabs, "tab": open_tab, "drawn": drawn}
+        )
+        _wire_page(demo, inputs, by_name, components, example_buttons)
+
+        step_api.click(
+            run_step,
             inputs=inputs,
             outputs=[components[name] for name in StepOutputs._fields],
             api_name="step",
@@ -250,10 +292,108 @@ def build_demo() -> gr.Blocks:
     return demo
 
 
+def _wire_page(
+    demo: gr.Blocks,
+    inputs: list[Any],
+    by_name: dict[str, Any],
+    components: dict[str, Any],
+    example_buttons: list[gr.Button],
+) -> None:
+    """The page's private step events (see ``ui.page_events``): commit, then the open tab."""
+    names = list(by_name)
+    outputs = [by_name[name] for name in names]
+    last, tab = by_name["last_valid"], by_name["tab"]
+    lane = {"concurrency_limit": 1, "concurrency_id": "page-step", "api_visibility": "private"}
+
+    def answer(updates: dict[str, Any]) -> dict[Any, Any]:
+        # Gradio reads an empty dict as one value, so "change nothing" names one component.
+        return {by_name[name]: value for name, value in updates.items()} or {
+            by_name["caption"]: gr.skip()
+        }
+
+    def values_of(args: tuple) -> dict[str, Any]:
+        return dict(zip((*INPUT_ORDER, "data"), args, strict=False))
+
+    def on_commit(*args: Any) -> dict[Any, Any]:
+        return answer(page_events.commit(values_of(args[:-1]), args[-1]))
+
+    drawn = by_name["drawn"]
+
+    def on_tab(last_value: Any, tab_value: Any, drawn_value: Any) -> dict[Any, Any]:
+        return answer(page_events.tab_charts(last_value, tab_value, drawn_value))
+
+    def then_charts(event: Any) -> None:
+        # The charts follow the results (the last valid inputs, a server-side state), so an
+        # event that also sets inputs (an example, a preset) never races its own update.
+        event.then(on_tab, [last, tab, drawn], outputs, show_progress="hidden", **lane)
+
+    triggers = [demo.load]
+    for component in inputs:
+        triggers += _commit_triggers(component)
+    once = {"trigger_mode": "always_last", "preprocess": False, "show_progress": "minimal"}
+    then_charts(gr.on(triggers, on_commit, [*inputs, last], outputs, **once, **lane))
+
+    def scale_from(value: float, args: tuple) -> dict[Any, Any]:
+        values = values_of(args[:-1]) | {"loss_scale": value}
+        return answer({"control:loss_scale": value} | page_events.commit(values, args[-1]))
+
+    def on_exponent(exponent: Any, *args: Any) -> dict[Any, Any]:
+        return scale_from(2.0 ** int(exponent), args)
+
+    def on_preset(label: Any, *args: Any) -> dict[Any, Any]:
+        return scale_from(LOSS_SCALE_PRESETS[label], args)
+
+    for source, handler, api_name in (
+        (by_name["loss_scale_exponent"].release, on_exponent, "preset_loss_scale_exponent"),
+        (by_name["loss_scale_presets"].input, on_preset, "preset_loss_scale"),
+    ):
+        control_of = by_name[
+            "loss_scale_exponent" if handler is on_exponent else "loss_scale_presets"
+        ]
+        event = source(
+            handler, [control_of, *inputs, last], outputs, api_name=api_name, **once, **lane
+        )
+        then_charts(event)
+
+    for button, lesson in zip(example_buttons, LESSONS, strict=True):
+
+        def on_lesson(last_value: Any, lesson=lesson) -> dict[Any, Any]:
+            return answer(page_events.run_lesson(lesson, last_value))
+
+        event = button.click(on_lesson, [last], outputs, **once, **lane)
+        then_charts(event.then(fn=None, js=_scroll_js(lesson.target)))
+
+    def remember(selected: gr.SelectData) -> str:
+        return selected.value
+
+    then_charts(by_name["tabs"].select(remember, None, tab, show_progress="hidden", **lane))
+
+
+def _scroll_js(element_id: str) -> str:
+    """JS that scrolls the element with ``element_id`` to the top of the window."""
+    return (
+        f"() => {{ const e = document.getElementById({element_id!r});"
+        " if (e) e.scrollIntoView({behavior: 'smooth', block: 'start'}); }"
+    )
+
+
 CSS = """
 #headline table, #inspection table, #magnitudes table { display: block; overflow-x: auto; }
 #headline td, #inspection td, #magnitudes td { white-space: nowrap; }
-@media (max-width: 480px) {
+#headline p, #headline ul { margin-top: 4px; margin-bottom: 4px; }
+#intro p { margin: 4px 0; }
+#intro h1 { margin-bottom: 4px; }
+#pytorch-line p { margin: 0; font-size: var(--text-sm); }
+#examples button { flex: 1 1 200px; white-space: normal; }
+#example-caption { border-left: 4px solid var(--color-accent); padding-left: 10px; }
+.field-notice { color: var(--error-text-color); font-size: var(--text-sm); }
+.field-notice p { margin: 0; }
+.stale-banner { padding: 6px 10px; border-radius: 6px; border: 1px solid var(--error-border-color);
+  background: var(--error-background-fill); color: var(--error-text-color); }
+/* Results that no longer match the inputs stay readable but visibly dimmed. */
+#results:has(.stale-banner) > :not(#status) { opacity: 0.45; }
+@media (max-width: 720px) {
+  #results { order: -1; }
   #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
 }
 """

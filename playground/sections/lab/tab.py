@@ -32,7 +32,6 @@ from playground.views import downloads
 from playground.views.numbers import bullets
 
 PRECISION_LAB = """
-### Where the gradients land
 Bars: the scaled gradients as the low-precision backward pass holds them. Outline: the same
 gradients after dividing by the loss scale (in float32). Shaded: the compute dtype's ranges.
 Anything left of the subnormal band is rounded to zero; anything right of the normal band
@@ -56,6 +55,10 @@ bits, the value actually kept, the rounding error and the gap to the next repres
 
 
 ACTIVATION_LABEL = "Activation gradients per hidden layer"
+MAGNITUDE_LABEL = "Gradient magnitudes against the dtype's ranges"
+TAB_LABEL = "Precision lab"
+# The report's charts inside this tab, by output name (the magnitude figure sits above the tabs).
+FIGURES = {"activation_plot": activation_histogram}
 
 
 class LabStepViews(NamedTuple):
@@ -99,6 +102,37 @@ def step_views(report: StepReport) -> LabStepViews:
         as_plot(magnitude_histogram(report)),
         as_plot(activation_histogram(report)),
     )
+
+
+def parse_number(text: Any) -> float:
+    """The inspector's text as a number: decimal (``1e-8``), hexadecimal float (``0x1p-24``), or
+    ``inf`` / ``-inf``; a decimal beyond float64's range reads as +-inf, as it would be stored.
+
+    Raises gr.Error naming the field for anything else (``abc``, ``nan``, an empty box).
+    """
+    cleaned = str(text).strip().replace("\u2212", "-").replace(" ", "") if text is not None else ""
+    for read in (float, float.fromhex):
+        try:
+            value = read(cleaned)
+        except ValueError:
+            continue
+        if not math.isnan(value):
+            return value
+    raise gr.Error(
+        "number must be a decimal (1e-8), a hexadecimal float (0x1p-24) or inf; got "
+        f"{shown(text)}",
+        title="Invalid number",
+        print_exception=False,
+    )
+
+
+def inspect_text(text: Any) -> str:
+    """The page's inspector: the typed text read by ``parse_number``, then its table; a bad
+    text gets its message in place of the table (so no stale table stays under an error)."""
+    try:
+        return inspect_event(parse_number(text))
+    except gr.Error as error:
+        return f"**{error.title}**: {error.message}"
 
 
 @table_handler(STEP_FIELDS)
@@ -150,10 +184,7 @@ def preset_number(label: str) -> float:
 def build_tab() -> dict[str, gr.components.Component]:
     """The Precision lab tab (call inside ``gr.Tabs``); returns its components by name."""
     components: dict[str, Any] = {}
-    with gr.Tab("Precision lab"):
-        gr.Markdown(PRECISION_LAB)
-        components["magnitudes"] = gr.Markdown(elem_id="magnitudes")
-        components["magnitude_plot"] = plot_slot("Gradient magnitudes against the dtype's ranges")
+    with gr.Tab(TAB_LABEL, id=TAB_LABEL) as tab:
         components["activation_plot"] = plot_slot(ACTIVATION_LABEL)
         gr.Markdown(SWEEP_INTRO)
         components["sweep_button"] = gr.Button("Sweep the loss scale", variant="primary")
@@ -164,14 +195,34 @@ def build_tab() -> dict[str, gr.components.Component]:
             components["sweep_files"] = gr.File(label="sweep downloads", file_count="multiple")
         gr.Markdown(INSPECTOR_INTRO)
         with gr.Row():
-            components["number"] = gr.Number(
-                value=1 + 1e-4, label="a number", elem_id="inspect-number"
+            components["number"] = gr.Textbox(
+                value="1.0001",
+                label="a number",
+                info="Decimal (1e-8), hexadecimal float (0x1p-24) or inf; Enter to inspect.",
+                elem_id="inspect-number",
+                max_lines=1,
             )
             components["number_presets"] = gr.Dropdown(
                 [label for label, _ in PRESETS], label="examples", value=None
             )
         components["inspection"] = gr.Markdown(elem_id="inspection")
+        # The `inspect` API endpoint's own input: a number, as scripts send it.
+        components["inspect_api"] = gr.Number(visible=False)
+    components[f"tab:{TAB_LABEL}"] = tab
     return components
+
+
+def build_counts() -> gr.Markdown:
+    """The magnitude counts (entries lost to zero, subnormal, non-finite), above the tabs."""
+    return gr.Markdown(elem_id="magnitudes")
+
+
+def build_figure() -> dict[str, gr.components.Component]:
+    """The magnitude figure and its caption, above the tabs: the lab's key figure."""
+    with gr.Column(elem_id="magnitude-figure"):
+        plot = plot_slot(MAGNITUDE_LABEL)
+        gr.Markdown(PRECISION_LAB, elem_id="magnitude-caption")
+    return {"magnitude_plot": plot}
 
 
 def wire(demo: gr.Blocks, components: dict[str, Any], inputs: list[Any]) -> None:
@@ -187,13 +238,27 @@ def wire(demo: gr.Blocks, components: dict[str, Any], inputs: list[Any]) -> None
         show_progress="full",
     )
     number, presets = components["number"], components["number_presets"]
-    presets.input(preset_number, presets, number, api_visibility="private")
+    inspection = components["inspection"]
     gr.on(
-        triggers=[demo.load, number.change],
-        fn=inspect_event,
+        triggers=[demo.load, number.submit, number.blur],
+        fn=inspect_text,
         inputs=number,
-        outputs=components["inspection"],
-        api_name="inspect",
+        outputs=inspection,
+        api_visibility="private",
         preprocess=False,
         trigger_mode="always_last",
+    )
+    presets.input(
+        lambda label: (repr(preset_number(label)), inspect_event(preset_number(label))),
+        presets,
+        [number, inspection],
+        api_name="preset_number",
+        api_visibility="private",
+    )
+    components["inspect_api"].change(
+        inspect_event,
+        inputs=components["inspect_api"],
+        outputs=inspection,
+        api_name="inspect",
+        preprocess=False,
     )

@@ -1,6 +1,7 @@
 """The step section of the page: the losses and their reading, and the gradient charts.
 
-Rule: ``views(report)`` turns a StepReport into this section's named outputs; ``build_overview``
+Rule: ``views(report)`` turns a StepReport into this section's named outputs (``texts`` and
+``FIGURES`` give them one by one, so the page can draw only what is visible); ``build_headline``
 and ``build_tabs`` lay out the components that show them, keyed by the same names, so the page
 frame wires outputs to components by name and never by position.
 """
@@ -26,13 +27,18 @@ from playground.views.numbers import bullets
 
 INTRO = """
 # Mixed-Precision Step Playground
-
-One SGD step of a linear layer (`flax.nnx.Linear`), trained on a synthetic regression batch.
-The **mixed** step keeps the parameters in float32 but runs the forward and backward pass on
-copies rounded to a low-precision dtype: the loss is multiplied by a *loss scale* before
-differentiation and the gradients are divided by it again before the update. Next to it runs
-the **same step in float32**. Change any input and both steps are recomputed.
+One training step of a small model in a low-precision dtype beside the same step in float32:
+float32 master parameters, forward and backward on rounded copies, the loss times a *loss scale*
+S before differentiating and the gradients divided by S before the update. Settings apply on
+Enter, on leaving a field or on releasing a slider.
 """
+# One line for visitors who know PyTorch's automatic mixed precision.
+PYTORCH_LINE = (
+    "*From PyTorch:* compute dtype = `torch.autocast`'s dtype; loss scale = "
+    "`torch.amp.GradScaler`'s scale (loss scaling \"dynamic\" under Training dynamics = its "
+    "growth and back-off); float32 masters = your model's own parameters, which autocast "
+    "leaves in float32."
+)
 
 
 class StepViews(NamedTuple):
@@ -91,45 +97,56 @@ def headline(report: StepReport, sentences: list[str], data_name: str | None = N
     )
 
 
-def views(report: StepReport, data_name: str | None = None) -> StepViews:
-    """The section's outputs for one report (of the named uploaded file, if any)."""
+def texts(report: StepReport, data_name: str | None = None) -> tuple[str, dict[str, Any]]:
+    """The headline Markdown and the JSON summary of one report (of the named upload, if any)."""
     sentences = reading(report)
     summary = summarize(report, sentences)
     summary["data"] = (
-        {"source": "synthetic"}
-        if data_name is None
-        else {
-            "source": "upload",
-            "name": data_name,
-        }
+        {"source": "synthetic"} if data_name is None else {"source": "upload", "name": data_name}
     )
+    return headline(report, sentences, data_name), summary
+
+
+# Each chart of this section, by output name: the function that draws it from a report.
+FIGURES = {
+    "loss_plot": loss_figure,
+    "histogram_plot": gradient_histograms,
+    "scatter_plot": gradient_scatter,
+    "error_plot": relative_error_histogram,
+    "update_plot": update_size_histogram,
+}
+
+
+def views(report: StepReport, data_name: str | None = None) -> StepViews:
+    """The section's outputs for one report (of the named uploaded file, if any)."""
+    text, summary = texts(report, data_name)
     return StepViews(
-        headline=headline(report, sentences, data_name),
+        headline=text,
         summary=summary,
-        loss_plot=as_plot(loss_figure(report)),
-        histogram_plot=as_plot(gradient_histograms(report)),
-        scatter_plot=as_plot(gradient_scatter(report)),
-        error_plot=as_plot(relative_error_histogram(report)),
-        update_plot=as_plot(update_size_histogram(report)),
+        **{name: as_plot(draw(report)) for name, draw in FIGURES.items()},
     )
 
 
-def build_overview() -> dict[str, gr.components.Component]:
-    """The headline and the loss chart, beside the controls."""
-    return {
-        "headline": gr.Markdown(elem_id="headline", label="losses"),
-        "loss_plot": plot_slot(PLOT_LABELS["loss_plot"]),
-    }
+def build_headline() -> gr.Markdown:
+    """The losses and their reading, at the top of the results."""
+    return gr.Markdown(elem_id="headline", label="losses")
+
+
+# The tabs of this section: tab label -> the charts it holds (each a key of FIGURES).
+TABS = {
+    "Loss": ("loss_plot",),
+    "Gradient histograms": ("histogram_plot",),
+    "Float32 comparison": ("scatter_plot", "error_plot"),
+    "Update sizes": ("update_plot",),
+}
 
 
 def build_tabs() -> dict[str, gr.components.Component]:
-    """The gradient tabs (call inside ``gr.Tabs``)."""
+    """The section's tabs (call inside ``gr.Tabs``), each tab's id its label; charts by name."""
     components = {}
-    with gr.Tab("Gradient histograms"):
-        components["histogram_plot"] = plot_slot(PLOT_LABELS["histogram_plot"])
-    with gr.Tab("Float32 comparison"):
-        components["scatter_plot"] = plot_slot(PLOT_LABELS["scatter_plot"])
-        components["error_plot"] = plot_slot(PLOT_LABELS["error_plot"])
-    with gr.Tab("Update sizes"):
-        components["update_plot"] = plot_slot(PLOT_LABELS["update_plot"])
+    for label, names in TABS.items():
+        with gr.Tab(label, id=label) as tab:
+            for name in names:
+                components[name] = plot_slot(PLOT_LABELS[name])
+        components[f"tab:{label}"] = tab
     return components

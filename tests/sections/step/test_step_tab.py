@@ -114,7 +114,6 @@ BAD_INPUTS = [
     ("n", 0, "n (batch rows N) must be an integer in [1, 4096]"),
     ("n", 4097, "n (batch rows N) must be an integer in [1, 4096]"),
     ("n", "abc", "n (batch rows N) must be an integer in [1, 4096]"),
-    ("n", None, "n (batch rows N) must be an integer in [1, 4096]"),
     ("lr", -1, "lr (learning rate) must be a finite number in [0, "),
     ("lr", math.nan, "lr (learning rate) must be a finite number in [0, "),
     ("loss_scale", 0, "loss_scale (loss scale) must be a finite number in [2^-126, 2^126]"),
@@ -136,14 +135,22 @@ def test_invalid_input_raises_gr_error_naming_the_field(field, value, message):
     assert text.endswith(f"got {value!r}"), text
 
 
+@pytest.mark.parametrize("value", [None, ""])
+def test_a_cleared_field_is_named_as_empty_with_its_range(value):
+    args = {**defaults(), "n": 32, "d_in": 8, "d_out": 4, "lr": value}
+    with pytest.raises(gr.Error) as caught:
+        run_step(*(args[name] for name in INPUT_ORDER))
+    assert caught.value.message.startswith("lr (learning rate) is empty: enter a finite number")
+
+
 def test_build_demo_wires_the_step_endpoint_to_every_output():
     demo = build_demo()
     config = demo.config if isinstance(demo.config, dict) else demo.get_config_file()
     endpoints = {dep.get("api_name"): dep for dep in config["dependencies"]}
     assert "step" in endpoints and "ping" in endpoints
     step = endpoints["step"]
-    # Ten settings, the model's five, then the uploaded data file.
-    assert len(step["inputs"]) == len(INPUT_ORDER) + 1 == 16
+    # Ten settings, the model's five, float8's two, then the uploaded data file.
+    assert len(step["inputs"]) == len(INPUT_ORDER) + 1 == 18
     # Gradio drops surplus return values with only a warning, so the counts must match.
     assert len(step["outputs"]) == len(run_step(0, 4, 2, 1, 0.1, 1.0))
     assert len(step["outputs"]) == TEXT_OUTPUTS + len(FIGURE_LABELS)

@@ -1,0 +1,202 @@
+"""The page's own step events: run on commit, a notice beside a bad field, stale results marked.
+
+Rules (the ``step`` API endpoint keeps its own contract: every output, gr.Error on bad input):
+  commit    a number applies when committed (Enter or leaving the field), a slider when released,
+            a choice when picked; an example, a loss-scale preset or the power-of-two control
+            sets its inputs together and runs once.
+  invalid   every field is checked on its own first, so each bad field gets the core's message
+            (field and allowed values) in the notice under it, and every other notice clears.
+            Nothing runs; the results stay, dimmed, under a banner that names the values they
+            were computed with ("showing results for lr = 0.1"). No pop-up, so none pile up.
+  visible   the first answer carries only what sits above the tabs (the headline, the magnitude
+            counts and figure); the open tab's charts follow from the same report, and another
+            tab's charts are drawn when it opens. Reports are kept in a small cache keyed by the
+            settings and the data, so those later answers never recompute the step.
+  sync      the loss scale, its power-of-two exponent control and the presets always agree: the
+            exponent shows round(log2 S), a preset is selected when S equals it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import gradio as gr
+
+from playground.core.report import StepReport, run_report
+from playground.core.user_data import UserData
+from playground.sections.lab import tab as lab_tab
+from playground.sections.step import tab as step_tab
+from playground.settings import ConfigError, StepConfig, check_setting, settings
+from playground.ui.controls import STEP_FIELDS, as_plot
+from playground.ui.examples import LESSONS, Lesson, caption_text
+from playground.ui.uploads import user_data
+from playground.views.numbers import json_number
+
+INPUTS = (*STEP_FIELDS, "data")
+LOSS_SCALE_PRESETS = {
+    "2^0 = 1": 1.0,
+    "2^8": 2.0**8,
+    "2^10": 2.0**10,
+    "2^15": 2.0**15,
+    "2^24": 2.0**24,
+}
+# The charts of each tab (tab label -> {output name: draw(report)}); tabs not listed have none.
+TAB_FIGURES = {
+    **{
+        label: {name: step_tab.FIGURES[name] for name in names}
+        for label, names in step_tab.TABS.items()
+    },
+    lab_tab.TAB_LABEL: lab_tab.FIGURES,
+}
+FIRST_TAB = next(iter(TAB_FIGURES))
+CHARTS = tuple(name for figures in TAB_FIGURES.values() for name in figures)
+
+# Reports by (config, data): up to MAX_REPORTS of them holding at most MAX_ENTRIES parameter
+# entries together (one report of the largest model, about 2^20 entries, takes ~40 MB).
+MAX_REPORTS = 8
+MAX_ENTRIES = 2**21
+_reports: OrderedDict[tuple, tuple[StepReport, UserData | None]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def cached_report(config: StepConfig, data: UserData | None) -> StepReport:
+    """``run_report(config, data)``, from the cache when the same settings and data ran."""
+    key = (config, id(data))
+    with _lock:
+        hit = _reports.get(key)
+        if hit is not None and hit[1] is data:
+            _reports.move_to_end(key)
+            return hit[0]
+    report = run_report(config, data)
+    with _lock:
+        _reports[key] = (report, data)
+        while len(_reports) > MAX_REPORTS or (
+            len(_reports) > 1
+            and sum(sum(p.size for p in r.params.values()) for r, _ in _reports.values())
+            > MAX_ENTRIES
+        ):
+            _reports.popitem(last=False)
+    return report
+
+
+def field_problems(values: dict[str, Any]) -> dict[str, str]:
+    """Field name -> the core's message, for every setting in ``values`` that is invalid on its
+    own; then, if all are valid, the first cross-field or data problem."""
+    table = settings()
+    problems: dict[str, str] = {}
+    for name in STEP_FIELDS:
+        try:
+            check_setting(name, values[name], table[name])
+        except ConfigError as error:
+            problems[name] = str(error)
+    if problems:
+        return problems
+    try:
+        config = StepConfig(**{name: values[name] for name in STEP_FIELDS})
+        user_data(values.get("data"), config.d_out)
+    except ConfigError as error:
+        return {error.field if error.field in INPUTS else "data": str(error)}
+    return {}
+
+
+def _config_and_data(values: dict[str, Any]) -> tuple[StepConfig, UserData | None]:
+    config = StepConfig(**{name: values[name] for name in STEP_FIELDS})
+    return config, user_data(values.get("data"), config.d_out)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float):
+        return json_number(value) if not value.is_integer() or abs(value) >= 1e6 else f"{value:g}"
+    return str(value)
+
+
+def stale_banner(problems: dict[str, str], last: dict[str, Any] | None) -> str:
+    """The banner over results that no longer match the inputs."""
+    names = ", ".join(f"`{name}`" for name in problems)
+    if not last:
+        return f"<div class='stale-banner'>Not computed: fix {names} (see the note under it).</div>"
+    held = ", ".join(f"{name} = {_shown(last[name])}" for name in problems if name in last)
+    shown = f"showing results for {held}" if held else "showing the last valid results"
+    return (
+        f"<div class='stale-banner'><strong>Not updated</strong>: fix {names} (see the note under "
+        f"it). Below, {shown}.</div>"
+    )
+
+
+def exponent_of(loss_scale: float) -> int:
+    """The power-of-two control's value for a loss scale: round(log2 S)."""
+    return round(math.log2(loss_scale))
+
+
+def preset_of(loss_scale: float) -> str | None:
+    """The preset label whose value is exactly ``loss_scale``, if any."""
+    return next((label for label, v in LOSS_SCALE_PRESETS.items() if v == loss_scale), None)
+
+
+def commit(values: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any]:
+    """The page's answer to committed inputs, keyed by component name (see the module's rules).
+
+    Keys: ``notice:<field>`` for every input, ``status``, ``last_valid``, and when valid the
+    headline, ``magnitudes``, ``magnitude_plot``, ``summary``, ``loss_scale_exponent`` and
+    ``loss_scale_presets``. Never raises for a bad value.
+    """
+    problems = field_problems(values)
+    notices = {
+        f"notice:{name}": gr.update(value=problems.get(name, ""), visible=name in problems)
+        for name in INPUTS
+    }
+    if problems:
+        return notices | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
+    config, data = _config_and_data(values)
+    report = cached_report(config, data)
+    headline, summary = step_tab.texts(report, data.name if data else None)
+    lab = lab_tab.step_views(report)
+    return notices | {
+        "caption": gr.update(visible=False),
+        "status": gr.update(value="", visible=False),
+        "last_valid": {name: values.get(name) for name in INPUTS},
+        "headline": headline,
+        "summary": summary,
+        "magnitudes": lab.magnitudes,
+        "magnitude_plot": lab.magnitude_plot,
+        "loss_scale_exponent": exponent_of(config.loss_scale),
+        "loss_scale_presets": preset_of(config.loss_scale),
+    }
+
+
+def tab_charts(
+    last: dict[str, Any] | None, tab: str | None, drawn: dict[str, str] | None
+) -> dict[str, Any]:
+    """The charts of the open ``tab`` for the last valid inputs ``last`` (what the results
+    show), unless that tab already shows them; ``drawn`` maps each tab to the inputs its charts
+    were drawn for, and comes back updated under the key ``drawn``."""
+    tab = tab or FIRST_TAB
+    figures = TAB_FIGURES.get(tab, {})
+    key = json.dumps(last, sort_keys=True, default=str)
+    drawn = dict(drawn or {})
+    if not figures or not last or drawn.get(tab) == key:
+        return {}
+    report = cached_report(*_config_and_data(last))
+    drawn[tab] = key
+    return {name: as_plot(draw(report)) for name, draw in figures.items()} | {"drawn": drawn}
+
+
+def run_lesson(lesson: Lesson, last: dict[str, Any] | None) -> dict[str, Any]:
+    """An example: all its settings at once (the rest at their defaults, no upload), one run,
+    its caption, and its tab selected."""
+    from playground.ui.controls import DEFAULTS
+
+    values = {name: DEFAULTS[name] for name in STEP_FIELDS} | lesson.overrides | {"data": None}
+    answer = commit(values, last)
+    report = cached_report(*_config_and_data(values))
+    controls = {f"control:{name}": values[name] for name in INPUTS}
+    tabs = {"tabs": gr.Tabs(selected=lesson.tab), "tab": lesson.tab} if lesson.tab else {}
+    caption = gr.update(value=caption_text(lesson, report), visible=True)
+    return answer | controls | tabs | {"caption": caption}
+
+
+__all__ = ["LESSONS", "LOSS_SCALE_PRESETS", "commit", "run_lesson", "tab_charts"]
