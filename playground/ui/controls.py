@@ -104,7 +104,10 @@ def control(name: str, **overrides: Any) -> gr.components.Component:
         return gr.Radio(list(bounds.choices), info=bounds.help, **options)
     info = f"{bounds.help} Allowed: {bounds.describe()}."
     if name in SLIDERS:
-        return gr.Slider(bounds.low, bounds.high, step=1, info=info, **options)
+        # The class lets the page's script commit the slider's number box on Enter (see page.JS).
+        return gr.Slider(
+            bounds.low, bounds.high, step=1, info=info, elem_classes=["commit-slider"], **options
+        )
     return gr.Number(info=info, precision=0 if bounds.integer else None, **options)
 
 

@@ -164,6 +164,7 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> dict[
             label="loss scale as a power of two: log2 S",
             info="Release to set S = 2^k.",
             elem_id="loss-scale-exponent",
+            elem_classes=["commit-slider"],
         ),
         "loss_scale_presets": gr.Radio(
             list(LOSS_SCALE_PRESETS),
@@ -224,11 +225,12 @@ def build_demo() -> gr.Blocks:
                 status = gr.Markdown(visible=False, elem_id="status")
                 components: dict[str, Any] = {}
                 with gr.Row(equal_height=False):
-                    with gr.Column(scale=3, min_width=300):
+                    with gr.Column(scale=2, min_width=300):
                         components["headline"] = step_tab.build_headline()
-                    with gr.Column(scale=2, min_width=260):
+                    with gr.Column(scale=3, min_width=300):
                         components["magnitudes"] = lab_tab.build_counts()
                 components |= lab_tab.build_figure()
+                reading = gr.Markdown(elem_id="reading")
                 caption = gr.Markdown(elem_id="example-caption", visible=False)
                 with gr.Tabs(elem_id="sections", overflow_behavior="wrap") as tabs:
                     components |= step_tab.build_tabs()
@@ -255,7 +257,7 @@ def build_demo() -> gr.Blocks:
             | {name: components[name] for name in (*page_events.CHARTS, "summary")}
             | {name: components[name] for name in ("headline", "magnitudes", "magnitude_plot")}
             | extra
-            | {"status": status, "last_valid": last_valid, "caption": caption}
+            | {"status": status, "last_valid": last_valid, "caption": caption, "reading": reading}
             | {"tabs": tabs, "tab": open_tab, "drawn": drawn}
         )
         _wire_page(demo, inputs, by_name, components, example_buttons)
@@ -399,6 +401,18 @@ CSS = """
 """
 
 
+# Gradio's slider commits its number box on leaving it (the "release" event) but not on Enter;
+# this makes Enter leave the box, so every number on the page commits on Enter.
+JS = """() => {
+  document.addEventListener("keydown", (event) => {
+    const box = event.target;
+    if (event.key === "Enter" && box.matches && box.matches(".commit-slider input[type=number]")) {
+      box.blur();
+    }
+  }, true);
+}"""
+
+
 # Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
 MAX_FILE_SIZE = "2mb"
 # Sessions whose state Gradio keeps (oldest dropped first); each holds a copy of the page's
@@ -422,6 +436,7 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
         "footer_links": ["api", "gradio"],
         "theme": gr.themes.Soft(),
         "css": CSS,
+        "js": JS,
         "app_kwargs": {"middleware": [Middleware(HeavyRunMiddleware, api_names=lambda: api_names)]},
     }
 

@@ -153,13 +153,14 @@ def commit(values: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any
         return notices | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
     config, data = _config_and_data(values)
     report = cached_report(config, data)
-    headline, summary = step_tab.texts(report, data.name if data else None)
+    headline, reading, summary = step_tab.page_texts(report, data.name if data else None)
     lab = lab_tab.step_views(report)
     return notices | {
         "caption": gr.update(visible=False),
         "status": gr.update(value="", visible=False),
         "last_valid": {name: values.get(name) for name in INPUTS},
         "headline": headline,
+        "reading": reading,
         "summary": summary,
         "magnitudes": lab.magnitudes,
         "magnitude_plot": lab.magnitude_plot,

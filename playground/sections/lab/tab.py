@@ -119,8 +119,7 @@ def parse_number(text: Any) -> float:
         if not math.isnan(value):
             return value
     raise gr.Error(
-        "number must be a decimal (1e-8), a hexadecimal float (0x1p-24) or inf; got "
-        f"{shown(text)}",
+        f"number must be a decimal (1e-8), a hexadecimal float (0x1p-24) or inf; got {shown(text)}",
         title="Invalid number",
         print_exception=False,
     )

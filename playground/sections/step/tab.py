@@ -35,7 +35,7 @@ Enter, on leaving a field or on releasing a slider.
 # One line for visitors who know PyTorch's automatic mixed precision.
 PYTORCH_LINE = (
     "*From PyTorch:* compute dtype = `torch.autocast`'s dtype; loss scale = "
-    "`torch.amp.GradScaler`'s scale (loss scaling \"dynamic\" under Training dynamics = its "
+    '`torch.amp.GradScaler`\'s scale (loss scaling "dynamic" under Training dynamics = its '
     "growth and back-off); float32 masters = your model's own parameters, which autocast "
     "leaves in float32."
 )
@@ -92,8 +92,7 @@ def headline(report: StepReport, sentences: list[str], data_name: str | None = N
         f"{_cell(report.mixed_initial_loss - report.float32_initial_loss, 4)} "
         f"| {_cell(difference, 4)} |\n\n"
         f"The mixed step uses {dtype} compute and float32 master weights. "
-        f"{data_line(report, data_name)}\n\n"
-        f"{bullets(sentences)}\n"
+        f"{data_line(report, data_name)}\n\n" + (f"{bullets(sentences)}\n" if sentences else "")
     )
 
 
@@ -105,6 +104,14 @@ def texts(report: StepReport, data_name: str | None = None) -> tuple[str, dict[s
         {"source": "synthetic"} if data_name is None else {"source": "upload", "name": data_name}
     )
     return headline(report, sentences, data_name), summary
+
+
+def page_texts(report: StepReport, data_name: str | None = None) -> tuple[str, str, dict[str, Any]]:
+    """The page's split of ``texts``: the losses table with the data line (top of the page),
+    the reading as bullets (under the key figure), and the JSON summary."""
+    sentences = reading(report)
+    _, summary = texts(report, data_name)
+    return headline(report, [], data_name), bullets(sentences), summary
 
 
 # Each chart of this section, by output name: the function that draws it from a report.
