@@ -31,7 +31,7 @@ from playground.settings import StepConfig
 
 CONFIG = StepConfig(compute_dtype="bfloat16")  # the page's defaults: 256 x 64 x 16, lr 0.1
 STEPS = 500
-REPEATS = 7
+REPEATS = 15
 TARGET = 2.0
 COPIES = 100_000  # stochastic copies of the 1 + 1e-4 case
 ADDS = 1000
