@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from playground.core.dtypes import log2_magnitude_bands
+from playground.core.dtypes import gradient_format, log2_magnitude_bands
 from playground.core.report import LOG2_LOW, StepReport
 from playground.sections.lab.sweep import SweepReport
 from playground.views.plotly import (
@@ -89,7 +89,7 @@ def activation_histogram(report: StepReport) -> Figure:
 
     Empty, with a title that says so, for a model without hidden layers.
     """
-    dtype = report.config.compute_dtype
+    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
     title = f"Activation gradients per hidden layer against {dtype}'s ranges"
     if not report.activations:
         layout = base_layout(
@@ -130,7 +130,7 @@ def magnitude_histogram(report: StepReport) -> Figure:
     shaded bands are the compute dtype's flush-to-zero, subnormal, normal and overflow ranges,
     from ``jnp.finfo``.
     """
-    dtype = report.config.compute_dtype
+    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
     series = {
         f"scaled, as in the {dtype} backward pass": np.concatenate(
             [p.scaled_grads.ravel() for p in report.params.values()]

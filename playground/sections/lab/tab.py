@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from playground.core.dtypes import COMPUTE_DTYPES, DTYPES
+from playground.core.dtypes import COMPUTE_DTYPES, DTYPES, FLOAT8_FORMATS, gradient_format
 from playground.core.report import StepReport
 from playground.sections.lab.charts import activation_histogram, magnitude_histogram, sweep_figure
 from playground.sections.lab.inspector import PRESETS, inspect_number
@@ -79,6 +79,7 @@ def magnitude_table(report: StepReport) -> str:
     """The before/after-scaling counters as a Markdown table of shares."""
     counts = report.magnitudes
     total = counts["entries"]["total"]
+    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
     rows = [
         f"| {when} | " + " | ".join(f"{n / total:.1%} ({n:,})" for n in kinds.values()) + " |"
         for when, kinds in counts.items()
@@ -86,9 +87,15 @@ def magnitude_table(report: StepReport) -> str:
     ]
     kinds = list(counts["before scaling"])
     header = "| | " + " | ".join(kinds) + " |\n" + "|---" * (len(kinds) + 1) + "|\n"
+    recipe = (
+        " (float8: E5M2 is the format of the gradient arriving at each matmul's output; these "
+        "parameter gradients are float32 sums of its products, placed on E5M2's ranges)"
+        if dtype != report.config.compute_dtype
+        else ""
+    )
     return (
-        f"Gradient entries in {report.config.compute_dtype} ({total:,} in all), "
-        "by where they land:\n\n" + header + "\n".join(rows) + "\n"
+        f"Gradient entries in {dtype} ({total:,} in all), "
+        f"by where they land{recipe}:\n\n" + header + "\n".join(rows) + "\n"
     )
 
 
@@ -124,9 +131,14 @@ def inspect_event(number: Any) -> str:
             print_exception=False,
         )
     views = inspect_number(value)
-    # One column per dtype and one row per property: four columns stay readable on a phone.
+    # One column per dtype and one row per property: short columns stay readable on a phone.
+    # "stored value" is the plain cast (astype); the float8 step saturates instead.
     fields = (
         ("stored value", lambda v: f"{v.stored:.9g}"),
+        (
+            "the float8 step's cast (saturating)",
+            lambda v: f"{v.saturated:.9g}" if v.dtype in FLOAT8_FORMATS.values() else "",
+        ),
         ("as computed here", lambda v: f"{v.computed_here:.9g}"),
         ("kind", lambda v: v.category),
         ("sign bit", lambda v: f"`{v.sign_bit}`"),
