@@ -15,7 +15,12 @@ import gradio as gr
 
 from playground.core.dtypes import COMPUTE_DTYPES, DTYPES, FLOAT8_FORMATS, gradient_format
 from playground.core.report import StepReport
-from playground.sections.lab.charts import activation_histogram, magnitude_histogram, sweep_figure
+from playground.sections.lab.charts import (
+    SCALED_LABEL,
+    activation_histogram,
+    magnitude_histogram,
+    sweep_figure,
+)
 from playground.sections.lab.inspector import PRESETS, inspect_number
 from playground.sections.lab.summary import sweep_summary
 from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
@@ -76,12 +81,25 @@ class SweepViews(NamedTuple):
 
 
 def magnitude_table(report: StepReport) -> str:
-    """The before/after-scaling counters as a Markdown table of shares."""
+    """The counters as a Markdown table of shares, each row named as the magnitude chart names
+    the same gradients.
+
+    The JSON summary's "after scaling" counts are the scaled gradients, shown as the chart's
+    SCALED_LABEL; its "before scaling" counts are the float32 gradient cast to the dtype with
+    no loss scale (what the step would hold without scaling). Only the shown names change:
+    the JSON keys are part of the API.
+    """
     counts = report.magnitudes
     total = counts["entries"]["total"]
     dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
+    shown_as = {
+        "before scaling": f"without loss scaling (float32 gradient cast to {dtype})",
+        "after scaling": SCALED_LABEL,
+    }
     rows = [
-        f"| {when} | " + " | ".join(f"{n / total:.1%} ({n:,})" for n in kinds.values()) + " |"
+        f"| {shown_as.get(when, when)} | "
+        + " | ".join(f"{n / total:.1%} ({n:,})" for n in kinds.values())
+        + " |"
         for when, kinds in counts.items()
         if when != "entries"
     ]
