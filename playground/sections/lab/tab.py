@@ -188,7 +188,10 @@ def build_tab() -> dict[str, gr.components.Component]:
         gr.Markdown(SWEEP_INTRO)
         components["sweep_button"] = gr.Button("Sweep the loss scale", variant="primary")
         components["sweep_reading"] = gr.Markdown(elem_id="sweep-reading")
-        components["sweep_plot"] = plot_slot("Loss-scale sweep")
+        # No empty chart box before the first sweep: the chart appears once a sweep drew it.
+        with gr.Column(visible=False) as sweep_chart:
+            components["sweep_plot"] = plot_slot("Loss-scale sweep")
+        components["sweep_chart"] = sweep_chart
         with gr.Accordion("Sweep numbers (JSON, CSV)", open=False):
             components["sweep_json"] = gr.JSON(label="sweep")
             components["sweep_files"] = gr.File(label="sweep downloads", file_count="multiple")
@@ -215,6 +218,12 @@ def wire(demo: gr.Blocks, components: dict[str, Any], inputs: list[Any]) -> None
         concurrency_limit=1,
         concurrency_id="heavy",  # the sweep and the training run share one lane
         show_progress="full",
+    ).success(  # a private event, so the sweep endpoint's outputs stay the figure itself
+        lambda: gr.Column(visible=True),
+        outputs=components["sweep_chart"],
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
     )
     number, presets = components["number"], components["number_presets"]
     presets.input(preset_number, presets, number, api_visibility="private")
