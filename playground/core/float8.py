@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from playground.core.dtypes import FLOAT8_FORMATS, dtype_facts, saturating_cast
+from playground.core.dtypes import FLOAT8_FORMATS, dtype_facts, numpy_dtype, saturating_cast
 
 SCALINGS = ("none", "current", "delayed")
 # The three tensors of one matmul, and the format each is cast to.
@@ -62,7 +62,9 @@ ROLE_FORMATS = {
     "kernel": FLOAT8_FORMATS["forward"],
     "gradient": FLOAT8_FORMATS["gradient"],
 }
-# Per tensor: amax (before scaling), the scale used, entries clipped to +-fmax (saturated),
+ROLE_DTYPES = {fmt: numpy_dtype(fmt) for fmt in FLOAT8_FORMATS.values()}
+# Per tensor: amax (before scaling), the scale used, entries saturated (finite, yet a plain
+# cast would overflow them: NaN in E4M3FN, inf in E5M2; the saturating cast gives +-fmax),
 # nonzero entries that became 0 (flushed), and all entries.
 STATS = ("amax", "scale", "saturated", "flushed", "size")
 AMAX, SCALE = STATS.index("amax"), STATS.index("scale")
@@ -97,7 +99,8 @@ def quantize(values: jax.Array, fmt: str, scale: jax.Array) -> tuple[jax.Array, 
     values = values.astype(jnp.float32)
     scaled = values * scale
     quantized = saturating_cast(scaled, fmt, jnp)
-    beyond = jnp.isfinite(scaled) & (jnp.abs(scaled) > dtype_facts(fmt).max)
+    # Counted by the plain cast itself: a value just above fmax that rounds to it is no loss.
+    beyond = jnp.isfinite(scaled) & ~jnp.isfinite(scaled.astype(ROLE_DTYPES[fmt]))
     lost = (values != 0) & jnp.isfinite(values) & (quantized == 0)
     stats = (jnp.max(jnp.abs(values)), scale, jnp.sum(beyond), jnp.sum(lost), values.size)
     return quantized, jnp.stack([jnp.asarray(s, jnp.float32) for s in stats])
@@ -226,8 +229,9 @@ class AmaxHistory:
 @dataclass(frozen=True)
 class Float8Tensor:
     """One quantized tensor of a float8 step: which matmul (named by its kernel), which role,
-    its format, and its STATS (amax before scaling, the scale used, entries saturated to +-max,
-    nonzero entries flushed to zero, entries in all)."""
+    its format, and its STATS (amax before scaling, the scale used, entries saturated to +-max
+    where a plain cast would have overflowed, nonzero entries flushed to zero, entries in
+    all)."""
 
     layer: str
     role: str

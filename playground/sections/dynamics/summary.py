@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from playground.core.dtypes import FLOAT8
 from playground.sections.dynamics.train import DynamicsReport
 from playground.views.numbers import json_number
 
@@ -49,6 +50,8 @@ def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
             "mixed": json_number(float(dynamics.mixed_lost_share.mean())),
             "pure": json_number(float(dynamics.pure_lost_share.mean())),
         },
+        # float8 only (empty otherwise): the steps in which the mixed run saturated entries.
+        "mixed_saturated_steps": np.flatnonzero(_saturated(dynamics)).tolist(),
         "reading": dynamics_reading(dynamics),
     }
 
@@ -86,7 +89,44 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
             + (f" (steps {listed})" if skipped.size else "")
             + f" and ended at S = {dynamics.mixed_scale[-1]:.6g}."
         )
+    if dynamics.config.compute_dtype == FLOAT8:
+        sentences.append(_float8_sentence(dynamics))
     return sentences
+
+
+def _saturated(dynamics: DynamicsReport) -> np.ndarray:
+    shares = dynamics.mixed_saturated_share
+    return np.zeros(dynamics.steps) if shares is None else shares
+
+
+FP8_SCALING_WORDS = {
+    "none": "no per-tensor scaling",
+    "current": "current scaling (each tensor's own amax, every step)",
+    "delayed": "delayed scaling (the largest amax of the last {} steps)",
+}
+
+
+def _float8_sentence(dynamics: DynamicsReport) -> str:
+    """Which steps of the mixed float8 run saturated, and whether the next step recovered."""
+    config = dynamics.config
+    scaling = FP8_SCALING_WORDS[config.fp8_scaling].format(config.amax_history)
+    shares = _saturated(dynamics)
+    steps = np.flatnonzero(shares)
+    if not steps.size:
+        return f"With float8 and {scaling}, no entry of the mixed run saturated in any step."
+    listed = ", ".join(str(step) for step in steps[:8]) + (", ..." if steps.size > 8 else "")
+    sentence = (
+        f"With float8 and {scaling}, the mixed run saturated entries (clipped to the format's "
+        f"largest value) in {steps.size} of {dynamics.steps} steps (steps {listed}; at most "
+        f"{shares.max():.2%} of a step's quantized entries)"
+    )
+    followed = set(steps.tolist()) & set((steps + 1).tolist())
+    if config.fp8_scaling == "delayed" and not followed:
+        sentence += (
+            ": each met an amax larger than its history held, and the next step, whose scale "
+            "came from a history that now held it, fitted again"
+        )
+    return sentence + "."
 
 
 def _pure_against_float32(dynamics: DynamicsReport) -> str:

@@ -95,8 +95,9 @@ def float8_sentences(report: StepReport) -> list[str]:
     saturated_list = f" ({_listed(tensors, 'saturated')})" if saturated else ""
     flushed_list = f" ({_listed(tensors, 'flushed')})" if flushed else ""
     sentences.append(
-        f"Saturated (clipped to the format's largest value): {saturated:,} of {total:,} "
-        f"quantized entries{saturated_list}."
+        "Saturated (beyond the format's range once scaled, so clipped to its largest value "
+        f"where a plain cast gives NaN or inf): {saturated:,} of {total:,} quantized "
+        f"entries{saturated_list}."
     )
     sentences.append(
         "Flushed to zero (nonzero, but at most half the format's smallest subnormal once "
