@@ -64,3 +64,54 @@ def band_labels(dtype: str) -> list[str]:
     flushed = float(jax.jit(lambda a, b: a * b)(tiny, jnp.ones((), tiny.dtype))) == 0.0
     subnormal = "subnormal, flushed here" if flushed else "subnormal"
     return ["flushed to 0", subnormal, "normal", "overflow"]
+
+
+# The float8 recipe's formats, from ml_dtypes (not from the code under test).
+FLOAT8 = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
+
+
+def float8_quantized(values, fmt: str, scaling: str) -> tuple[np.ndarray, np.float32]:
+    """(dequantized float64 values, scale): the tensor made float32, multiplied in float32 by
+    its scale (1, or for 'current' the format's largest value over the tensor's amax), clipped
+    to +-largest (saturation), cast with ml_dtypes, then divided by the scale in float64."""
+    values = np.asarray(values, np.float32)
+    largest = np.float32(ml_dtypes.finfo(FLOAT8[fmt]).max)
+    amax = np.max(np.abs(values))
+    scale = largest / amax if scaling == "current" and amax > 0 else np.float32(1)
+    stored = np.clip(values * scale, -largest, largest).astype(FLOAT8[fmt])
+    return stored.astype(np.float64) / np.float64(scale), scale
+
+
+def float8_model(params, x, y, activation, scaling: str, loss_scale: float = 1.0):
+    """(loss, {name: gradient}) of the float8 recipe on a stack of linear layers, float64.
+
+    Forward: each layer's input and kernel quantized to E4M3, a float64 matmul of the
+    dequantized values, the float64 bias; ``activation`` = (f, f') between layers (None for one
+    layer). Backward: the scaled gradient arriving at each matmul's output quantized to E5M2;
+    kernel gradient = quantized input^T @ it, bias gradient = the unquantized gradient summed,
+    the gradient passed down = it @ quantized kernel^T. Gradients are divided by the loss scale.
+    A fresh 'delayed' history scales by 1, like 'none'.
+    """
+    scaling = "none" if scaling == "delayed" else scaling
+    layers = [name[: -len("kernel")] for name in params if name.endswith("kernel")]
+    inputs, kernels, pre = [], [], []
+    h = np.asarray(x, np.float64)
+    for index, layer in enumerate(layers):
+        a, _ = float8_quantized(h, "float8_e4m3fn", scaling)
+        b, _ = float8_quantized(params[layer + "kernel"], "float8_e4m3fn", scaling)
+        z = a @ b + np.asarray(params[layer + "bias"], np.float64)
+        inputs.append(a)
+        kernels.append(b)
+        pre.append(z)
+        h = activation[0](z) if index < len(layers) - 1 else z
+    residual = h - np.asarray(y, np.float64)
+    delta = loss_scale * 2 * residual / residual.size
+    grads = {}
+    for index in reversed(range(len(layers))):
+        if index < len(layers) - 1:
+            delta = delta * activation[1](pre[index])
+        g, _ = float8_quantized(delta, "float8_e5m2", scaling)
+        grads[layers[index] + "kernel"] = inputs[index].T @ g / loss_scale
+        grads[layers[index] + "bias"] = delta.sum(axis=0) / loss_scale
+        delta = g @ kernels[index].T
+    return float(np.mean(residual**2)), grads

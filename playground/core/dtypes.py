@@ -1,16 +1,28 @@
 """The dtype registry: the one place a floating-point format is declared.
 
-Rule: a dtype is one entry of ``DTYPES`` (a name numpy understands through JAX and ml_dtypes).
+Rule: a format is one entry of ``DTYPES`` (a name numpy understands through JAX and ml_dtypes).
 Every fact about it (largest value, smallest normal and subnormal, eps, bit widths, whether it
 has an infinity) is read from ``jnp.finfo``; nothing is typed in. Config choices, sweep bounds,
 chart bands and page text all read from here, so adding a dtype is one entry.
+
+A compute dtype (``COMPUTE_DTYPES``, the ``compute_dtype`` setting) names what a step computes
+in. bfloat16 and float16 are formats; ``float8`` is a recipe of two formats (the FP8 formats
+paper's hybrid, NVIDIA TransformerEngine's default)::
+
+    forward_format("float8")  = float8_e4m3fn   weights and inputs of every matmul (max 448)
+    gradient_format("float8") = float8_e5m2     the gradient flowing back into it (max 57344)
+    forward_format(d) = gradient_format(d) = d  for bfloat16 and float16
+
+so code that needs one format's facts asks for the format of the tensor it is looking at.
 
 Example::
 
     >>> dtype_facts("float16").max
     65504.0
     >>> COMPUTE_DTYPES
-    ('bfloat16', 'float16')
+    ('bfloat16', 'float16', 'float8')
+    >>> dtype_facts(gradient_format("float8")).max
+    57344.0
 """
 
 from __future__ import annotations
@@ -18,14 +30,18 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
 # float32 first: it is the reference every other format is compared with.
-DTYPES = ("float32", "bfloat16", "float16")
-# The low-precision formats a step can compute in: every registered dtype but the reference.
-COMPUTE_DTYPES = DTYPES[1:]
+DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
+FLOAT8 = "float8"
+# The recipe's formats: E4M3 (more precision) forward, E5M2 (more range) for gradients.
+FLOAT8_FORMATS = {"forward": "float8_e4m3fn", "gradient": "float8_e5m2"}
+# What a step can compute in: the 16-bit formats, and the float8 recipe.
+COMPUTE_DTYPES = ("bfloat16", "float16", FLOAT8)
 CLASSES = ("zero", "flushed", "subnormal", "normal", "overflow", "nonfinite")
 
 
@@ -53,7 +69,26 @@ class DtypeFacts:
 
 def _check_dtype(name: str) -> None:
     if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
+        hint = " (a recipe: ask forward_format or gradient_format)" if name == FLOAT8 else ""
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}{hint}")
+
+
+def _check_compute(compute: str) -> None:
+    if compute not in COMPUTE_DTYPES:
+        choices = ", ".join(COMPUTE_DTYPES)
+        raise ValueError(f"compute dtype must be one of {choices}; got {compute!r}")
+
+
+def forward_format(compute: str) -> str:
+    """The format of the forward pass's low-precision tensors under ``compute`` (see the rule)."""
+    _check_compute(compute)
+    return FLOAT8_FORMATS["forward"] if compute == FLOAT8 else compute
+
+
+def gradient_format(compute: str) -> str:
+    """The format of the backward pass's low-precision gradients under ``compute``."""
+    _check_compute(compute)
+    return FLOAT8_FORMATS["gradient"] if compute == FLOAT8 else compute
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -81,7 +116,8 @@ def dtype_facts(name: str) -> DtypeFacts:
 
 
 def cast(values: np.ndarray | float, dtype: str) -> np.ndarray:
-    """``values`` cast to ``dtype`` with round-to-nearest-even; overflow gives inf silently."""
+    """``values`` cast to ``dtype`` with round-to-nearest-even; overflow gives inf silently (NaN
+    in a format without an infinity: float8_e4m3fn turns 500 into NaN, not 448)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return np.asarray(values).astype(numpy_dtype(dtype))
 
@@ -90,7 +126,8 @@ def classify(values: np.ndarray, dtype: str) -> dict[str, int]:
     """Count where the entries of ``values`` land when cast to ``dtype``; keys are CLASSES.
 
     zero: already zero. flushed: nonzero but rounds to zero. subnormal / normal: the cast value's
-    kind. overflow: finite but rounds to +-inf. nonfinite: already inf or nan. The cast itself
+    kind. overflow: finite but not finite after the cast (+-inf, or NaN in a format without an
+    infinity such as float8_e4m3fn). nonfinite: already inf or nan. The cast itself
     decides every boundary, so ties (half the smallest subnormal, max + half an ulp) follow
     round-to-nearest-even exactly. The counts sum to ``values.size``.
     """
@@ -101,7 +138,7 @@ def classify(values: np.ndarray, dtype: str) -> dict[str, int]:
     was_zero = original == 0
     live = finite & ~was_zero
     is_zero = result == 0
-    overflow = live & np.isinf(result)
+    overflow = live & ~np.isfinite(result)
     kept = live & ~is_zero & ~overflow
     subnormal = kept & (np.abs(result) < dtype_facts(dtype).smallest_normal)
     counts = {
@@ -159,3 +196,18 @@ def computed_here(value: float, dtype: str) -> float:
     with np.errstate(over="ignore"):  # a value beyond float32 is inf, as the page shows
         stored = jnp.asarray(cast(np.asarray(value, np.float64).astype(np.float32), dtype))
     return float(jax.jit(lambda a, one: a * one)(stored, jnp.ones((), stored.dtype)))
+
+
+def saturating_cast(values: Any, dtype: str, xp: Any = np) -> Any:
+    """``values`` cast to ``dtype`` after clipping finite values to [-max, max] (``xp``: numpy on
+    the host, jax.numpy in a program).
+
+    This is how NVIDIA TransformerEngine casts to float8 (saturation): 500 becomes 448 in
+    float8_e4m3fn where a plain cast gives NaN. An inf or NaN stays non-finite (inf becomes NaN
+    in a format without an infinity), so an overflow upstream is never turned into a number.
+    """
+    largest = dtype_facts(dtype).max
+    values = xp.asarray(values)
+    with np.errstate(invalid="ignore"):
+        clipped = xp.where(xp.isfinite(values), xp.clip(values, -largest, largest), values)
+        return clipped.astype(numpy_dtype(dtype))

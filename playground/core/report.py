@@ -6,6 +6,7 @@ Rule::
     mixed     = step_trace(model(model_seed), sgd(lr), x, y, StaticLossScale(S), compute_dtype)
     baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), float32)
     per parameter p (by path name): statistics of mixed.grads[p] against baseline.grads[p]
+    float8 only: per matmul, the statistics of its quantized tensors (``core.float8``)
 
 The two steps run in ``_both_steps``, jitted with the seed, lr and S traced and the dtype static:
 JAX compiles it once per (shapes, compute dtype). Its outputs come back in one transfer; the
@@ -26,10 +27,12 @@ from flax import nnx
 
 from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
+from playground.core.dtypes import gradient_format
+from playground.core.float8 import ROLES, STATS, Float8Tensor, float8_tensors
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, build_model, param_shapes
 from playground.core.optimizers import build_optimizer
-from playground.core.step import step_trace
+from playground.core.step import compute_format, compute_settings, step_trace
 from playground.core.user_data import UserData, fitted
 from playground.settings import StepConfig
 
@@ -133,7 +136,8 @@ class StepReport:
 
     Losses are Python floats: ``mixed_new_loss`` is exactly what ``mixed_precision_step``
     returns for this data (bfloat16 compute), ``*_initial_loss`` are the unscaled losses
-    before the step, ``float32_*`` those of the float32 twin.
+    before the step, ``float32_*`` those of the float32 twin. ``float8`` (float8 compute only):
+    every quantized tensor of the mixed step, three per matmul.
     """
 
     config: StepConfig
@@ -143,15 +147,18 @@ class StepReport:
     float32_new_loss: float
     params: dict[str, ParamReport]
     activations: tuple[ActivationReport, ...] = ()
+    float8: tuple[Float8Tensor, ...] = ()
 
     @functools.cached_property
     def magnitudes(self) -> dict[str, dict[str, int]]:
-        """``metrics.magnitude_counts`` of all parameters' gradients together."""
+        """``metrics.magnitude_counts`` of all parameters' gradients together, in the gradient
+        format of the compute dtype (float8: E5M2, the format of the gradient that flows back
+        into each matmul)."""
         every = self.params.values()
         return metrics.magnitude_counts(
             np.concatenate([p.float32_grads.ravel() for p in every]),
             np.concatenate([p.scaled_grads.ravel() for p in every]),
-            self.config.compute_dtype,
+            gradient_format(self.config.compute_dtype),
         )
 
     @property
@@ -186,18 +193,28 @@ LOSSES = (
 # 48x8x4, 182 -> 184 ms to run at 4096x1024x1024); first calls at a new shape matter here.
 @functools.partial(
     jax.jit,
-    static_argnames=("compute_dtype", "model", "optimizer"),
+    static_argnames=("compute_dtype", "fp8_scaling", "model", "optimizer"),
     compiler_options={"xla_backend_optimization_level": 1},
 )
 def _both_steps(
-    model_seed, x, y, lr, loss_scale, *, compute_dtype: str, model: ModelChoice, optimizer: str
+    model_seed,
+    x,
+    y,
+    lr,
+    loss_scale,
+    *,
+    compute_dtype: str,
+    fp8_scaling: str | None,
+    model: ModelChoice,
+    optimizer: str,
 ):
-    """Both steps, packed into three outputs (each output is one transfer).
+    """Both steps, packed into four outputs (each output is one transfer).
 
     Returns the four losses (LOSSES order), a (len(ROWS), parameter count) float32 array (one
-    row per ROWS entry, each row the parameters flattened in path-name order), and a
+    row per ROWS entry, each row the parameters flattened in path-name order), a
     (hidden activations, bins + 2) int32 array: per activation, its log2 histogram
-    (LOG2_LOW ...), then its zero and non-finite counts.
+    (LOG2_LOW ...), then its zero and non-finite counts, and the float8 statistics
+    (matmuls, roles, STATS), empty unless the compute dtype is float8.
     """
     key = jax.random.key(model_seed)
     d_in, d_out = x.shape[-1], y.shape[-1]
@@ -208,7 +225,7 @@ def _both_steps(
         return step_trace(network, tx, x, y, policy, dtype, hidden)
 
     hidden = (model.hidden_count, model.hidden_width)
-    mixed = trace(StaticLossScale(loss_scale), jnp.dtype(compute_dtype), hidden)
+    mixed = trace(StaticLossScale(loss_scale), compute_format(compute_dtype, fp8_scaling), hidden)
     baseline = trace(NoOpLossScale(), jnp.float32)
     losses = jnp.concatenate(
         [mixed.initial_loss, mixed.new_loss, baseline.initial_loss, baseline.new_loss]
@@ -223,7 +240,10 @@ def _both_steps(
         mixed.updates,
     )
     flat = jnp.stack([jnp.concatenate([leaf.ravel() for leaf in row.values()]) for row in rows])
-    return losses, flat, _activation_counts(mixed.activation_grads)
+    float8 = mixed.float8_stats
+    if float8 is None:
+        float8 = jnp.zeros((0, len(ROLES), len(STATS)), jnp.float32)
+    return losses, flat, _activation_counts(mixed.activation_grads), float8
 
 
 def _activation_counts(grads: tuple[jax.Array, ...]) -> jax.Array:
@@ -311,18 +331,19 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
       errors: they show up as counts and non-finite values.
     """
     config, batch = fitted(config, data)
-    losses, flat, activation_counts = run_compiled(
+    losses, flat, activation_counts, float8 = run_compiled(
         _both_steps,
         config,
         batch=batch,
-        compute_dtype=config.compute_dtype,
+        **compute_settings(config),
         model=config.model_choice,
         optimizer=config.optimizer,
     )
+    shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
     return StepReport(
         config=config,
         **{field: float(value) for field, value in zip(LOSSES, losses, strict=True)},
-        params=_param_reports(flat, param_shapes(config.model_choice, config.d_in, config.d_out)),
+        params=_param_reports(flat, shapes),
         activations=tuple(
             ActivationReport(
                 layer=layer,
@@ -333,4 +354,7 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
             )
             for layer, counts in enumerate(activation_counts)
         ),
+        float8=float8_tensors(float8, [name for name in shapes if name.endswith("kernel")])
+        if len(float8)
+        else (),
     )

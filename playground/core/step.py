@@ -18,6 +18,11 @@ an identity and S = 1 (multiplying and dividing by 1 is exact).
 ``step_trace`` runs that rule for any registered model and optimizer and any loss-scale policy,
 and keeps every intermediate; ``mixed_precision_step`` is the exercise itself: ``nnx.Linear``,
 ``optax.sgd(lr)``, a fixed S and bfloat16.
+
+The float8 recipe (``compute_dtype='float8'``, a ``Float8Recipe``) rounds differently: ``low(m)``
+keeps the float32 parameters and data, and only the operands of every matmul are rounded, to
+E4M3 on the way forward and E5M2 on the way back, with per-tensor scales
+(``playground.core.float8``); the loss, S and the unscaling are as above, in float32.
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ import numpy as np
 import optax
 from flax import nnx
 
+from playground.core.dtypes import FLOAT8
+from playground.core.float8 import AmaxHistory, Float8Recipe, float8_model, matmul_layers
 from playground.core.loss_scale import LossScale, StaticLossScale
 from playground.core.models import DEFAULT_MODEL, Params, build_model, param_arrays
 from playground.core.optimizers import build_optimizer
-from playground.settings import ConfigError, check_setting, settings
+from playground.settings import ConfigError, StepConfig, check_setting, settings
 
 
 class StepTrace(NamedTuple):
@@ -50,6 +57,10 @@ class StepTrace(NamedTuple):
         without hidden layers).
       params_before, params_after: float32 master parameters around the update.
       new_loss: (1,) float32, the unscaled loss after the update.
+      float8_stats: float8 only, (matmuls, roles, STATS) float32: per matmul (in parameter
+        order) the statistics of its input, kernel and gradient tensors (``core.float8``).
+      float8_history: float8 only, the amax history after this step (whose scales the new
+        loss used).
     """
 
     initial_loss: jax.Array
@@ -60,6 +71,25 @@ class StepTrace(NamedTuple):
     params_before: Params
     params_after: Params
     new_loss: jax.Array
+    float8_stats: jax.Array | None = None
+    float8_history: AmaxHistory | None = None
+
+
+Compute = jnp.dtype | Float8Recipe
+
+
+def compute_format(compute_dtype: str, fp8_scaling: str = "current") -> Compute:
+    """What a step computes in for a ``compute_dtype`` setting: its jnp dtype, or the float8
+    recipe with ``fp8_scaling``."""
+    return Float8Recipe(fp8_scaling) if compute_dtype == FLOAT8 else jnp.dtype(compute_dtype)
+
+
+def compute_settings(config: StepConfig) -> dict[str, str | None]:
+    """The static keywords ``compute_dtype`` and ``fp8_scaling`` of a compiled program for
+    ``config``; fp8_scaling is None unless the dtype is float8, so changing it never recompiles a
+    bfloat16 or float16 program."""
+    fp8_scaling = config.fp8_scaling if config.compute_dtype == FLOAT8 else None
+    return {"compute_dtype": config.compute_dtype, "fp8_scaling": fp8_scaling}
 
 
 class _KeptUpdates(NamedTuple):
@@ -84,14 +114,29 @@ def keeping_updates(tx: optax.GradientTransformation) -> optax.GradientTransform
 
 
 def low_precision_loss(
-    model: nnx.Module, x: jax.Array, y: jax.Array, compute_dtype, probes: tuple = ()
+    model: nnx.Module,
+    x: jax.Array,
+    y: jax.Array,
+    compute_dtype,
+    probes: tuple = (),
+    float8_metas: jax.Array | tuple = (),
 ) -> jax.Array:
     """MSE of a rounded copy of ``model`` on rounded data, returned in ``compute_dtype``.
 
     The cast copy is a new module; ``model`` keeps its float32 arrays. Casting y only affects the
     subtraction and the mean, since the matmul's dtype is set by x and the parameters. ``probes``
     (zeros in the compute dtype) are added to the hidden activations of a model that has them.
+
+    For a Float8Recipe the copy keeps float32 parameters, its matmuls quantize their operands
+    (``float8_model``; ``float8_metas`` carries the delayed scales, 1 when empty) and the loss
+    is float32.
     """
+    if isinstance(compute_dtype, Float8Recipe):
+        if not isinstance(float8_metas, jax.Array):
+            float8_metas = AmaxHistory.fresh(len(matmul_layers(model))).metas()
+        temporary = float8_model(model, compute_dtype, float8_metas)
+        prediction = temporary(x, probes) if probes else temporary(x)
+        return jnp.mean((prediction - y) ** 2)
     # Only Param state moves into `params`; the graph definition stays with `graphdef`.
     graphdef, params = nnx.split(model, nnx.Param)
     low_params = jax.tree.map(lambda p: p.astype(compute_dtype), params)
@@ -109,6 +154,7 @@ def step_trace(
     loss_scale: LossScale,
     compute_dtype=jnp.bfloat16,
     hidden: tuple[int, int] = (0, 0),
+    float8_history: AmaxHistory | None = None,
 ) -> StepTrace:
     """Run the mixed-precision rule on ``model`` (updated in place) and keep its intermediates.
 
@@ -117,8 +163,10 @@ def step_trace(
       tx: an optax transformation from the registry.
       x: (N, D_in) float32. y: (N, D_out) float32.
       loss_scale: a policy from ``playground.core.loss_scale`` (the exercise: StaticLossScale).
-      compute_dtype: dtype of the temporary model and data.
+      compute_dtype: dtype of the temporary model and data, or a Float8Recipe.
       hidden: (count, width) of the model's hidden activations, whose gradients are kept.
+      float8_history: float8 only: the amax history the step's delayed scales come from
+        (default: a fresh one, scale 1).
 
     Returns:
       A StepTrace of JAX arrays.
@@ -130,21 +178,34 @@ def step_trace(
     # 2-4. Low-precision loss, cast back to float32 and scaled; differentiated w.r.t. `model`.
     # Zero probes on the hidden activations: their gradients are the activation gradients.
     count, width = hidden
-    probes = tuple(jnp.zeros((x.shape[0], width), compute_dtype) for _ in range(count))
+    float8 = isinstance(compute_dtype, Float8Recipe)
+    probe_dtype = jnp.float32 if float8 else compute_dtype
+    probes = tuple(jnp.zeros((x.shape[0], width), probe_dtype) for _ in range(count))
+    # float8: the metas' gradients are the statistics of every quantized tensor.
+    if float8 and float8_history is None:
+        float8_history = AmaxHistory.fresh(len(matmul_layers(model)))
+    metas = float8_history.metas() if float8 else ()
 
-    def scaled_loss(model: nnx.Module, probes: tuple):
-        loss = low_precision_loss(model, x, y, compute_dtype, probes)
+    def scaled_loss(model: nnx.Module, probes: tuple, metas):
+        loss = low_precision_loss(model, x, y, compute_dtype, probes, metas)
         return loss_scale.scale(loss.astype(jnp.float32)), loss
 
-    value_and_grad = nnx.value_and_grad(scaled_loss, argnums=(0, 1), has_aux=True)
-    (_, initial_loss), (scaled_grads, activation_grads) = value_and_grad(model, probes)
+    value_and_grad = nnx.value_and_grad(scaled_loss, argnums=(0, 1, 2), has_aux=True)
+    (_, initial_loss), (scaled_grads, activation_grads, float8_stats) = value_and_grad(
+        model, probes, metas
+    )
 
     # 5. Unscale in float32, then a single optimizer update of the master parameters.
     grads = loss_scale.unscale(scaled_grads)
     optimizer.update(model, grads)
 
-    # 6. The unscaled low-precision loss of the updated model.
-    new_loss = low_precision_loss(model, x, y, compute_dtype).astype(jnp.float32).reshape((1,))
+    # 6. The unscaled low-precision loss of the updated model (float8: with the scales the
+    # next step would use).
+    if float8:
+        float8_history = float8_history.record(float8_stats)
+        metas = float8_history.metas()
+    new_loss = low_precision_loss(model, x, y, compute_dtype, float8_metas=metas)
+    new_loss = new_loss.astype(jnp.float32).reshape((1,))
     return StepTrace(
         initial_loss=initial_loss.astype(jnp.float32).reshape((1,)),
         scaled_grads=param_arrays(scaled_grads),
@@ -154,6 +215,8 @@ def step_trace(
         params_before=params_before,
         params_after=param_arrays(nnx.state(model, nnx.Param)),
         new_loss=new_loss,
+        float8_stats=float8_stats if float8 else None,
+        float8_history=float8_history,
     )
 
 

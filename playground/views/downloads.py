@@ -180,8 +180,9 @@ def settings_tag(config: Mapping[str, Any], *, scale: bool = True, run: bool = F
     ``bfloat16_linear_sgd_n256_64x16_lr0.1_S1024_seed0_data0``: compute dtype, model (an MLP
     as ``mlp2x64-relu``: hidden layers x width, activation), optimizer, N, D_in x D_out,
     learning rate, loss scale, model and data seeds. ``scale=False`` leaves out S (the sweep
-    sets its own), ``run=True`` adds the dynamics run (``static_200steps``, and ``period100``
-    when dynamic). The data scales are left out (the JSON summary holds every setting).
+    sets its own), ``run=True`` adds the dynamics run (``static_200steps``, ``period100``
+    when dynamic, ``pure-kahan`` or ``pure-stochastic`` when the pure run does not round to
+    nearest). The data scales are left out (the JSON summary holds every setting).
     Raises KeyError for a missing setting (model and optimizer default to linear and sgd).
     """
     c = config
@@ -195,6 +196,8 @@ def settings_tag(config: Mapping[str, Any], *, scale: bool = True, run: bool = F
     if run:
         parts += [c["mode"], f"{c['steps']}steps"]
         parts += [f"period{c['period']}"] if c["mode"] == "dynamic" else []
+        rounding = c.get("pure_rounding", "nearest")
+        parts += [f"pure-{rounding}"] if rounding != "nearest" else []
     parts += [f"seed{c['model_seed']}", f"data{c['data_seed']}"]
     return "_".join(_name_part(part) for part in parts)
 

@@ -4,7 +4,15 @@ Rule: a figure is a plain Plotly JSON dict ({"data": [...], "layout": {...}}) bu
 arrays after binning or subsampling, so it carries at most a few thousand numbers whatever the
 shapes. Dicts cost microseconds to build, where ``plotly.graph_objects`` validation would cost
 milliseconds per figure on every run; tests validate every dict with
-``plotly.graph_objects.Figure``. Colours and fonts are chosen to read on light and dark pages.
+``plotly.graph_objects.Figure``.
+
+Readable anywhere: Gradio's ``gr.Plot`` hands the figure to Plotly.js as is, whatever the page
+theme (it applies no template and no theme colours), so a figure with a transparent background
+shows its text on white in the light theme and on dark grey in the dark one, and no single text
+colour reaches a 4.5:1 contrast on both. Every figure therefore paints its own opaque
+CHART_BACKGROUND and writes its text in TEXT_COLOR (over 10:1 on it), and reads the same on the
+page in either theme, in Plotly's PNG download and in any other viewer. Axes show tiny and huge
+numbers in exponent notation (2e-08), never with SI suffixes (Plotly's default writes 20n).
 """
 
 from __future__ import annotations
@@ -19,8 +27,13 @@ FLOAT32_COLOR = "#4e79a7"  # blue: the float32 twin
 PARAM_COLORS = {"kernel": "#59a14f", "bias": "#b07aa1"}
 ERROR_COLOR = "#9c755f"  # brown: relative error curves
 OVERFLOW_COLOR = "#e15759"  # red: non-finite values and the pure low-precision run
-TEXT_COLOR = "#777777"  # mid grey: about 4.5:1 contrast on white and on Gradio's dark page
+WARNING_TEXT_COLOR = "#b3261e"  # dark red: text naming a non-finite value, 6.5:1 on white
+TEXT_COLOR = "#374151"  # dark grey: 10.3:1 contrast on CHART_BACKGROUND
+CHART_BACKGROUND = "#ffffff"  # opaque, so the contrast does not depend on the page theme
 GRID_COLOR = "rgba(140, 140, 140, 0.25)"
+COUNT_FORMAT = ",~r"  # d3 format of count axes: 1,000 and 20,000, never 1e+3 or 20k
+# d3 format of log axes: whole values (0.04, 0.2, 1e-07), not Plotly's digit-only minor labels
+LOG_FORMAT = "~g"
 BINS = 60
 MAX_POINTS = 2000  # per scatter trace
 BAND_COLORS = {
@@ -35,11 +48,14 @@ LEGEND_BELOW = {"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0}
 
 
 def axis(title: str, **extra: Any) -> dict[str, Any]:
+    """An axis titled ``title`` whose tick labels use exponent notation (2e-08), not SI (20n)."""
     return {
         "title": {"text": title},
         "gridcolor": GRID_COLOR,
         "zerolinecolor": GRID_COLOR,
         "automargin": True,
+        "exponentformat": "e",
+        "showexponent": "all",
         **extra,
     }
 
@@ -50,8 +66,8 @@ def base_layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[st
         "xaxis": axis(x_title),
         "yaxis": axis(y_title),
         "font": {"color": TEXT_COLOR, "size": 12},
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "rgba(0,0,0,0)",
+        "paper_bgcolor": CHART_BACKGROUND,
+        "plot_bgcolor": CHART_BACKGROUND,
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
         "margin": {"l": 10, "r": 10, "t": 70, "b": 10},
         "autosize": True,
@@ -130,11 +146,44 @@ def log10_histogram(title: str, x_title: str, arrays: dict[str, np.ndarray]) -> 
         bar_trace(values, edges, name, param_color(name), hover) for name, values in logs.items()
     ]
     full_title = title + ("<br><sup>" + "; ".join(notes) + "</sup>" if notes else "")
-    return {"data": data, "layout": base_layout(full_title, x_title, "entries", barmode="overlay")}
+    layout = base_layout(full_title, x_title, "entries", barmode="overlay")
+    layout["yaxis"]["tickformat"] = COUNT_FORMAT
+    return {"data": data, "layout": layout}
 
 
-def band(x0: float, x1: float, label: str, y: float = 1.0) -> tuple[dict, dict]:
-    """A shaded vertical band over the whole plot height, labelled just above the plot (at y)."""
+# Band labels: stacked in rows above the plot so that no two overlap on a plot area at least
+# NARROWEST_PLOT px wide (a phone's); a wider plot only moves them further apart.
+LABEL_SIZE = 11  # px
+LABEL_WIDTH_PER_CHAR = 0.62  # of LABEL_SIZE: wider than the average letter of Open Sans,
+# Arial, Verdana and DejaVu Sans (about 0.5-0.59)
+LABEL_GAP = 6  # px between two labels in one row
+LABEL_ROW = LABEL_SIZE + 5  # px from one row to the next
+NARROWEST_PLOT = 260  # px
+
+
+def label_rows(centres: list[float], texts: list[str], span: float) -> list[int]:
+    """The row of each label (0 = just above the plot) centred at ``centres`` on an axis of
+    length ``span``: left to right, each label takes the lowest row where it clears every label
+    already there by LABEL_GAP, its width estimated as LABEL_WIDTH_PER_CHAR of LABEL_SIZE per
+    character, on a plot NARROWEST_PLOT px wide. Generic on band widths: two narrow bands side
+    by side (bfloat16's flush and subnormal bands, float8's 3-binade subnormal band) stack."""
+    taken: dict[int, list[tuple[float, float]]] = {}
+    rows = [0] * len(centres)
+    for index in sorted(range(len(centres)), key=centres.__getitem__):
+        middle = centres[index] / span * NARROWEST_PLOT
+        half = len(texts[index]) * LABEL_SIZE * LABEL_WIDTH_PER_CHAR / 2 + LABEL_GAP / 2
+        left, right = middle - half, middle + half
+        row = 0
+        while any(left < end and start < right for start, end in taken.get(row, [])):
+            row += 1
+        taken.setdefault(row, []).append((left, right))
+        rows[index] = row
+    return rows
+
+
+def band(x0: float, x1: float, label: str) -> tuple[dict, dict]:
+    """A shaded vertical band over the whole plot height, labelled just above the plot (raise
+    the label by setting its ``yshift``, see ``label_rows``)."""
     shape = {
         "type": "rect",
         "xref": "x",
@@ -149,13 +198,13 @@ def band(x0: float, x1: float, label: str, y: float = 1.0) -> tuple[dict, dict]:
     }
     note = {
         "x": (x0 + x1) / 2,
-        "y": y,
+        "y": 1.0,
         "xref": "x",
         "yref": "paper",
         "yanchor": "bottom",
         "text": label,
         "showarrow": False,
-        "font": {"size": 11},
+        "font": {"size": LABEL_SIZE},
     }
     return shape, note
 

@@ -27,7 +27,7 @@ BAD_CALLS = [
     (
         (0, 32, 8, 4, 0.1, 1024.0),
         {"compute_dtype": "int8"},
-        "compute_dtype (compute dtype) must be one of bfloat16, float16; got 'int8'",
+        "compute_dtype (compute dtype) must be one of bfloat16, float16, float8; got 'int8'",
     ),
 ]
 
@@ -66,6 +66,21 @@ def test_optional_arguments_reach_the_step(client):
     assert summary["losses"]["mixed_new"] == report.mixed_new_loss
 
 
+def test_float8_step_through_the_api_reports_its_recipe(client):
+    _, summary, counters, *_ = _step(
+        client, 0, 32, 8, 4, 0.1, 1024.0, compute_dtype="float8", fp8_scaling="none"
+    )
+    report = run_report(StepConfig(**SMALL, compute_dtype="float8", fp8_scaling="none"))
+    assert summary["losses"]["mixed_new"] == report.mixed_new_loss
+    assert [(t["layer"], t["role"], t["format"]) for t in summary["float8"]] == [
+        ("kernel", "input", "float8_e4m3fn"),
+        ("kernel", "kernel", "float8_e4m3fn"),
+        ("kernel", "gradient", "float8_e5m2"),
+    ]
+    assert all(t["scale"] == 1 for t in summary["float8"])  # fp8_scaling none
+    assert counters.startswith("Gradient entries in float8_e5m2 (36 in all)")
+
+
 @pytest.mark.parametrize(("args", "kwargs", "message"), BAD_CALLS, ids=lambda v: repr(v)[:40])
 def test_bad_input_is_refused_with_the_core_message(client, args, kwargs, message):
     with pytest.raises(Exception) as caught:  # gradio_client raises AppError
@@ -93,17 +108,19 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
     endpoints = set(api["named_endpoints"])
     assert {"/step", "/ping"} <= endpoints
     assert not [name for name in endpoints if "preset" in name], endpoints  # private helpers
-    # Ten settings, the model's five, then the optional uploaded data file.
+    # Ten settings, the model's five, float8's two, then the optional uploaded data file.
     parameters = api["named_endpoints"]["/step"]["parameters"]
-    assert [p["parameter_name"] for p in parameters][-6:] == [
+    assert [p["parameter_name"] for p in parameters][-8:] == [
         "model",
         "hidden_layers",
         "hidden_width",
         "activation",
         "optimizer",
+        "fp8_scaling",
+        "amax_history",
         "data",
     ]
-    assert len(parameters) == 16
+    assert len(parameters) == 18
     _step(client, 0, 32, 8, 4, 0.1, 1024.0)
     log = app_server.log_text()
     assert f"http://127.0.0.1:{app_server.port}" in log

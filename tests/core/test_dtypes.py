@@ -16,18 +16,31 @@ from hypothesis import strategies as st
 from playground.core.dtypes import CLASSES, DTYPES, classify, dtype_facts, log2_magnitude_bands
 from playground.sections.lab.inspector import PRESETS, bit_view, inspect_number
 
-# (exponent bits, stored mantissa bits) from the format specifications.
-WIDTHS = {"float32": (8, 23), "bfloat16": (8, 7), "float16": (5, 10)}
+# (exponent bits, stored mantissa bits) from the format specifications (float8: the OCP FP8
+# formats, E4M3 and E5M2).
+WIDTHS = {
+    "float32": (8, 23),
+    "bfloat16": (8, 7),
+    "float16": (5, 10),
+    "float8_e4m3fn": (4, 3),
+    "float8_e5m2": (5, 2),
+}
+# Formats without an infinity ("fn": finite, NaN only at all-ones): the all-ones exponent holds
+# numbers too, except the all-ones mantissa there, which is NaN.
+FINITE_ONLY = {"float8_e4m3fn"}
 
 
 def format_limits(dtype: str) -> dict[str, float]:
     """The limits of a binary format, derived from its exponent and mantissa widths alone."""
     exponent, mantissa = WIDTHS[dtype]
     bias = 2 ** (exponent - 1) - 1
-    largest_exponent = (2**exponent - 2) - bias  # all-ones is reserved for inf and nan
+    if dtype in FINITE_ONLY:
+        largest_exponent, largest_mantissa = (2**exponent - 1) - bias, 2 - 2 * 2.0**-mantissa
+    else:  # IEEE: the all-ones exponent is reserved for inf and nan
+        largest_exponent, largest_mantissa = (2**exponent - 2) - bias, 2 - 2.0**-mantissa
     return {
         "bits": 1 + exponent + mantissa,
-        "max": (2 - 2.0**-mantissa) * 2.0**largest_exponent,
+        "max": largest_mantissa * 2.0**largest_exponent,
         "smallest_normal": 2.0 ** (1 - bias),
         "smallest_subnormal": 2.0 ** (1 - bias - mantissa),
         "eps": 2.0**-mantissa,
@@ -45,6 +58,7 @@ def test_facts_match_the_format_definition(dtype):
     assert facts.smallest_subnormal == limits["smallest_subnormal"]
     assert facts.eps == limits["eps"]
     assert facts.decimal_digits == pytest.approx(math.log10(2.0 ** (WIDTHS[dtype][1] + 1)))
+    assert facts.has_inf == (dtype not in FINITE_ONLY)
 
 
 def test_known_limits_spelled_out():
@@ -107,6 +121,9 @@ def test_gap_after_one_is_eps(dtype):
 
 def test_non_finite_inputs():
     for view in inspect_number(math.inf):
+        if view.dtype in FINITE_ONLY:  # no infinity to store: inf becomes NaN
+            assert view.category == "nan" and math.isnan(view.saturated)
+            continue
         assert view.category == "inf" and view.rounding_error == 0 and view.relative_error == 0
     for view in inspect_number(math.nan):
         assert view.category == "nan" and math.isnan(view.rounding_error)
@@ -120,10 +137,26 @@ def test_inspect_number_covers_every_dtype_in_order():
     assert views[0].relative_error < views[2].relative_error < views[1].relative_error
 
 
+def test_float8_views_of_500_plain_and_saturated():
+    views = {view.dtype: view for view in inspect_number(500.0)}
+    e4m3, e5m2 = views["float8_e4m3fn"], views["float8_e5m2"]
+    assert math.isnan(e4m3.stored) and e4m3.category == "nan" and e4m3.saturated == 448
+    # 500 lies between E5M2's 448 and 512 (spacing 64 there); it rounds to 512, in range.
+    assert e5m2.stored == e5m2.saturated == 512 and e5m2.gap_to_next == 128  # 512 x 2^-2
+    assert (e4m3.exponent_bits, e4m3.mantissa_bits) == ("1111", "111")  # E4M3FN's only NaN
+    largest = bit_view(448.0, "float8_e4m3fn")
+    assert largest.gap_to_next == math.inf and largest.mantissa_bits == "110"
+    assert views["float32"].saturated == 500  # the 16- and 32-bit casts have nothing to clip
+
+
 def test_presets_include_the_seed_examples():
     values = {value for _, value in PRESETS}
     assert {1e-9, 1 + 1e-4, 65504, 65520, 1 / 3, 0.1} <= values
     assert all(isinstance(label, str) and label for label, _ in PRESETS)
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
 
 
 def _reassemble(view) -> float:
@@ -138,12 +171,13 @@ def _reassemble(view) -> float:
 def test_bits_reassemble_to_the_stored_value(value, dtype):
     view = bit_view(value, dtype)
     reassembled = _reassemble(view)
-    assert reassembled == view.stored
+    # NaN is a result too: float8_e4m3fn has no inf, so a plain cast past 464 gives NaN.
+    assert _same(reassembled, view.stored)
     assert math.copysign(1.0, reassembled) == math.copysign(1.0, view.stored)
     # The stored value is what JAX's own cast produces (a Python float enters JAX as float32).
     with np.errstate(over="ignore"):
         expected = float(jnp.asarray(np.float32(value)).astype(dtype))
-    assert view.stored == expected
+    assert _same(view.stored, expected)
     if view.category == "normal":
         # Rounding moves a normal value by at most half a step, and a step is at most eps * |x|.
         assert abs(view.rounding_error) <= 2.0 ** -WIDTHS[dtype][1] * abs(view.stored)

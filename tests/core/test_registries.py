@@ -18,11 +18,11 @@ import pytest
 from flax import nnx
 
 import reference
-from playground.core.dtypes import COMPUTE_DTYPES, DTYPES
+from playground.core.dtypes import COMPUTE_DTYPES
 from playground.core.loss_scale import StaticLossScale
 from playground.core.models import ACTIVATIONS, MODELS, ModelChoice, build_model, param_shapes
 from playground.core.optimizers import OPTIMIZERS, build_optimizer
-from playground.core.step import step_trace
+from playground.core.step import compute_format, step_trace
 
 LR, LOSS_SCALE, SEED = 0.1, 256.0, 3
 SHAPE = (32, 8, 4)
@@ -30,6 +30,8 @@ SHAPE = (32, 8, 4)
 
 def linear_reference(params, x, y, dtype):
     """(loss, {name: gradient}) of the exercise's linear layer, float64 at rounded values."""
+    if dtype.startswith("float8"):
+        return reference.float8_model(params, x, y, None, _scaling(dtype), LOSS_SCALE)
     kernel, bias = params["kernel"], params["bias"]
     kernel_grad, bias_grad = reference.grads(kernel, bias, x, y, dtype)
     return reference.loss(kernel, bias, x, y, dtype), {"kernel": kernel_grad, "bias": bias_grad}
@@ -60,6 +62,9 @@ def mlp_reference(activation):
     act, act_grad = ACTIVATION_REFERENCES[activation]
 
     def run(params, x, y, dtype):
+        if dtype.startswith("float8"):
+            activation = (act, act_grad)
+            return reference.float8_model(params, x, y, activation, _scaling(dtype), LOSS_SCALE)
         r = functools.partial(reference.rounded, dtype=dtype)
         layers = sorted({name.rsplit(".", 1)[0] for name in params}, key=lambda n: int(n[7:]))
         inputs, pre = [r(x)], []
@@ -109,9 +114,23 @@ REFERENCE_OPTIMIZERS = {
     "adam": adam_first_step,
 }
 # Gradient error allowed against the float64 model: a few ulps of the compute dtype per layer,
-# in norm (the backward pass rounds at every layer).
-GRAD_TOLERANCE = {"float32": 1e-4, "bfloat16": 0.05, "float16": 0.01}
-CASES = list(itertools.product(CHOICES, OPTIMIZERS, DTYPES))
+# in norm (the backward pass rounds at every layer). The float8 reference rounds exactly where
+# the recipe does (ml_dtypes casts), so only float32 accumulation against float64 is left: a
+# few 2^-24 per term over at most 8 terms. A float8 rounding that fell on the other side of a
+# tie would cost 1/16 of an entry, far beyond it; none does at these seeds.
+GRAD_TOLERANCE = {"float32": 1e-4, "bfloat16": 0.05, "float16": 0.01, "float8": 1e-5}
+CASES = list(itertools.product(CHOICES, OPTIMIZERS, ("float32", "bfloat16", "float16")))
+# The float8 recipe ("float8-<fp8_scaling>"): few rows, on the smallest models (each row is a few
+# eager seconds); a fresh history's delayed scaling is scaling by 1, the same as none.
+CASES += [("linear", "sgd", "float8-none"), ("mlp-tanh", "momentum", "float8-current")]
+
+
+def _scaling(dtype: str) -> str:
+    return dtype.split("-")[1]
+
+
+def _base(dtype: str) -> str:
+    return dtype.split("-")[0]
 
 
 def test_every_member_has_a_reference():
@@ -122,8 +141,8 @@ def test_every_member_has_a_reference():
         == {c.activation for c in CHOICES.values() if c.name == "mlp"}
     )
     assert set(OPTIMIZERS) == set(REFERENCE_OPTIMIZERS)
-    assert set(GRAD_TOLERANCE) == set(DTYPES) and DTYPES[0] == "float32"
-    assert set(COMPUTE_DTYPES) == set(DTYPES) - {"float32"}
+    assert set(GRAD_TOLERANCE) == {"float32", *COMPUTE_DTYPES}
+    assert {_base(dtype) for _, _, dtype in CASES} == set(GRAD_TOLERANCE)
 
 
 def _batch():
@@ -146,7 +165,7 @@ def case(request):
         jnp.asarray(x),
         jnp.asarray(y),
         StaticLossScale(jnp.float32(LOSS_SCALE)),
-        jnp.dtype(dtype),
+        compute_format(_base(dtype), *([_scaling(dtype)] if "-" in dtype else [])),
     )
     numpy_trace = {
         field: {k: np.asarray(v) for k, v in getattr(trace, field).items()}
@@ -170,10 +189,13 @@ def test_gradients_match_the_float64_model(case):
     _, expected = REFERENCE_MODELS[choice.name](choice)(before, x, y, dtype)
     for name, want in expected.items():
         got = numpy_trace["grads"][name].astype(np.float64)
-        assert np.linalg.norm(got - want) <= GRAD_TOLERANCE[dtype] * np.linalg.norm(want), name
-        # The scaled gradients are what the low-precision backward pass produced: exact in it.
+        tolerance = GRAD_TOLERANCE[_base(dtype)]
+        assert np.linalg.norm(got - want) <= tolerance * np.linalg.norm(want), name
         scaled = numpy_trace["scaled_grads"][name]
-        assert np.array_equal(reference.rounded(scaled, dtype), scaled.astype(np.float64))
+        # The scaled gradients are what the low-precision backward pass produced: exact in it
+        # (float8's are float32 sums of E5M2 x E4M3 products, exact in no float8 format).
+        if not dtype.startswith("float8"):
+            assert np.array_equal(reference.rounded(scaled, dtype), scaled.astype(np.float64))
         np.testing.assert_array_equal(numpy_trace["grads"][name], scaled / np.float32(LOSS_SCALE))
 
 
@@ -194,6 +216,7 @@ def test_new_loss_is_the_models_loss_after_the_update(case):
     choice, _, dtype, x, y, trace, numpy_trace = case
     after = {k: v.astype(np.float64) for k, v in numpy_trace["params_after"].items()}
     expected_loss, _ = REFERENCE_MODELS[choice.name](choice)(after, x, y, dtype)
-    eps = float(jnp.finfo(jnp.dtype(dtype)).eps)
+    # A loss in the compute dtype is within a few of its ulps; float8's loss is float32.
+    eps = float(jnp.finfo(jnp.dtype(dtype if "-" not in dtype else "float32")).eps)
     assert float(trace.new_loss[0]) == pytest.approx(expected_loss, rel=4 * eps)
     assert trace.new_loss.shape == (1,) and trace.new_loss.dtype == jnp.float32

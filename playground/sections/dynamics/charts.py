@@ -7,6 +7,7 @@ import numpy as np
 from playground.sections.dynamics.train import DynamicsReport
 from playground.views.plotly import (
     FLOAT32_COLOR,
+    LOG_FORMAT,
     MAX_POINTS,
     MIXED_COLOR,
     OVERFLOW_COLOR,
@@ -38,23 +39,38 @@ def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
     layout = base_layout(
         "Loss over the steps", "step (0 = before training)", "MSE (float32, log scale)"
     )
-    layout["yaxis"]["type"] = "log"  # default ticks: a loss curve often spans less than 10x
+    # Default ticks (a loss curve often spans less than 10x), each labelled with its value.
+    layout["yaxis"].update(type="log", tickformat=LOG_FORMAT)
     return {"data": data, "layout": layout}
 
 
 def lost_update_figure(dynamics: DynamicsReport) -> Figure:
-    """Share of parameter entries whose update was rounded away, per step, pure vs masters."""
+    """Share of parameter entries whose update was rounded away, per step, pure vs masters.
+
+    The y axis is fitted to the shares, not fixed at 0-100%: shares are often below 1%, which a
+    0-100% axis draws as a flat line on the floor. It runs from a little below 0 (so a run that
+    loses nothing draws its line above the x axis, not hidden on it) to a little above the
+    largest share; 0-1% when nothing is lost.
+    """
     dtype = dynamics.config.compute_dtype
     picked = subsample(dynamics.steps)
     x = (picked + 1).tolist()  # step k's update is the (k+1)-th: it lines up with the loss after it
+    hover = "step %{x}: %{y:.3g}% of entries<extra>"
     data = [
-        line_trace(x, 100 * dynamics.pure_lost_share[picked], f"pure {dtype}", OVERFLOW_COLOR),
-        line_trace(x, 100 * dynamics.mixed_lost_share[picked], "float32 masters", MIXED_COLOR),
+        line_trace(x, 100 * dynamics.pure_lost_share[picked], f"pure {dtype}", OVERFLOW_COLOR)
+        | {"hovertemplate": hover + f"pure {dtype}</extra>"},
+        line_trace(x, 100 * dynamics.mixed_lost_share[picked], "float32 masters", MIXED_COLOR)
+        | {"hovertemplate": hover + "float32 masters</extra>"},
     ]
     layout = base_layout(
-        "Lost-update meter: updates rounded away (p + delta == p)", "step", "% of entries"
+        "Lost-update meter<br><sup>updates rounded away (p + delta == p)</sup>",
+        "step",
+        "share of entries",
     )
-    layout["yaxis"]["range"] = [-3, 103]
+    shares = 100 * np.concatenate([dynamics.pure_lost_share, dynamics.mixed_lost_share])
+    shares = shares[np.isfinite(shares)]
+    top = float(shares.max()) if shares.size and shares.max() > 0 else 1.0
+    layout["yaxis"].update(range=[-0.05 * top, 1.08 * top], ticksuffix="%")
     return {"data": data, "layout": layout}
 
 

@@ -6,8 +6,29 @@ from typing import Any
 
 import numpy as np
 
+from playground.core.dtypes import FLOAT8
 from playground.sections.dynamics.train import DynamicsReport
 from playground.views.numbers import json_number
+
+# The pure run's rounding by name, and how it stores p + update, as the reading says them.
+ROUNDING_NAMES = {
+    "nearest": "round-to-nearest",
+    "stochastic": "stochastic rounding",
+    "kahan": "Kahan summation",
+}
+ROUNDING_WORDS = {
+    "nearest": "rounded to nearest",
+    "stochastic": "rounded stochastically",
+    "kahan": "updated with Kahan compensation",
+}
+# What a lost update is under each rounding (see DynamicsReport), as the reading says it.
+LOST_WORDS = {
+    "nearest": "were rounded away entirely (p + delta == p)",
+    "stochastic": (
+        "were lost: the random draw rounded p + delta back to p, and no remainder is kept"
+    ),
+    "kahan": "were lost: they moved neither p nor its compensation buffer",
+}
 
 
 def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
@@ -17,6 +38,7 @@ def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
         "steps": dynamics.steps,
         "mode": dynamics.mode,
         "period": dynamics.period,
+        "pure_rounding": dynamics.pure_rounding,
         "final_loss": {
             run: json_number(float(getattr(dynamics, f"{run}_loss")[-1]))
             for run in ("float32", "mixed", "pure")
@@ -28,6 +50,8 @@ def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
             "mixed": json_number(float(dynamics.mixed_lost_share.mean())),
             "pure": json_number(float(dynamics.pure_lost_share.mean())),
         },
+        # float8 only (empty otherwise): the steps in which the mixed run saturated entries.
+        "mixed_saturated_steps": np.flatnonzero(_saturated(dynamics)).tolist(),
         "reading": dynamics_reading(dynamics),
     }
 
@@ -35,6 +59,7 @@ def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
 def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
     """What the three curves say, in numbers."""
     dtype = dynamics.config.compute_dtype
+    rounding = dynamics.pure_rounding
 
     def change(run: str) -> str:
         curve = getattr(dynamics, f"{run}_loss")  # initial, then after each update
@@ -44,12 +69,15 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
         (
             f"Over {dynamics.steps} steps the loss went {change('float32')} in float32, "
             f"{change('mixed')} with {dtype} compute and float32 master weights, and "
-            f"{change('pure')} with the parameters stored in {dtype}."
+            f"{change('pure')} with the parameters stored in {dtype} and "
+            f"{ROUNDING_WORDS[rounding]}."
         ),
+        _pure_against_float32(dynamics),
         (
-            f"In the pure {dtype} run, {dynamics.pure_lost_share.mean():.1%} of the parameter "
-            f"updates per step were rounded away entirely (p + delta == p); with float32 master "
-            f"weights, {dynamics.mixed_lost_share.mean():.1%}."
+            f"In the pure {dtype} run ({ROUNDING_NAMES[rounding]}), "
+            f"{dynamics.pure_lost_share.mean():.1%} of the parameter updates per step "
+            f"{LOST_WORDS[rounding]}; with float32 master weights, "
+            f"{dynamics.mixed_lost_share.mean():.1%} were rounded away."
         ),
     ]
     if dynamics.mode == "dynamic":
@@ -61,4 +89,54 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
             + (f" (steps {listed})" if skipped.size else "")
             + f" and ended at S = {dynamics.mixed_scale[-1]:.6g}."
         )
+    if dynamics.config.compute_dtype == FLOAT8:
+        sentences.append(_float8_sentence(dynamics))
     return sentences
+
+
+def _saturated(dynamics: DynamicsReport) -> np.ndarray:
+    shares = dynamics.mixed_saturated_share
+    return np.zeros(dynamics.steps) if shares is None else shares
+
+
+FP8_SCALING_WORDS = {
+    "none": "no per-tensor scaling",
+    "current": "current scaling (each tensor's own amax, every step)",
+    "delayed": "delayed scaling (the largest amax of the last {} steps)",
+}
+
+
+def _float8_sentence(dynamics: DynamicsReport) -> str:
+    """Which steps of the mixed float8 run saturated, and whether the next step recovered."""
+    config = dynamics.config
+    scaling = FP8_SCALING_WORDS[config.fp8_scaling].format(config.amax_history)
+    shares = _saturated(dynamics)
+    steps = np.flatnonzero(shares)
+    if not steps.size:
+        return f"With float8 and {scaling}, no entry of the mixed run saturated in any step."
+    listed = ", ".join(str(step) for step in steps[:8]) + (", ..." if steps.size > 8 else "")
+    sentence = (
+        f"With float8 and {scaling}, the mixed run saturated entries (clipped to the format's "
+        f"largest value) in {steps.size} of {dynamics.steps} steps (steps {listed}; at most "
+        f"{shares.max():.2%} of a step's quantized entries)"
+    )
+    followed = set(steps.tolist()) & set((steps + 1).tolist())
+    if config.fp8_scaling == "delayed" and not followed:
+        sentence += (
+            ": each met an amax larger than its history held, and the next step, whose scale "
+            "came from a history that now held it, fitted again"
+        )
+    return sentence + "."
+
+
+def _pure_against_float32(dynamics: DynamicsReport) -> str:
+    """The pure run's final loss against float32's, as a ratio when both are finite and > 0."""
+    pure, float32 = float(dynamics.pure_loss[-1]), float(dynamics.float32_loss[-1])
+    said = (
+        f"With {ROUNDING_NAMES[dynamics.pure_rounding]} the pure "
+        f"{dynamics.config.compute_dtype} run ended at loss {pure:.4g} against float32's "
+        f"{float32:.4g}"
+    )
+    if np.isfinite(pure) and np.isfinite(float32) and float32 > 0:
+        return said + f": {pure / float32:.4g}x."
+    return said + "."

@@ -89,8 +89,11 @@ def build_tab() -> dict[str, gr.components.Component]:
                 components[name] = control(name)
         components["train_button"] = gr.Button("Train the three runs", variant="primary")
         components["dynamics_reading"] = gr.Markdown(elem_id="dynamics-reading")
-        for name, label in PLOT_LABELS.items():
-            components[name] = plot_slot(label)
+        # No empty chart boxes before the first run: the charts appear once it has drawn them.
+        with gr.Column(visible=False) as charts:
+            for name, label in PLOT_LABELS.items():
+                components[name] = plot_slot(label)
+        components["dynamics_charts"] = charts
         with gr.Accordion("Training numbers (JSON, CSV)", open=False):
             components["dynamics_json"] = gr.JSON(label="dynamics")
             components["dynamics_files"] = gr.File(
@@ -99,8 +102,17 @@ def build_tab() -> dict[str, gr.components.Component]:
     return components
 
 
+def show_charts() -> gr.Column:
+    """The charts' column made visible (after a run drew them); no output of the API."""
+    return gr.Column(visible=True)
+
+
 def wire(components: dict[str, Any], controls: dict[str, Any]) -> None:
-    """The train button: every settings field, in the table's order (its own controls here)."""
+    """The train button: every settings field, in the table's order (its own controls here).
+
+    A successful run then shows the charts' column, in a private event of its own, so the
+    ``dynamics`` endpoint's outputs stay the figures themselves.
+    """
     every = controls | components
     components["train_button"].click(
         run_dynamics_event,
@@ -111,4 +123,10 @@ def wire(components: dict[str, Any], controls: dict[str, Any]) -> None:
         concurrency_limit=1,
         concurrency_id="heavy",  # the sweep and the training run share one lane
         show_progress="full",
+    ).success(
+        show_charts,
+        outputs=components["dynamics_charts"],
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
     )

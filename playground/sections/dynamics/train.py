@@ -9,17 +9,32 @@ model seed) and use the registry's optimizer:
              the masters
     pure     the parameters themselves are stored in the compute dtype (no float32 copy), and so
              are the gradients and the optimizer's state; each step's p + update is rounded
-             back into that dtype
+             back into that dtype by the ``pure_rounding`` rule of ``playground.core.rounding``:
+             nearest (a plain cast), stochastic (random bits from the model seed and the step
+             index, so a config always draws the same), or kahan (a compensation buffer in
+             the compute dtype, carried from step to step)
 
 Loss scaling (mixed and pure runs) is a policy of ``playground.core.loss_scale`` chosen by the
 ``mode`` setting (none, static, dynamic); each run carries its own policy state, and a policy
 that skips non-finite steps does it with ``optax.apply_if_finite``.
 
+float8 (the recipe of ``playground.core.float8``): both low-precision runs compute with it, and
+each carries its own amax history from step to step (``amax_history`` steps long), so delayed
+scaling scales step k by the amax values of the steps before it (the first step by 1). The
+mixed run keeps float32 masters. The pure run stores its parameters in float8_e4m3fn, the
+forward format, and only those: it is differentiated at their float32 values (JAX's own
+derivative of the cast would round the gradient to E4M3), so its gradients, updates and
+optimizer state are float32, and each p + update is rounded back into E4M3 by its
+``pure_rounding`` (a plain cast for nearest: a weight pushed past 448 would become NaN, as
+E4M3FN has no inf; Kahan's compensation buffer is E4M3 too).
+
 Recorded: the float32 MSE of each run's parameters before the first update and after every
 update (K + 1 values for K steps), so the three curves compare models rather than loss
 rounding; and per step k = 0 .. K-1, the scale that step used, whether its update was skipped,
-and, for the mixed and pure runs, the share of parameter entries whose update was rounded away
-entirely (``metrics.lost_update_mask``).
+and, for the mixed and pure runs, the share of parameter entries whose update was lost (see
+``DynamicsReport``) and, under float8, the share of quantized entries that saturated. A skipped
+step leaves every stored array, Kahan's buffer too, as it was (the amax history still records
+the step, as TransformerEngine's does).
 """
 
 from __future__ import annotations
@@ -33,12 +48,14 @@ import numpy as np
 import optax
 from flax import nnx
 
-from playground.core import metrics
+from playground.core import metrics, rounding
 from playground.core.compiled import freeze, run_compiled
+from playground.core.dtypes import forward_format
+from playground.core.float8 import STATS, AmaxHistory, Float8Recipe, matmul_layers
 from playground.core.loss_scale import all_finite, make_loss_scale
 from playground.core.models import build_model
 from playground.core.optimizers import build_optimizer
-from playground.core.step import low_precision_loss
+from playground.core.step import compute_format, compute_settings, low_precision_loss
 from playground.core.user_data import UserData, fitted
 from playground.settings import MAX_STEPS, StepConfig, check_setting
 
@@ -52,7 +69,21 @@ class DynamicsReport:
     The rest have length ``steps``, entry k for step k (the (k+1)-th update):
     mixed_scale, pure_scale: the loss scale each run used at that step.
     mixed_skipped, pure_skipped: True where the dynamic rule skipped that run's update.
-    mixed_lost_share, pure_lost_share: share of entries whose nonzero update was rounded away.
+    mixed_lost_share, pure_lost_share: share of all parameter entries whose update was lost:
+      nonzero, yet it left no trace in what the run stores for the entry. Under nearest and
+      stochastic rounding the run stores only p, so lost = p + update stored as p, unchanged
+      (for nearest the update was under half the gap, gone for good; for stochastic the draw
+      rounded down, and since no remainder is kept this step's update is gone too, made up
+      only on average by the draws that jump a whole gap). Under Kahan the run stores p and
+      its compensation c, so lost = both unchanged: the update neither moved p nor was kept
+      in c (it happens only when c dwarfs it); an update waiting in c is not lost.
+    pure_rounding: the pure run's rounding (``nearest``, ``stochastic``, ``kahan``).
+    mixed_saturated_share, pure_saturated_share (float8 only; zeros otherwise): per step, the
+      share of the entries that step cast to float8 (every matmul's input and weights forward,
+      its arriving gradient backward) that saturated: a plain cast would have overflowed them
+      (beyond the format's range once scaled), so they were clipped to its largest value.
+      Under delayed scaling a tensor whose amax jumps past its history saturates for one step,
+      until the history has seen the new amax.
     """
 
     config: StepConfig
@@ -68,6 +99,9 @@ class DynamicsReport:
     pure_skipped: np.ndarray
     mixed_lost_share: np.ndarray
     pure_lost_share: np.ndarray
+    pure_rounding: str = "nearest"
+    mixed_saturated_share: np.ndarray | None = None
+    pure_saturated_share: np.ndarray | None = None
 
     @property
     def mixed_applied(self) -> int:
@@ -75,38 +109,87 @@ class DynamicsReport:
         return int(self.steps - self.mixed_skipped.sum())
 
 
+_ROUNDING_STREAM = 0x73726E64  # "srnd": keeps the rounding bits apart from nnx.Rngs' streams
+
+
 def _float32_loss(graphdef, params, x, y):
     return low_precision_loss(nnx.merge(graphdef, params), x, y, jnp.float32)
 
 
-def _lost_share(before, after, updates) -> jax.Array:
-    """Share of all parameter entries whose nonzero update left the stored value unchanged."""
-    lost = jax.tree.map(
-        lambda b, a, u: jnp.sum(metrics.lost_update_mask(b, a, u)), before, after, updates
-    )
+def _lost_share(before, after, updates, kept=None) -> jax.Array:
+    """Share of all parameter entries whose nonzero update left the stored value unchanged
+    (and, where ``kept`` masks are given, the rounding's state as well)."""
+    lost = jax.tree.map(metrics.lost_update_mask, before, after, updates)
+    if kept is not None:
+        lost = jax.tree.map(jnp.logical_and, lost, kept)
+    lost = jax.tree.map(jnp.sum, lost)
     size = sum(leaf.size for leaf in jax.tree.leaves(before))
     return sum(jax.tree.leaves(lost)) / size
 
 
-def _scaled_step(graphdef, params, x, y, policy, dtype, tx, opt_state):
-    """One scaled low-precision step of ``params`` (master float32 or stored in ``dtype``).
+def _widened(param: jax.Array) -> jax.Array:
+    """A float8-stored parameter as float32 (the same value); any other parameter as it is."""
+    return param.astype(jnp.float32) if jnp.finfo(param.dtype).bits == 8 else param
 
-    Returns (new params, new optimizer state, finite flag, lost-update share).
+
+def _add_nearest(params, updates):
+    """p + update rounded to nearest in p's dtype (float8 takes no implicit promotion)."""
+
+    def add(param, update):
+        if jnp.finfo(param.dtype).bits == 8:
+            return (param.astype(jnp.float32) + update).astype(param.dtype)
+        return optax.apply_updates(param, update)
+
+    return jax.tree.map(add, params, updates)
+
+
+def _scaled_step(
+    graphdef, params, x, y, policy, compute, tx, opt_state, rounded=None, history=None
+):
+    """One scaled low-precision step of ``params`` (master float32 or stored in low precision).
+
+    ``compute``: a jnp dtype or the float8 recipe. ``rounded``: None for p + update rounded to
+    nearest, else (rounding, its state, key) for ``rounding.apply_rounded``. ``history``
+    (float8 only): the run's AmaxHistory, whose scales the step uses and which records the
+    step. Returns (new params, new optimizer state, finite flag, lost-update share, new
+    rounding state, saturated share, new history).
     """
+    # The values the step differentiates at: float8-stored parameters as float32 (see the rule).
+    point = jax.tree.map(_widened, params)
+    metas = history.metas() if history is not None else ()
 
-    def scaled_loss(params):
-        loss = low_precision_loss(nnx.merge(graphdef, params), x, y, dtype)
+    def scaled_loss(point, metas):
+        loss = low_precision_loss(nnx.merge(graphdef, point), x, y, compute, float8_metas=metas)
         return policy.scale(loss.astype(jnp.float32))
 
     # Unscaled in float32, so the unscaling itself cannot underflow, then held in the dtype the
     # parameters are stored in: float32 for the masters, the compute dtype for the pure run, whose
-    # optimizer state (momentum, Adam's moments) is therefore in the compute dtype too.
-    grads = jax.tree.map(
-        lambda g, p: g.astype(p.dtype), policy.unscale(jax.grad(scaled_loss)(params)), params
-    )
-    updates, opt_state = tx.update(grads, opt_state, params)
-    new_params = optax.apply_updates(params, updates)
-    return new_params, opt_state, all_finite(grads), _lost_share(params, new_params, updates)
+    # optimizer state (momentum, Adam's moments) is therefore in the compute dtype too (float32
+    # for a float8-stored run, whose point is float32).
+    scaled_grads, float8_stats = jax.grad(scaled_loss, argnums=(0, 1))(point, metas)
+    grads = jax.tree.map(lambda g, p: g.astype(p.dtype), policy.unscale(scaled_grads), point)
+    updates, opt_state = tx.update(grads, opt_state, point)
+    finite = all_finite(grads)
+    saturated = jnp.float32(0)
+    if history is not None:
+        totals = float8_stats.sum(axis=(0, 1))
+        saturated = totals[STATS.index("saturated")] / totals[STATS.index("size")]
+        history = history.record(float8_stats)
+    if rounded is None:
+        new_params = _add_nearest(params, updates)
+        lost = _lost_share(params, new_params, updates)
+        return new_params, opt_state, finite, lost, None, saturated, history
+    mode, state, key = rounded
+    new_params, new_state = rounding.apply_rounded(mode, params, updates, state, key)
+    if state is not None:
+        # A skipped step's update is zero, yet Kahan would still fold c into p: keep both.
+        skip = policy.skips_nonfinite & ~finite
+        new_params, new_state = jax.tree.map(
+            lambda old, new: jnp.where(skip, old, new), (params, state), (new_params, new_state)
+        )
+    kept = rounding.unchanged(state, new_state)
+    lost = _lost_share(params, new_params, updates, kept)
+    return new_params, opt_state, finite, lost, new_state, saturated, history
 
 
 def _in_param_dtype() -> optax.GradientTransformation:
@@ -131,9 +214,20 @@ def capacity(steps: int) -> int:
     return 1 << (steps - 1).bit_length()
 
 
-@functools.partial(
-    jax.jit, static_argnames=("capacity", "mode", "compute_dtype", "model", "optimizer")
+# pure_rounding is static: one program per rounding, so 'nearest' compiles exactly as before
+# (no compensation buffer or random bits carried along) and each mode does only its own work.
+_STATIC = (
+    "capacity",
+    "mode",
+    "compute_dtype",
+    "fp8_scaling",
+    "model",
+    "optimizer",
+    "pure_rounding",
 )
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC)
 def _three_runs(
     model_seed,
     x,
@@ -142,22 +236,29 @@ def _three_runs(
     loss_scale,
     period,
     steps,
+    amax_history,
     *,
     capacity,
     mode,
     compute_dtype,
     model,
     optimizer,
+    pure_rounding="nearest",
+    fp8_scaling=None,
 ):
     """The three runs for a traced number of ``steps`` (at most ``capacity``), see the rule.
 
     Returns per-step buffers of length ``capacity`` and loss buffers of length capacity + 1;
     entries past ``steps`` (past steps + 1 for losses) are unused zeros.
     """
-    dtype = jnp.dtype(compute_dtype)
+    compute = compute_format(compute_dtype, fp8_scaling)
     network = build_model(model, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed)))
     graphdef, master = nnx.split(network, nnx.Param)
-    pure = jax.tree.map(lambda p: p.astype(dtype), master)
+    # The pure run's stored format: the compute dtype, or float8's forward format (E4M3).
+    pure = jax.tree.map(lambda p: p.astype(forward_format(compute_dtype)), master)
+    history = None
+    if isinstance(compute, Float8Recipe):
+        history = AmaxHistory.fresh(len(matmul_layers(network)), amax_history)
     plain = optax.chain(build_optimizer(optimizer, lr), _in_param_dtype())
     start = make_loss_scale(mode, loss_scale, period)
     # Only a skipping policy (dynamic) drops non-finite updates; the exercise's fixed scale
@@ -167,7 +268,11 @@ def _three_runs(
     else:
         tx = plain
 
-    def one_step(carry):
+    # The stochastic run's random bits: a stream of the model seed apart from the init's,
+    # folded with the step index in the loop.
+    rounding_key = jax.random.fold_in(jax.random.key(model_seed), _ROUNDING_STREAM)
+
+    def one_step(carry, index):
         float32_params, float32_opt, runs = carry
         float32_loss, grads = jax.value_and_grad(_float32_loss, argnums=1)(
             graphdef, float32_params, x, y
@@ -176,28 +281,33 @@ def _three_runs(
         float32_params = optax.apply_updates(float32_params, updates)
         outputs = {"float32_loss": float32_loss}
         new_runs = {}
-        for name, (params, opt_state, policy) in runs.items():
+        for name, (params, opt_state, policy, state, history) in runs.items():
             outputs[f"{name}_loss"] = _float32_loss(graphdef, params, x, y)
             outputs[f"{name}_scale"] = policy.loss_scale
-            params, opt_state, finite, lost = _scaled_step(
-                graphdef, params, x, y, policy, dtype, tx, opt_state
+            rounded = None
+            if name == "pure" and pure_rounding != "nearest":
+                rounded = (pure_rounding, state, jax.random.fold_in(rounding_key, index))
+            params, opt_state, finite, lost, state, saturated, history = _scaled_step(
+                graphdef, params, x, y, policy, compute, tx, opt_state, rounded, history
             )
             outputs[f"{name}_skipped"] = start.skips_nonfinite & ~finite
             outputs[f"{name}_lost_share"] = lost
-            new_runs[name] = (params, opt_state, policy.adjust(finite))
+            outputs[f"{name}_saturated_share"] = saturated
+            new_runs[name] = (params, opt_state, policy.adjust(finite), state, history)
         return (float32_params, float32_opt, new_runs), outputs
 
     def body(index, state):
         carry, buffers = state
-        carry, outputs = one_step(carry)
+        carry, outputs = one_step(carry, index)
         return carry, {k: buffers[k].at[index].set(v) for k, v in outputs.items()}
 
+    pure_state = rounding.init_state(pure_rounding, pure)
     runs = {
-        name: (params, tx.init(params), start)
-        for name, params in (("mixed", master), ("pure", pure))
+        "mixed": (master, tx.init(master), start, None, history),
+        "pure": (pure, tx.init(jax.tree.map(_widened, pure)), start, pure_state, history),
     }
     carry = (master, plain.init(master), runs)
-    shapes = jax.eval_shape(lambda c: one_step(c)[1], carry)
+    shapes = jax.eval_shape(lambda c: one_step(c, 0)[1], carry)
     buffers = {
         k: jnp.zeros(capacity + k.endswith("_loss"), shape.dtype) for k, shape in shapes.items()
     }
@@ -216,20 +326,23 @@ def run_dynamics(
     mode: str | None = None,
     period: int | None = None,
     data: UserData | None = None,
+    pure_rounding: str | None = None,
 ) -> DynamicsReport:
     """Train the three runs with ``config``'s data, lr, loss scale, dtype and run settings.
 
     Args:
-      config: a validated StepConfig; its ``steps``, ``mode`` and ``period`` are used unless
-        given here (each checked against the settings table, and steps against the work cap).
+      config: a validated StepConfig; its ``steps``, ``mode``, ``period`` and
+        ``pure_rounding`` are used unless given here (each checked against the settings
+        table, and steps against the work cap).
 
     Returns:
-      A DynamicsReport. One compiled program per (shapes, dtype, mode, capacity(steps)).
+      A DynamicsReport. One compiled program per (shapes, dtype, mode, capacity(steps),
+      pure_rounding).
 
     Raises:
       ConfigError naming the bad setting.
     """
-    given = {"steps": steps, "mode": mode, "period": period}
+    given = {"steps": steps, "mode": mode, "period": period, "pure_rounding": pure_rounding}
     config = config.replace(
         **{name: check_setting(name, value) for name, value in given.items() if value is not None}
     )
@@ -240,17 +353,24 @@ def run_dynamics(
         config,
         np.int32(config.period),
         np.int32(config.steps),
+        np.int32(config.amax_history),
         batch=batch,
         capacity=capacity(config.steps),
         mode=config.mode,
-        compute_dtype=config.compute_dtype,
+        **compute_settings(config),
         model=config.model_choice,
         optimizer=config.optimizer,
+        pure_rounding=config.pure_rounding,
     )
     curves = {
         name: freeze(values[: config.steps + name.endswith("_loss")])
         for name, values in buffers.items()
     }
     return DynamicsReport(
-        config=config, steps=config.steps, mode=config.mode, period=config.period, **curves
+        config=config,
+        steps=config.steps,
+        mode=config.mode,
+        period=config.period,
+        pure_rounding=config.pure_rounding,
+        **curves,
     )

@@ -7,14 +7,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from playground.core.dtypes import log2_magnitude_bands
+from playground.core.dtypes import gradient_format, log2_magnitude_bands
 from playground.core.report import LOG2_LOW, StepReport
 from playground.sections.lab.sweep import SweepReport
 from playground.views.plotly import (
     BAND_COLORS,
+    COUNT_FORMAT,
     ERROR_COLOR,
     FLOAT32_COLOR,
+    LABEL_ROW,
     LEGEND_BELOW,
+    LOG_FORMAT,
     MIXED_COLOR,
     OVERFLOW_COLOR,
     PARAM_COLORS,
@@ -23,10 +26,14 @@ from playground.views.plotly import (
     axis,
     band,
     base_layout,
+    label_rows,
     true_runs,
 )
 
 SUBNORMAL_FLUSHED_LABEL = "subnormal, flushed here"
+# The two views of the gradients, named alike in the chart's legend and the counters table.
+SCALED_LABEL = "scaled (as the backward pass holds them)"
+UNSCALED_LABEL = "after unscaling (÷ S, float32)"
 
 
 class _BinadeAxis(NamedTuple):
@@ -46,12 +53,17 @@ class _BinadeAxis(NamedTuple):
         # On a backend that flushes this dtype's subnormals, the IEEE subnormal band is drawn
         # but named for what happens to values there: they become zero in the next operation.
         subnormal = SUBNORMAL_FLUSHED_LABEL if bands["subnormals_flushed_here"] else "subnormal"
-        pieces = [  # the two narrow bands' labels are staggered so they never overlap
-            band(self.low, bands["rounds_to_zero"], "flushed to 0", y=1.07),
+        pieces = [
+            band(self.low, bands["rounds_to_zero"], "flushed to 0"),
             band(bands["rounds_to_zero"], bands["smallest_normal"], subnormal),
             band(bands["smallest_normal"], bands["max"], "normal"),
             band(bands["max"], self.high, "overflow"),
         ]
+        first, last = self.zero_x - self.gap / 2, self.nonfinite_x + self.gap / 2
+        notes = [note for _, note in pieces]
+        rows = label_rows([n["x"] - first for n in notes], [n["text"] for n in notes], last - first)
+        for note, row in zip(notes, rows, strict=True):
+            note["yshift"] = row * LABEL_ROW
         step = 16 if self.high - self.low > 80 else 4
         ticks = list(range(int(math.ceil(self.low / step) * step), self.high + 1, step))
         layout = base_layout(
@@ -60,16 +72,19 @@ class _BinadeAxis(NamedTuple):
             "entries (log scale)",
             barmode="overlay",
             shapes=[shape for shape, _ in pieces],
-            annotations=[note for _, note in pieces],
+            annotations=notes,
         )
         layout["xaxis"].update(
             tickvals=[self.zero_x, *ticks, self.nonfinite_x],
             ticktext=["zeros", *[str(t) for t in ticks], "inf/NaN"],
-            range=[self.zero_x - self.gap / 2, self.nonfinite_x + self.gap / 2],
+            range=[first, last],
         )
-        layout["yaxis"].update(type="log", dtick=1)  # a tick per power of ten, no minor labels
+        # A tick per power of ten, no minor labels.
+        layout["yaxis"].update(type="log", dtick=1, tickformat=COUNT_FORMAT)
         layout["legend"] = LEGEND_BELOW
-        layout["margin"].update(t=110, b=90)
+        # Each raised row of labels lifts the title by two rows, so the title, centred in the
+        # top margin, stays clear of the highest label.
+        layout["margin"].update(t=80 + 2 * LABEL_ROW * max(rows), b=90)
         return layout
 
 
@@ -89,14 +104,13 @@ def activation_histogram(report: StepReport) -> Figure:
 
     Empty, with a title that says so, for a model without hidden layers.
     """
-    dtype = report.config.compute_dtype
+    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
     title = f"Activation gradients per hidden layer against {dtype}'s ranges"
-    if not report.activations:
+    if not report.activations:  # a short box that says so, without empty axes
         layout = base_layout(
-            title + "<br><sup>(the linear model has none: choose mlp)</sup>",
-            "log2 |activation gradient|",
-            "entries",
+            title + "<br><sup>(the linear model has none: choose mlp)</sup>", "", "", height=120
         )
+        layout["xaxis"]["visible"] = layout["yaxis"]["visible"] = False
         return {"data": [], "layout": layout}
     live = [np.flatnonzero(a.log2_counts) for a in report.activations]
     present = (np.concatenate(live) + LOG2_LOW).astype(np.float64)
@@ -119,7 +133,7 @@ def activation_histogram(report: StepReport) -> Figure:
                 "hovertemplate": "%{y} entries at 2^%{x:.0f}<extra>" + name + "</extra>",
             }
         )
-    layout = axis.layout(title, "log2 |activation gradient| (scaled, before unscaling)")
+    layout = axis.layout(title, f"log2 |activation gradient|, {SCALED_LABEL}")
     return {"data": data, "layout": layout}
 
 
@@ -130,14 +144,10 @@ def magnitude_histogram(report: StepReport) -> Figure:
     shaded bands are the compute dtype's flush-to-zero, subnormal, normal and overflow ranges,
     from ``jnp.finfo``.
     """
-    dtype = report.config.compute_dtype
+    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
     series = {
-        f"scaled, as in the {dtype} backward pass": np.concatenate(
-            [p.scaled_grads.ravel() for p in report.params.values()]
-        ),
-        "after unscaling (float32)": np.concatenate(
-            [p.mixed_grads.ravel() for p in report.params.values()]
-        ),
+        SCALED_LABEL: np.concatenate([p.scaled_grads.ravel() for p in report.params.values()]),
+        UNSCALED_LABEL: np.concatenate([p.mixed_grads.ravel() for p in report.params.values()]),
     }
     logs = {}
     for name, values in series.items():
@@ -235,7 +245,7 @@ def sweep_figure(sweep: SweepReport) -> Figure:
         }
     )
     layout = base_layout(
-        f"Loss-scale sweep ({dtype}): green = as close to float32 as {dtype} gets",
+        f"Loss-scale sweep ({dtype})<br><sup>green = as close to float32 as {dtype} gets</sup>",
         "log2 loss scale S",
         "",
         shapes=shapes,
@@ -253,7 +263,9 @@ def sweep_figure(sweep: SweepReport) -> Figure:
         height=620,
     )
     layout["xaxis"]["anchor"] = "y3"
-    layout["yaxis"] = axis("grad. error", type="log", dtick=1, domain=[0.7, 1.0])
+    layout["yaxis"] = axis(
+        "grad. error", type="log", dtick=1, tickformat=LOG_FORMAT, domain=[0.7, 1.0]
+    )
     layout["yaxis2"] = axis("% of entries", domain=[0.37, 0.63], range=[-5, 105])
     layout["yaxis3"] = axis("new loss", domain=[0.0, 0.3])
     layout["legend"] = LEGEND_BELOW

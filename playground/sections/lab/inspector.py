@@ -5,6 +5,11 @@ first (as ``jnp.asarray`` does with x64 off) and is then cast to the dtype with
 round-to-nearest-even by numpy / ml_dtypes, which matches ``jnp.astype`` bit for bit. Errors are
 measured in float64 against the value that was typed; every limit comes from the dtype registry.
 
+That plain cast is what ``astype`` does; the float8 step casts with saturation instead
+(``dtypes.saturating_cast``: clip to +-max first), so each view also carries that value. They
+differ only past a format's largest value: 500 is NaN in a plain float8_e4m3fn cast, 448 when
+saturated.
+
 Example::
 
     >>> bit_view(1e-9, "float16").category
@@ -20,7 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from playground.core.dtypes import DTYPES, DtypeFacts, cast, computed_here, dtype_facts
+from playground.core.dtypes import (
+    DTYPES,
+    DtypeFacts,
+    cast,
+    computed_here,
+    dtype_facts,
+    saturating_cast,
+)
 
 CATEGORIES = ("zero", "subnormal", "normal", "inf", "nan")
 # The examples offered in the UI. Each one shows a single fact about the formats.
@@ -33,6 +45,8 @@ PRESETS: tuple[tuple[str, float], ...] = (
     ("0.1: not exact in binary either", 0.1),
     ("1e-6: a float16 subnormal", 1e-6),
     ("1e39: overflows even float32", 1e39),
+    ("500: NaN in a plain float8_e4m3fn cast, 448 saturated (as the float8 step casts)", 500.0),
+    ("1e-4: flushed to zero in float8_e4m3fn, kept by float8_e5m2", 1e-4),
 )
 
 
@@ -46,6 +60,8 @@ class BitView:
     to the next value of the dtype toward +inf (inf at the largest finite value, nan when stored
     is not finite). category is one of CATEGORIES. computed_here is the stored value after one
     compiled product on this backend: 0 for a subnormal where the backend flushes them.
+    saturated is the value after the float8 step's saturating cast (finite values clipped to
+    +-max first); it equals stored except past the largest finite value.
     """
 
     dtype: str
@@ -59,6 +75,7 @@ class BitView:
     gap_to_next: float
     category: str
     computed_here: float
+    saturated: float
 
 
 def _store(value: float, dtype: str) -> np.ndarray:
@@ -85,6 +102,20 @@ def _errors(stored: float, value: float) -> tuple[float, float]:
     return error, abs(error) / abs(value)
 
 
+def _next_up(stored: np.ndarray) -> float:
+    """The next value of the stored value's dtype toward +inf (inf past the largest finite one).
+
+    Stepped on the bit pattern: one more for a positive value, one less for a negative one
+    (its magnitude shrinks), the smallest subnormal after a zero. numpy's nextafter would do,
+    but ml_dtypes' returns NaN for float8_e4m3fn.
+    """
+    unsigned = np.dtype(f"uint{stored.dtype.itemsize * 8}")
+    raw = int(stored.view(unsigned))
+    step = 1 if stored > 0 else -1 if stored < 0 else 1 - raw  # -0 and +0 both go to raw 1
+    following = float(np.asarray(raw + step, unsigned).view(stored.dtype))
+    return math.inf if math.isnan(following) else following
+
+
 def bit_view(value: float, dtype: str) -> BitView:
     """How ``value`` is stored in ``dtype``: the rounded value, its bits and the rounding error.
 
@@ -98,10 +129,10 @@ def bit_view(value: float, dtype: str) -> BitView:
     raw = int(stored_array.view(np.dtype(f"uint{facts.bits}")))
     bits = format(raw, f"0{facts.bits}b")
     exponent_end = 1 + facts.exponent_bits
-    with np.errstate(over="ignore", invalid="ignore"):
-        following = np.nextafter(stored_array, np.asarray(np.inf, dtype=stored_array.dtype))
-        gap = float(following) - stored if math.isfinite(stored) else math.nan
+    gap = _next_up(stored_array) - stored if math.isfinite(stored) else math.nan
     error, relative = _errors(stored, value)
+    with np.errstate(over="ignore"):
+        saturated = float(saturating_cast(np.float64(value).astype(np.float32), dtype))
     return BitView(
         dtype=dtype,
         input=value,
@@ -114,6 +145,7 @@ def bit_view(value: float, dtype: str) -> BitView:
         gap_to_next=gap,
         category=_category(stored, facts),
         computed_here=computed_here(value, dtype),
+        saturated=saturated,
     )
 
 

@@ -3,7 +3,8 @@
 Rule, for a config and its compute dtype::
 
     K        = min(floor(log2(max of the dtype)) + 1, log2(the loss_scale setting's maximum))
-               # just past the dtype's largest value, and never past a legal loss scale
+               # just past the dtype's largest value, and never past a legal loss scale;
+               # for float8 the gradient format's (E5M2, max 57344): S scales the gradients
     baseline = the float32 twin (S = 1)
     for each S (jax.lax.map, one compiled program, 8 scales per batch to bound memory):
         mixed        = the step at S in the dtype
@@ -30,11 +31,11 @@ from flax import nnx
 
 from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
-from playground.core.dtypes import dtype_facts
+from playground.core.dtypes import dtype_facts, gradient_format
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, build_model
 from playground.core.optimizers import build_optimizer
-from playground.core.step import step_trace
+from playground.core.step import compute_format, compute_settings, step_trace
 from playground.core.user_data import UserData, fitted
 from playground.settings import SWEEP_BUDGET, ConfigError, StepConfig, settings
 
@@ -42,11 +43,12 @@ SAFE_FACTOR = 2.0
 
 
 def _log2_max(dtype: str) -> int:
-    return math.floor(math.log2(dtype_facts(dtype).max))
+    return math.floor(math.log2(dtype_facts(gradient_format(dtype)).max))
 
 
 def sweep_exponents(dtype: str) -> np.ndarray:
-    """0, 1, ..., K: the last scale exceeds the dtype's largest finite value (see the rule)."""
+    """0, 1, ..., K: the last scale exceeds the largest finite value of the compute dtype's
+    gradient format (see the rule)."""
     legal = math.floor(math.log2(settings()["loss_scale"].high))
     return np.arange(0, min(_log2_max(dtype) + 1, legal) + 1)
 
@@ -73,7 +75,7 @@ def _flat(params: dict[str, jax.Array]) -> jax.Array:
     return jnp.concatenate([leaf.ravel() for leaf in params.values()])
 
 
-@functools.partial(jax.jit, static_argnames=("compute_dtype", "model", "optimizer"))
+@functools.partial(jax.jit, static_argnames=("compute_dtype", "fp8_scaling", "model", "optimizer"))
 def _curves_over_scales(
     model_seed,
     x,
@@ -83,6 +85,7 @@ def _curves_over_scales(
     scales,
     *,
     compute_dtype: str,
+    fp8_scaling: str | None,
     model: ModelChoice,
     optimizer: str,
 ):
@@ -99,7 +102,7 @@ def _curves_over_scales(
     baseline_grads = _flat(baseline.grads)
 
     def at_scale(scale):
-        mixed = trace(StaticLossScale(scale), jnp.dtype(compute_dtype))
+        mixed = trace(StaticLossScale(scale), compute_format(compute_dtype, fp8_scaling))
         # Per parameter, then the worst: the kernel's and the bias's gradients can differ by
         # orders of magnitude, and a joint norm would hide the smaller one's error.
         rel_error = jnp.max(
@@ -157,7 +160,7 @@ def run_sweep(config: StepConfig, data: UserData | None = None) -> SweepReport:
         config,
         scales,
         batch=batch,
-        compute_dtype=config.compute_dtype,
+        **compute_settings(config),
         model=config.model_choice,
         optimizer=config.optimizer,
     )

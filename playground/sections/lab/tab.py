@@ -13,9 +13,14 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from playground.core.dtypes import COMPUTE_DTYPES, DTYPES
+from playground.core.dtypes import COMPUTE_DTYPES, DTYPES, FLOAT8_FORMATS, gradient_format
 from playground.core.report import StepReport
-from playground.sections.lab.charts import activation_histogram, magnitude_histogram, sweep_figure
+from playground.sections.lab.charts import (
+    SCALED_LABEL,
+    activation_histogram,
+    magnitude_histogram,
+    sweep_figure,
+)
 from playground.sections.lab.inspector import PRESETS, inspect_number
 from playground.sections.lab.summary import sweep_summary
 from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
@@ -79,19 +84,39 @@ class SweepViews(NamedTuple):
 
 
 def magnitude_table(report: StepReport) -> str:
-    """The before/after-scaling counters as a Markdown table of shares."""
+    """The counters as a Markdown table of shares, each row named as the magnitude chart names
+    the same gradients.
+
+    The JSON summary's "after scaling" counts are the scaled gradients, shown as the chart's
+    SCALED_LABEL; its "before scaling" counts are the float32 gradient cast to the dtype with
+    no loss scale (what the step would hold without scaling). Only the shown names change:
+    the JSON keys are part of the API.
+    """
     counts = report.magnitudes
     total = counts["entries"]["total"]
+    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
+    shown_as = {
+        "before scaling": f"without loss scaling (float32 gradient cast to {dtype})",
+        "after scaling": SCALED_LABEL,
+    }
     rows = [
-        f"| {when} | " + " | ".join(f"{n / total:.1%} ({n:,})" for n in kinds.values()) + " |"
+        f"| {shown_as.get(when, when)} | "
+        + " | ".join(f"{n / total:.1%} ({n:,})" for n in kinds.values())
+        + " |"
         for when, kinds in counts.items()
         if when != "entries"
     ]
     kinds = list(counts["before scaling"])
     header = "| | " + " | ".join(kinds) + " |\n" + "|---" * (len(kinds) + 1) + "|\n"
+    recipe = (
+        " (float8: E5M2 is the format of the gradient arriving at each matmul's output; these "
+        "parameter gradients are float32 sums of its products, placed on E5M2's ranges)"
+        if dtype != report.config.compute_dtype
+        else ""
+    )
     return (
-        f"Gradient entries in {report.config.compute_dtype} ({total:,} in all), "
-        "by where they land:\n\n" + header + "\n".join(rows) + "\n"
+        f"Gradient entries in {dtype} ({total:,} in all), "
+        f"by where they land{recipe}:\n\n" + header + "\n".join(rows) + "\n"
     )
 
 
@@ -157,9 +182,14 @@ def inspect_event(number: Any) -> str:
             print_exception=False,
         )
     views = inspect_number(value)
-    # One column per dtype and one row per property: four columns stay readable on a phone.
+    # One column per dtype and one row per property: short columns stay readable on a phone.
+    # "stored value" is the plain cast (astype); the float8 step saturates instead.
     fields = (
         ("stored value", lambda v: f"{v.stored:.9g}"),
+        (
+            "the float8 step's cast (saturating)",
+            lambda v: f"{v.saturated:.9g}" if v.dtype in FLOAT8_FORMATS.values() else "",
+        ),
         ("as computed here", lambda v: f"{v.computed_here:.9g}"),
         ("kind", lambda v: v.category),
         ("sign bit", lambda v: f"`{v.sign_bit}`"),
@@ -188,7 +218,10 @@ def build_tab() -> dict[str, gr.components.Component]:
         gr.Markdown(SWEEP_INTRO)
         components["sweep_button"] = gr.Button("Sweep the loss scale", variant="primary")
         components["sweep_reading"] = gr.Markdown(elem_id="sweep-reading")
-        components["sweep_plot"] = plot_slot("Loss-scale sweep")
+        # No empty chart box before the first sweep: the chart appears once a sweep drew it.
+        with gr.Column(visible=False) as sweep_chart:
+            components["sweep_plot"] = plot_slot("Loss-scale sweep")
+        components["sweep_chart"] = sweep_chart
         with gr.Accordion("Sweep numbers (JSON, CSV)", open=False):
             components["sweep_json"] = gr.JSON(label="sweep")
             components["sweep_files"] = gr.File(label="sweep downloads", file_count="multiple")
@@ -235,6 +268,12 @@ def wire(demo: gr.Blocks, components: dict[str, Any], inputs: list[Any]) -> None
         concurrency_limit=1,
         concurrency_id="heavy",  # the sweep and the training run share one lane
         show_progress="full",
+    ).success(  # a private event, so the sweep endpoint's outputs stay the figure itself
+        lambda: gr.Column(visible=True),
+        outputs=components["sweep_chart"],
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
     )
     number, presets = components["number"], components["number_presets"]
     inspection = components["inspection"]

@@ -6,10 +6,13 @@ import numpy as np
 
 from playground.core.report import StepReport
 from playground.views.plotly import (
+    COUNT_FORMAT,
+    ERROR_COLOR,
     FLOAT32_COLOR,
     LEGEND_BELOW,
     MIXED_COLOR,
     TEXT_COLOR,
+    WARNING_TEXT_COLOR,
     Figure,
     axis,
     bar_trace,
@@ -22,29 +25,133 @@ from playground.views.plotly import (
     subsample,
 )
 
+LOSS_TIMES = ("before<br>the step", "after<br>the step")
+DOT_OFFSET = 0.08  # the mixed dots sit left of each time, the float32 dots right of it
+
+
+def _shown_loss(value: float) -> str:
+    return f"{value:.6g}" if np.isfinite(value) else str(value).replace("nan", "NaN")
+
+
+def _loss_range(values: list[float]) -> tuple[list[float] | None, str]:
+    """The loss panel's y range and axis title: zoomed to the finite losses, so a gap of 0.1%
+    between the paths shows, and titled as not starting at 0 whenever it does not."""
+    finite = [v for v in values if np.isfinite(v)]
+    if not finite:
+        return None, "MSE loss"
+    low, high = min(finite), max(finite)
+    pad = max(0.2 * (high - low), 1e-6 * max(abs(low), abs(high)), 1e-30)
+    bottom = max(low - pad, 0.0)  # an MSE is never negative
+    title = "MSE loss" if bottom == 0 else "MSE loss (zoomed: axis does not start at 0)"
+    return [bottom, high + pad], title
+
+
+def _non_finite_note(x: float, xref: str, yref: str, text: str) -> dict:
+    """A red note at the top of a panel, where a non-finite value would have been drawn."""
+    return {
+        "x": x,
+        "y": 1,
+        "xref": xref,
+        "yref": f"{yref} domain",
+        "yanchor": "top",
+        "text": text,
+        "showarrow": False,
+        "font": {"color": WARNING_TEXT_COLOR, "size": 12},
+    }
+
 
 def loss_figure(report: StepReport) -> Figure:
-    """Grouped bars: the unscaled loss before and after the step, mixed vs float32."""
+    """The unscaled loss before and after the step, in two panels, so a 0.002 gap is visible.
+
+    Left: the four losses as dots (mixed left, float32 right of each time) on an axis zoomed to
+    their values, titled as not starting at 0; their values are in the hover and the headline
+    table (labels beside dots this close would collide on a phone). Right: mixed - float32 as
+    bars from 0, where 0 means the two paths agree. A non-finite loss (float16 with an
+    overflowing scale) gets no dot but a red note naming it (NaN, inf) in its place, in both
+    panels.
+    """
     dtype = report.config.compute_dtype
-    traces = []
-    for name, color, before, after in (
-        (f"mixed ({dtype})", MIXED_COLOR, report.mixed_initial_loss, report.mixed_new_loss),
-        ("float32", FLOAT32_COLOR, report.float32_initial_loss, report.float32_new_loss),
-    ):
-        values = [before, after]
-        traces.append(
+    paths = (
+        (f"mixed ({dtype})", MIXED_COLOR, -DOT_OFFSET,
+         (report.mixed_initial_loss, report.mixed_new_loss)),
+        ("float32", FLOAT32_COLOR, DOT_OFFSET,
+         (report.float32_initial_loss, report.float32_new_loss)),
+    )  # fmt: skip
+    data, notes = [], []
+    for name, color, offset, values in paths:
+        x = [index + offset for index in range(len(LOSS_TIMES))]
+        data.append(
             {
-                "type": "bar",
-                "x": ["before the step", "after the step"],
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": x,
                 "y": [v if np.isfinite(v) else None for v in values],
-                "text": [f"{v:.6g}" for v in values],
-                "textposition": "auto",
+                "customdata": list(LOSS_TIMES),
                 "name": name,
-                "marker": {"color": color},
-                "hovertemplate": "%{x}: %{text}<extra>" + name + "</extra>",
+                "line": {"color": color, "width": 2},
+                "marker": {"color": color, "size": 11},
+                "hovertemplate": "%{customdata}: %{y:.7g}<extra>" + name + "</extra>",
             }
         )
-    return {"data": traces, "layout": base_layout("Loss before and after", "", "MSE loss")}
+        notes += [
+            _non_finite_note(at, "x", "y", f"{name.split()[0]}: {_shown_loss(v)}")
+            for at, v in zip(x, values, strict=True)
+            if not np.isfinite(v)
+        ]
+    differences = [
+        report.mixed_initial_loss - report.float32_initial_loss,
+        report.mixed_new_loss - report.float32_new_loss,
+    ]
+    data.append(
+        {
+            "type": "bar",
+            "x": list(LOSS_TIMES),
+            "y": [d if np.isfinite(d) else None for d in differences],
+            "text": [f"{d:+.2g}" if np.isfinite(d) else "" for d in differences],
+            "textposition": "outside",
+            "constraintext": "none",  # full size even above a phone's narrow bar
+            "textfont": {"color": TEXT_COLOR, "size": 12},
+            "cliponaxis": False,
+            "name": "mixed - float32",
+            "marker": {"color": ERROR_COLOR},
+            "xaxis": "x2",
+            "yaxis": "y2",
+            "hovertemplate": "%{x}: %{y:+.4g}<extra>mixed - float32</extra>",
+        }
+    )
+    notes += [
+        _non_finite_note(when, "x2", "y2", f"difference: {_shown_loss(d)}")
+        for when, d in zip(LOSS_TIMES, differences, strict=True)
+        if not np.isfinite(d)
+    ]
+    y_range, y_title = _loss_range([v for *_, values in paths for v in values])
+    layout = base_layout("Loss before and after the step", "", y_title, annotations=notes)
+    layout["xaxis"].update(
+        domain=[0, 0.56],
+        tickvals=list(range(len(LOSS_TIMES))),
+        ticktext=list(LOSS_TIMES),
+        range=[-0.7, len(LOSS_TIMES) - 0.3],
+        showgrid=False,
+        zeroline=False,
+    )
+    if y_range is not None:
+        layout["yaxis"]["range"] = y_range
+    layout["xaxis2"] = axis("", domain=[0.7, 1], anchor="y2")
+    layout["yaxis2"] = axis(
+        "mixed - float32", anchor="x2", zerolinecolor=TEXT_COLOR, zerolinewidth=1
+    )
+    finite = [d for d in differences if np.isfinite(d)]
+    if finite:  # from 0, with room beyond each bar for its label
+        low, high = min(0.0, *finite), max(0.0, *finite)
+        room = 0.25 * (high - low)
+        layout["yaxis2"]["range"] = (
+            [low - room if low < 0 else 0.0, high + room if high > 0 else 0.0]
+            if room
+            else [-1.0, 1.0]  # the paths agree exactly: bars of height 0 on a plain axis
+        )
+    layout["legend"] = LEGEND_BELOW
+    layout["margin"]["b"] = 70
+    return {"data": data, "layout": layout}
 
 
 def shown_params(report: StepReport) -> list:
@@ -89,7 +196,9 @@ def gradient_histograms(report: StepReport) -> Figure:
         layout[f"xaxis{suffix}"] = axis(f"{param.name} gradient entry")
         # Whole ticks when counts are small: no "0.5 entries" on the bias histogram.
         small = {"dtick": 1} if max(data[-1]["y"] + data[-2]["y"]) < 10 else {}
-        layout[f"yaxis{suffix}"] = axis("entries", rangemode="tozero", **small)
+        layout[f"yaxis{suffix}"] = axis(
+            "entries", rangemode="tozero", tickformat=COUNT_FORMAT, **small
+        )
     layout["height"] = 600
     layout["legend"] = LEGEND_BELOW
     layout["margin"]["b"] = 110

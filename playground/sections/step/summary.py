@@ -11,8 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.dtypes import dtype_facts, subnormals_flushed_here
+from playground.core.dtypes import (
+    dtype_facts,
+    forward_format,
+    gradient_format,
+    subnormals_flushed_here,
+)
 from playground.core.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
+from playground.sections.step.float8_summary import float8_sentences, float8_summary
 from playground.views.numbers import agreeing_digits, json_number
 
 PARAM_STATS = (
@@ -52,6 +58,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         },
         "magnitudes": report.magnitudes,
         "activations": [activation_summary(a) for a in report.activations],
+        "float8": float8_summary(report),
         "causes": causes(report),
         "reading": reading(report) if sentences is None else sentences,
     }
@@ -141,7 +148,8 @@ def causes(report: StepReport) -> list[str]:
 
 def _cause_sentence(code: str, report: StepReport) -> str:
     config, dtype = report.config, report.config.compute_dtype
-    facts = dtype_facts(dtype)
+    # The forward pass's format and the gradients' (float8: E4M3 and E5M2; else both dtype).
+    forward, gradient = forward_format(dtype), gradient_format(dtype)
     if code == "data_overflow":
         return (
             f"The data are beyond even float32: the float32 twin's loss is "
@@ -153,13 +161,14 @@ def _cause_sentence(code: str, report: StepReport) -> str:
             f"The {dtype} forward pass overflows on its own, before any loss scaling: the "
             f"{dtype} loss is {report.mixed_initial_loss:.6g} (then {report.mixed_new_loss:.6g}) "
             f"where float32's is {report.float32_initial_loss:.6g} (then "
-            f"{report.float32_new_loss:.6g}), past {dtype}'s largest value {facts.max:.4g}. No "
-            "loss scale helps here; smaller data or bfloat16's wider range do."
+            f"{report.float32_new_loss:.6g}), past {forward}'s largest value "
+            f"{dtype_facts(forward).max:.4g}. No loss scale helps here; smaller data or "
+            "bfloat16's wider range do."
         )
     if code == "scaled_gradient_overflow":
         return (
             f"A fixed loss scale of {config.loss_scale:.6g} is too large here: the scaled "
-            f"gradients overflowed {dtype} and reached the update unchanged, which is what "
+            f"gradients overflowed {gradient} and reached the update unchanged, which is what "
             "dynamic loss scaling detects and skips."
         )
     if code == "gradient_underflow":
@@ -176,11 +185,20 @@ def _cause_sentence(code: str, report: StepReport) -> str:
                 sentence += " The losses read 0 for the same reason."
             return sentence
         lost = sum(p.underflow_count for p in report.params.values())
+        # Current scaling fits every tensor to its format whatever S is (delayed scaling's
+        # first step uses scale 1, like none, so S still matters there).
+        if report.float8 and config.fp8_scaling == "current":
+            return (
+                f"{lost:,} gradient entries came out as zero that are not zero in float32. "
+                "Current scaling already fits each tensor's largest entry to its format, so a "
+                "loss scale cannot lift them: the float8 roundings themselves lost them (an "
+                "entry flushed next to its tensor's largest, or a forward value rounded to zero)."
+            )
         return (
-            f"A loss scale of {config.loss_scale:.6g} is too small for {dtype}'s range: {lost:,} "
-            f"gradient entries came out as zero that are not zero in float32 (values at or "
-            f"below {facts.smallest_subnormal / 2:.3g} round to zero in {dtype}). A larger "
-            "scale lifts them into range."
+            f"A loss scale of {config.loss_scale:.6g} is too small for {gradient}'s range: "
+            f"{lost:,} gradient entries came out as zero that are not zero in float32 (values "
+            f"at or below {dtype_facts(gradient).smallest_subnormal / 2:.3g} round to zero in "
+            f"{gradient}). A larger scale lifts them into range."
         )
     return (
         f"The learning rate {config.lr:.6g} is too large for this data: the float32 twin's loss "
@@ -195,12 +213,12 @@ def reading(report: StepReport) -> list[str]:
     Every cause of ``causes(report)`` gets its own sentence, after the general ones.
     """
     dtype = report.config.compute_dtype
-    facts = dtype_facts(dtype)
+    facts = dtype_facts(forward_format(dtype))  # float8: E4M3's digits, the forward format's
     digits = agreeing_digits(report.mixed_new_loss, report.float32_new_loss)
     flushed = {p.name for p in _flushed_in_both(report)}
     agreement = (
-        f"they agree to {digits:.1f} significant digits, while {dtype} itself keeps about "
-        f"{facts.decimal_digits:.1f}"
+        f"they agree to {digits:.1f} significant digits, while {facts.name} itself keeps "
+        f"about {facts.decimal_digits:.1f}"
     )
     if flushed:
         agreement += ", but only because both gradients were flushed to zero (see below)"
@@ -217,8 +235,9 @@ def reading(report: StepReport) -> list[str]:
             f"The mixed step {direction} its loss (from {report.mixed_initial_loss:.6g} to "
             f"{report.mixed_new_loss:.6g})."
         )
+    sentences += float8_sentences(report)
     for param in report.params.values():
-        sentences.append(_param_sentence(param, dtype, param.name in flushed))
+        sentences.append(_param_sentence(param, gradient_format(dtype), param.name in flushed))
     for activation in report.activations:
         if activation.zero_count:
             sentences.append(

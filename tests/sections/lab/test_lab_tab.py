@@ -167,7 +167,13 @@ def test_dynamics_refuses_bad_arguments_naming_the_field(steps, mode, period, fi
 
 def test_inspector_shows_float16_flushing_what_bfloat16_keeps():
     table = _table(inspect_event(1e-9))
-    assert list(table["stored value"]) == ["float32", "bfloat16", "float16"]
+    assert list(table["stored value"]) == [
+        "float32",
+        "bfloat16",
+        "float16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+    ]
     assert table["stored value"]["float16"] == "0"
     assert table["kind"]["float16"] == "zero"
     assert table["kind"]["bfloat16"] == "normal"
@@ -179,6 +185,16 @@ def test_inspector_shows_bfloat16_rounding_one_plus_a_bit_to_one():
     assert table["stored value"]["bfloat16"] == "1"
     assert table["stored value"]["float32"] != "1"
     assert float(table["stored value"]["float32"]) == pytest.approx(1 + 1e-4, rel=2**-23)
+
+
+def test_inspector_shows_e4m3s_plain_cast_and_the_float8_steps_saturated_one():
+    table = _table(inspect_event(500))
+    saturated = table["the float8 step's cast (saturating)"]
+    # E4M3FN has no inf: the plain cast of 500 is NaN; the step clips to its largest, 448.
+    assert table["stored value"]["float8_e4m3fn"] == "nan"
+    assert saturated["float8_e4m3fn"] == f"{(2 - 2 * 2**-3) * 2 ** (15 - 7):g}" == "448"
+    assert saturated["float8_e5m2"] == table["stored value"]["float8_e5m2"] == "512"
+    assert saturated["float32"] == ""  # no step saturates a 16- or 32-bit format
 
 
 @pytest.mark.parametrize("value", [math.nan, "abc", None, True])
@@ -231,6 +247,19 @@ def test_magnitude_bands_sit_at_the_format_limits(dtype):
     assert [note["text"] for note in notes] == band_labels(dtype)
     for shape, note in zip(shapes, notes, strict=True):
         assert note["x"] == pytest.approx((shape["x0"] + shape["x1"]) / 2)
+
+
+def test_float8_magnitudes_are_placed_on_e5m2_the_gradient_format():
+    outputs = run_step(*_values(**SMALL, compute_dtype="float8"))
+    figure = json.loads(outputs[MAGNITUDES].plot)
+    assert figure["layout"]["title"]["text"] == "Gradient magnitudes against float8_e5m2's ranges"
+    limits = _format_limits(5, 2)  # E5M2 is IEEE-style: largest 57344, subnormals to 2^-16
+    shapes = figure["layout"]["shapes"]
+    assert shapes[1]["x0"] == math.log2(limits["smallest_subnormal"]) - 1 == -17
+    assert shapes[2]["x1"] == pytest.approx(math.log2(limits["max"]), abs=1e-12)
+    counters = outputs[TEXT_OUTPUTS - 1]
+    assert counters.startswith("Gradient entries in float8_e5m2")
+    assert "E5M2 is the format of the gradient arriving at each matmul's output" in counters
 
 
 def test_magnitude_bands_move_when_the_compute_dtype_changes():

@@ -70,3 +70,16 @@ def test_sweep_summary_reading_names_the_window_and_the_users_scale():
     assert summary["safe_log2_scales"][0] <= 10 <= summary["safe_log2_scales"][-1]
     assert "inside" in summary["reading"][1]
     assert any("overflow" in sentence for sentence in summary["reading"])
+
+
+def test_float8_sweeps_to_just_past_e5m2s_largest_and_current_scaling_makes_s_moot():
+    # E5M2 (the recipe's gradient format, IEEE-style: bias 15, 2 mantissa bits) tops out at
+    # 1.75 x 2^15, so the sweep ends at 2^16.
+    assert sweep_exponents("float8")[-1] == math.floor(math.log2(1.75 * 2.0**15)) + 1 == 16
+    sweep = run_sweep(StepConfig(n=32, d_in=8, d_out=4, compute_dtype="float8"))
+    assert sweep.exponents.tolist() == list(range(17))
+    # Current scaling maps every gradient's amax to 57344 whatever S is: with S a power of two
+    # the float8 roundings, and so the error and the new loss, are the same at every scale.
+    assert np.all(sweep.rel_error == sweep.rel_error[0]) and 0 < sweep.rel_error[0] < 1
+    assert np.all(sweep.new_loss == sweep.new_loss[0])
+    assert sweep.safe.all() and not sweep.nonfinite_share.any()

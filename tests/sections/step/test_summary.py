@@ -3,10 +3,13 @@ import math
 import subprocess
 import sys
 
+import ml_dtypes
+import numpy as np
 import pytest
 
 from playground import StepConfig, run_report, summarize
 from playground.__main__ import main
+from playground.core.data import make_batch
 from playground.settings import LOSS_SCALE_MAX
 from playground.views.numbers import agreeing_digits, json_number
 
@@ -50,3 +53,22 @@ def test_cli_reports_bad_input_without_a_traceback():
     assert result.returncode == 2
     assert "n (batch rows N) must be an integer in [1, 4096]" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_float8_reading_names_the_scaling_and_counts_what_flushed():
+    # Inputs near 2^-10, below half E4M3's smallest subnormal (2^-10 itself), with no scaling.
+    config = StepConfig(
+        n=32, d_in=8, d_out=4, compute_dtype="float8", fp8_scaling="none", input_scale=2.0**-10
+    )
+    summary = summarize(run_report(config))
+    x, _ = make_batch(config)
+    flushed = int(np.sum((x != 0) & (x.astype(ml_dtypes.float8_e4m3fn) == 0)))
+    assert 0 < flushed < x.size
+    tensors = {t["role"]: t for t in summary["float8"]}
+    assert tensors["input"]["flushed"] == flushed and tensors["input"]["scale"] == 1
+    assert tensors["gradient"]["format"] == "float8_e5m2"
+    reading = " ".join(summary["reading"])
+    assert "No per-tensor scaling (fp8_scaling none)" in reading
+    assert f"(kernel input {flushed:,} of {x.size:,})" in reading
+    assert "float8_e4m3fn (largest 448, smallest subnormal 0.00195)" in reading
+    json.dumps(summary, allow_nan=False)

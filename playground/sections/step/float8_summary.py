@@ -1,0 +1,106 @@
+"""A float8 step in words and JSON: the recipe, the scaling used, what saturated or flushed.
+
+Rule: every number is read from the report's float8 tensors (``core.float8.Float8Tensor``) or
+from the dtype registry; a report of another compute dtype has nothing to say here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playground.core.dtypes import FLOAT8_FORMATS, dtype_facts
+from playground.core.float8 import Float8Tensor
+from playground.core.report import StepReport
+from playground.views.numbers import json_number
+
+ROLE_NAMES = {"input": "input", "kernel": "weights", "gradient": "gradient"}
+
+
+def float8_summary(report: StepReport) -> list[dict[str, Any]]:
+    """One dict per quantized tensor (layer, role, format, amax, scale, saturated, flushed,
+    size); empty unless the compute dtype is float8."""
+    return [
+        {field: json_number(value) if isinstance(value, float) else value
+         for field, value in vars(tensor).items()}
+        for tensor in report.float8
+    ]  # fmt: skip
+
+
+def _name(tensor: Float8Tensor) -> str:
+    return f"{tensor.layer} {ROLE_NAMES[tensor.role]}"
+
+
+def _limits(fmt: str) -> str:
+    facts = dtype_facts(fmt)
+    return f"{fmt} (largest {facts.max:g}, smallest subnormal {facts.smallest_subnormal:.3g})"
+
+
+def _listed(tensors: list[Float8Tensor], field: str) -> str:
+    """'<name>: n of size, ...' for the tensors where ``field`` is nonzero, at most six."""
+    hits = [t for t in tensors if getattr(t, field)]
+    parts = [f"{_name(t)} {getattr(t, field):,} of {t.size:,}" for t in hits[:6]]
+    return "; ".join(parts) + ("; ..." if len(hits) > 6 else "")
+
+
+def _scales(tensors: list[Float8Tensor]) -> str:
+    """Each tensor's amax and scale for a shallow model; their range for a deep one."""
+    if len(tensors) <= 6:
+        return "; ".join(f"{_name(t)}: amax {t.amax:.3g}, scale {t.scale:.4g}" for t in tensors)
+    low = min(tensors, key=lambda t: t.scale)
+    high = max(tensors, key=lambda t: t.scale)
+    return f"from {low.scale:.4g} ({_name(low)}) to {high.scale:.4g} ({_name(high)})"
+
+
+def float8_sentences(report: StepReport) -> list[str]:
+    """The recipe, the scaling this step used (with its numbers), what saturated and flushed."""
+    tensors = list(report.float8)
+    if not tensors:
+        return []
+    config = report.config
+    forward, gradient = FLOAT8_FORMATS["forward"], FLOAT8_FORMATS["gradient"]
+    sentences = [
+        (
+            f"The float8 recipe casts the input and weights of every matmul to "
+            f"{_limits(forward)} and the gradient arriving at its output to {_limits(gradient)}; "
+            "the products add up in float32, and the bias, the activations, the loss and the "
+            "loss scale stay float32. Values beyond a format's largest are clipped to it "
+            f"(saturation, as TransformerEngine casts), where a plain cast to {forward} would "
+            "give NaN."
+        )
+    ]
+    if config.fp8_scaling == "none":
+        sentences.append(
+            "No per-tensor scaling (fp8_scaling none): each tensor is cast as it is, so only the "
+            f"loss scale {config.loss_scale:.6g} moves the gradients within {gradient}'s range."
+        )
+    elif config.fp8_scaling == "current":
+        sentences.append(
+            "Current scaling: each tensor was multiplied by its format's largest value over its "
+            "own amax (largest |entry|) before the cast, so its largest entry lands on that "
+            "value and a power-of-two loss scale changes nothing in the rounding. Scales: "
+            f"{_scales(tensors)}."
+        )
+    else:
+        sentences.append(
+            "Delayed scaling takes each tensor's scale from the largest amax of the last "
+            f"{config.amax_history} steps (TransformerEngine's rule). This single step starts a "
+            "fresh history, which has no past: it used TransformerEngine's initial scale 1 for "
+            "every tensor, the same as no scaling, and the new loss used the scales the next "
+            "step would take from this step's amax values. The Training dynamics tab carries "
+            "the history from step to step."
+        )
+    saturated = sum(t.saturated for t in tensors)
+    flushed = sum(t.flushed for t in tensors)
+    total = sum(t.size for t in tensors)
+    saturated_list = f" ({_listed(tensors, 'saturated')})" if saturated else ""
+    flushed_list = f" ({_listed(tensors, 'flushed')})" if flushed else ""
+    sentences.append(
+        "Saturated (beyond the format's range once scaled, so clipped to its largest value "
+        f"where a plain cast gives NaN or inf): {saturated:,} of {total:,} quantized "
+        f"entries{saturated_list}."
+    )
+    sentences.append(
+        "Flushed to zero (nonzero, but at most half the format's smallest subnormal once "
+        f"scaled): {flushed:,} of {total:,}{flushed_list}."
+    )
+    return sentences

@@ -1,0 +1,116 @@
+"""The magnitude chart's band labels and the names of the two views of the gradients."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from playground import StepConfig, run_report
+from playground.core.dtypes import DTYPES
+from playground.sections.lab.charts import (
+    SCALED_LABEL,
+    UNSCALED_LABEL,
+    _binade_axis,
+    activation_histogram,
+    magnitude_histogram,
+)
+from playground.sections.step.summary import summarize
+
+FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+# Every low-precision format of the registry, with its band widths: bfloat16's flush and
+# subnormal bands are 1 and 8 of about 270 binades; float8 E5M2 (the float8 recipe's gradients)
+# has a 3-binade subnormal band.
+FORMATS = tuple(name for name in DTYPES if name != "float32")
+# log2 of the data's smallest and largest nonzero magnitude: inside the normal range, far below
+# it (a wide flush band), far above it (a wide overflow band), and both.
+DATA_RANGES = ((-3.0, 3.0), (-60.0, 2.0), (-2.0, 60.0), (-150.0, 140.0))
+PLOT_WIDTHS = (260, 330, 500, 800, 1100, 1400)  # px: a phone's plot area to a desktop's
+SMALL = {"n": 32, "d_in": 8, "d_out": 4}
+
+
+def _text_width(text: str, size: float) -> float:
+    """Width in px of ``text`` at ``size`` px, measured in DejaVu Sans (Chromium's sans-serif
+    here, and wider than Open Sans or Arial); 0.62 em per character without the font."""
+    try:
+        from PIL import ImageFont
+
+        return ImageFont.truetype(str(FONT), size).getlength(text)
+    except (ImportError, OSError):
+        return 0.62 * size * len(text)
+
+
+def _label_boxes(layout: dict, plot_width: float) -> list[tuple[str, float, float, float, float]]:
+    """(text, left, right, bottom, top) of each band label in px: x from the plot's left edge,
+    y upwards from the plot's top edge, as Plotly places a bottom-anchored note at y = 1."""
+    first, last = layout["xaxis"]["range"]
+    boxes = []
+    for note in layout["annotations"]:
+        assert note["yref"] == "paper" and note["y"] == 1 and note["yanchor"] == "bottom"
+        size = note["font"]["size"]
+        centre = (note["x"] - first) / (last - first) * plot_width
+        half = _text_width(note["text"], size) / 2
+        bottom = note.get("yshift", 0)
+        boxes.append((note["text"], centre - half, centre + half, bottom, bottom + 1.3 * size))
+    return boxes
+
+
+@pytest.mark.parametrize(("dtype", "data"), itertools.product(FORMATS, DATA_RANGES))
+def test_band_labels_never_overlap_each_other_or_the_title(dtype, data):
+    layout = _binade_axis(dtype, *data).layout("Gradient magnitudes", "log2 |gradient entry|")
+    assert [note["text"].split(",")[0] for note in layout["annotations"]] == [
+        "flushed to 0",
+        "subnormal",
+        "normal",
+        "overflow",
+    ]
+    top_margin = layout["margin"]["t"]
+    title_bottom = top_margin / 2 + layout["title"]["font"]["size"] * 0.65  # centred in margin
+    for width in PLOT_WIDTHS:
+        boxes = _label_boxes(layout, width)
+        for one, other in itertools.combinations(boxes, 2):
+            apart = one[2] + 1 <= other[1] or other[2] + 1 <= one[1]
+            stacked = one[4] <= other[3] or other[4] <= one[3]
+            assert apart or stacked, (dtype, data, width, one, other)
+        highest = max(box[4] for box in boxes)
+        assert top_margin - highest >= title_bottom, (dtype, data, width, highest)
+
+
+def test_narrow_neighbouring_bands_stack_and_wide_ones_share_the_first_row():
+    layout = _binade_axis("bfloat16", -3.0, 3.0).layout("t", "x")
+    rows = {note["text"]: note.get("yshift", 0) for note in layout["annotations"]}
+    # bfloat16's flush band (1 binade) sits right beside its subnormal band (8 binades).
+    assert rows["flushed to 0"] != rows["subnormal, flushed here"]
+    assert rows["normal"] == 0
+
+
+def test_chart_legend_and_table_name_the_gradients_alike():
+    # The page first: a section's tab imports ui.controls, whose package imports the page.
+    import playground.ui  # noqa: F401
+    from playground.sections.lab.tab import magnitude_table
+
+    report = run_report(StepConfig(**SMALL, compute_dtype="float16"))
+    legend = [trace["name"] for trace in magnitude_histogram(report)["data"]]
+    assert legend == [SCALED_LABEL, UNSCALED_LABEL]
+    table = magnitude_table(report)
+    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
+    assert rows[1:] == ["without loss scaling (float32 gradient cast to float16)", SCALED_LABEL]
+    assert "before scaling" not in table and "after scaling" not in table
+    # The JSON summary keeps its keys: scripts read them.
+    assert {"before scaling", "after scaling"} <= set(summarize(report)["magnitudes"])
+
+
+def test_activation_chart_names_its_gradients_as_the_magnitude_chart_does():
+    report = run_report(StepConfig(**SMALL, model="mlp"))
+    figure = activation_histogram(report)
+    assert figure["layout"]["xaxis"]["title"]["text"].endswith(SCALED_LABEL)
+    assert len(figure["layout"]["annotations"]) == 4  # the same bands, labelled the same way
+
+
+def test_activation_chart_of_a_linear_model_is_a_short_note_without_axes():
+    figure = activation_histogram(run_report(StepConfig(**SMALL, compute_dtype="float16")))
+    assert figure["data"] == []
+    assert "choose mlp" in figure["layout"]["title"]["text"]
+    assert figure["layout"]["height"] <= 150
+    assert not figure["layout"]["xaxis"]["visible"] and not figure["layout"]["yaxis"]["visible"]

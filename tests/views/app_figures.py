@@ -1,0 +1,53 @@
+"""Every figure the app draws (step, lab, sweep, dynamics), for a few settings that matter.
+
+The settings cover each compute dtype, float16's underflow (tiny data, S = 1) and its overflow
+(S = 2^16: non-finite gradients and a NaN loss); the sweep and the training run use float16,
+whose sweep has both a safe window and overflowing scales and whose dynamic run skips steps.
+Each new (shape, dtype) compiles once, so they all share one small shape.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from playground import StepConfig, run_report
+from playground.core.dtypes import COMPUTE_DTYPES
+from playground.sections.dynamics.charts import DYNAMICS_FIGURES
+from playground.sections.dynamics.train import run_dynamics
+from playground.sections.lab.charts import activation_histogram, magnitude_histogram, sweep_figure
+from playground.sections.lab.sweep import run_sweep
+from playground.sections.step.charts import FIGURES
+
+SMALL = {"n": 32, "d_in": 8, "d_out": 4}
+TINY_FLOAT16 = {"compute_dtype": "float16", "input_scale": 2.0**-12, "target_scale": 2.0**-12}
+SETTINGS = {
+    **{dtype: StepConfig(**SMALL, compute_dtype=dtype) for dtype in COMPUTE_DTYPES},
+    "float16 underflow": StepConfig(**SMALL, **TINY_FLOAT16, loss_scale=1.0),
+    "float16 overflow": StepConfig(**SMALL, compute_dtype="float16", loss_scale=2.0**16),
+}
+SWEEPS = ("float16 underflow",)
+DYNAMICS = {"float16 dynamic": (SETTINGS["float16 overflow"], 12, "dynamic", 3)}
+
+
+@functools.cache
+def step_figures() -> dict[str, dict]:
+    """'<settings>: <figure>' -> figure dict, for every chart of the step event."""
+    figures = {}
+    for name, config in SETTINGS.items():
+        report = run_report(config)
+        for draw in (*FIGURES, magnitude_histogram, activation_histogram):
+            figures[f"{name}: {draw.__name__}"] = draw(report)
+    return figures
+
+
+@functools.cache
+def all_figures() -> dict[str, dict]:
+    """Every figure: the step event's, the sweep's and the training run's."""
+    figures = dict(step_figures())
+    for name in SWEEPS:
+        figures[f"{name}: sweep_figure"] = sweep_figure(run_sweep(SETTINGS[name]))
+    for name, (config, steps, mode, period) in DYNAMICS.items():
+        dynamics = run_dynamics(config, steps, mode, period)
+        for draw in DYNAMICS_FIGURES:
+            figures[f"{name}: {draw.__name__}"] = draw(dynamics)
+    return figures
