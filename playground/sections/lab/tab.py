@@ -84,8 +84,8 @@ class SweepViews(NamedTuple):
 
 
 def magnitude_table(report: StepReport) -> str:
-    """The counters as a Markdown table of shares, each row named as the magnitude chart names
-    the same gradients.
+    """The counters as a Markdown table of shares: a row per kind (lost to zero, subnormal,
+    non-finite), a column per view, each named as the magnitude chart names the same gradients.
 
     The JSON summary's "after scaling" counts are the scaled gradients, shown as the chart's
     SCALED_LABEL; its "before scaling" counts are the float32 gradient cast to the dtype with
@@ -99,15 +99,23 @@ def magnitude_table(report: StepReport) -> str:
         "before scaling": f"without loss scaling (float32 gradient cast to {dtype})",
         "after scaling": SCALED_LABEL,
     }
-    rows = [
-        f"| {shown_as.get(when, when)} | "
-        + " | ".join(f"{n / total:.1%} ({n:,})" for n in kinds.values())
-        + " |"
-        for when, kinds in counts.items()
-        if when != "entries"
-    ]
+    # One column per view and one row per kind: the long view names wrap in the header, so the
+    # numbers stay readable beside the headline.
+    views = [when for when in counts if when != "entries"]
     kinds = list(counts["before scaling"])
-    header = "| | " + " | ".join(kinds) + " |\n" + "|---" * (len(kinds) + 1) + "|\n"
+    header = (
+        "| | "
+        + " | ".join(shown_as.get(when, when) for when in views)
+        + " |\n"
+        + "|---" * (len(views) + 1)
+        + "|\n"
+    )
+    rows = [
+        f"| {kind} | "
+        + " | ".join(f"{counts[when][kind] / total:.1%} ({counts[when][kind]:,})" for when in views)
+        + " |"
+        for kind in kinds
+    ]
     recipe = (
         " (float8: E5M2 is the format of the gradient arriving at each matmul's output; these "
         "parameter gradients are float32 sums of its products, placed on E5M2's ranges)"
