@@ -44,7 +44,10 @@ BAND_COLORS = {
     "overflow": "rgba(225, 87, 89, 0.16)",
 }
 
-LEGEND_BELOW = {"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0}
+# At the bottom of the whole figure, not at a fraction of the plot's height: Plotly then grows
+# the bottom margin to fit it under the tick labels and the axis title, even when a phone's
+# width turns the tick labels on end.
+LEGEND_BELOW = {"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0}
 
 
 def axis(title: str, **extra: Any) -> dict[str, Any]:

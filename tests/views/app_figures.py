@@ -8,10 +8,14 @@ Each new (shape, dtype) compiles once, so they all share one small shape.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+
+import numpy as np
 
 from playground import StepConfig, run_report
 from playground.core.dtypes import COMPUTE_DTYPES
+from playground.core.report import LOG2_HIGH, LOG2_LOW, ActivationReport
 from playground.sections.dynamics.charts import DYNAMICS_FIGURES
 from playground.sections.dynamics.train import run_dynamics
 from playground.sections.lab.charts import activation_histogram, magnitude_histogram, sweep_figure
@@ -29,6 +33,15 @@ SWEEPS = ("float16 underflow",)
 DYNAMICS = {"float16 dynamic": (SETTINGS["float16 overflow"], 12, "dynamic", 3)}
 
 
+def with_hidden_layer(report):
+    """``report`` with one made-up hidden activation gradient (2 zeros, 8 entries near 2^-5):
+    the activation chart with data, without compiling an MLP."""
+    counts = np.zeros(LOG2_HIGH - LOG2_LOW, np.int64)
+    counts[-5 - LOG2_LOW] = 8
+    layer = ActivationReport(layer=0, zero_count=2, nonfinite_count=0, size=10, log2_counts=counts)
+    return dataclasses.replace(report, activations=(layer,))
+
+
 @functools.cache
 def step_figures() -> dict[str, dict]:
     """'<settings>: <figure>' -> figure dict, for every chart of the step event."""
@@ -37,6 +50,8 @@ def step_figures() -> dict[str, dict]:
         report = run_report(config)
         for draw in (*FIGURES, magnitude_histogram, activation_histogram):
             figures[f"{name}: {draw.__name__}"] = draw(report)
+    hidden = with_hidden_layer(run_report(SETTINGS["bfloat16"]))
+    figures["bfloat16 with a hidden layer: activation_histogram"] = activation_histogram(hidden)
     return figures
 
 

@@ -84,7 +84,7 @@ class _BinadeAxis(NamedTuple):
         layout["legend"] = LEGEND_BELOW
         # Each raised row of labels lifts the title by two rows, so the title, centred in the
         # top margin, stays clear of the highest label.
-        layout["margin"].update(t=80 + 2 * LABEL_ROW * max(rows), b=90)
+        layout["margin"]["t"] = 80 + 2 * LABEL_ROW * max(rows)
         return layout
 
 
@@ -269,5 +269,4 @@ def sweep_figure(sweep: SweepReport) -> Figure:
     layout["yaxis2"] = axis("% of entries", domain=[0.37, 0.63], range=[-5, 105])
     layout["yaxis3"] = axis("new loss", domain=[0.0, 0.3])
     layout["legend"] = LEGEND_BELOW
-    layout["margin"]["b"] = 110
     return {"data": data, "layout": layout}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from playground.core.report import StepReport
@@ -26,11 +28,17 @@ from playground.views.plotly import (
 )
 
 LOSS_TIMES = ("before<br>the step", "after<br>the step")
+DIFFERENCE_TIMES = ("before", "after")  # shorter: the narrow panel keeps them level on a phone
 DOT_OFFSET = 0.08  # the mixed dots sit left of each time, the float32 dots right of it
 
 
 def _shown_loss(value: float) -> str:
     return f"{value:.6g}" if np.isfinite(value) else str(value).replace("nan", "NaN")
+
+
+def _short(value: float) -> str:
+    """Two significant digits, signed, exponent without padding: +0.0024, -4.7e-9."""
+    return re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{value:+.2g}")
 
 
 def _loss_range(values: list[float]) -> tuple[list[float] | None, str]:
@@ -105,9 +113,9 @@ def loss_figure(report: StepReport) -> Figure:
     data.append(
         {
             "type": "bar",
-            "x": list(LOSS_TIMES),
+            "x": list(DIFFERENCE_TIMES),
             "y": [d if np.isfinite(d) else None for d in differences],
-            "text": [f"{d:+.2g}" if np.isfinite(d) else "" for d in differences],
+            "text": [_short(d) if np.isfinite(d) else "" for d in differences],
             "textposition": "outside",
             "constraintext": "none",  # full size even above a phone's narrow bar
             "textfont": {"color": TEXT_COLOR, "size": 12},
@@ -116,12 +124,12 @@ def loss_figure(report: StepReport) -> Figure:
             "marker": {"color": ERROR_COLOR},
             "xaxis": "x2",
             "yaxis": "y2",
-            "hovertemplate": "%{x}: %{y:+.4g}<extra>mixed - float32</extra>",
+            "hovertemplate": "%{x} the step: %{y:+.4g}<extra>mixed - float32</extra>",
         }
     )
     notes += [
         _non_finite_note(when, "x2", "y2", f"difference: {_shown_loss(d)}")
-        for when, d in zip(LOSS_TIMES, differences, strict=True)
+        for when, d in zip(DIFFERENCE_TIMES, differences, strict=True)
         if not np.isfinite(d)
     ]
     y_range, y_title = _loss_range([v for *_, values in paths for v in values])
@@ -150,7 +158,6 @@ def loss_figure(report: StepReport) -> Figure:
             else [-1.0, 1.0]  # the paths agree exactly: bars of height 0 on a plain axis
         )
     layout["legend"] = LEGEND_BELOW
-    layout["margin"]["b"] = 70
     return {"data": data, "layout": layout}
 
 
@@ -201,7 +208,6 @@ def gradient_histograms(report: StepReport) -> Figure:
         )
     layout["height"] = 600
     layout["legend"] = LEGEND_BELOW
-    layout["margin"]["b"] = 110
     return {"data": data, "layout": layout}
 
 

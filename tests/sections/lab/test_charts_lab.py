@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from playground import StepConfig, run_report
 from playground.core.dtypes import DTYPES
+from playground.core.report import LOG2_HIGH, LOG2_LOW, ActivationReport
 from playground.sections.lab.charts import (
     SCALED_LABEL,
     UNSCALED_LABEL,
@@ -103,8 +106,12 @@ def test_chart_legend_and_table_name_the_gradients_alike():
 
 
 def test_activation_chart_names_its_gradients_as_the_magnitude_chart_does():
-    report = run_report(StepConfig(**SMALL, model="mlp"))
-    figure = activation_histogram(report)
+    report = run_report(StepConfig(**SMALL, compute_dtype="float16"))
+    counts = np.zeros(LOG2_HIGH - LOG2_LOW, np.int64)
+    counts[-5 - LOG2_LOW] = 8  # one made-up hidden layer: no MLP to compile
+    layer = ActivationReport(layer=0, zero_count=2, nonfinite_count=0, size=10, log2_counts=counts)
+    figure = activation_histogram(dataclasses.replace(report, activations=(layer,)))
+    assert figure["data"][0]["y"][0] == 2 and sum(figure["data"][0]["y"]) == 10
     assert figure["layout"]["xaxis"]["title"]["text"].endswith(SCALED_LABEL)
     assert len(figure["layout"]["annotations"]) == 4  # the same bands, labelled the same way
 

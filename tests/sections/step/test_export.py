@@ -268,9 +268,15 @@ def test_settings_the_step_does_not_read_do_not_change_the_script():
     config = CASES["f16-overflow"]
     ignored = config.replace(steps=10, mode="dynamic", period=3, hidden_layers=5, activation="tanh")
     assert export_script(ignored) == export_script(config)
+    # float8's settings, while the dtype is not float8.
+    assert export_script(config.replace(fp8_scaling="delayed", amax_history=4)) == export_script(
+        config
+    )
 
 
-@pytest.mark.parametrize(("field", "value"), [("model", "mlp"), ("optimizer", "adam")])
+@pytest.mark.parametrize(
+    ("field", "value"), [("model", "mlp"), ("optimizer", "adam"), ("compute_dtype", "float8")]
+)
 def test_a_step_the_script_cannot_reproduce_is_refused(field, value):
     with pytest.raises(ConfigError) as raised:
         export_script(StepConfig(**{field: value}))
