@@ -48,15 +48,16 @@ import numpy as np
 import optax
 from flax import nnx
 
-from playground.core import metrics, rounding
+from playground.core import rounding
 from playground.core.compiled import freeze, run_compiled
 from playground.core.dtypes import forward_format
-from playground.core.float8 import STATS, AmaxHistory, Float8Recipe, matmul_layers
-from playground.core.loss_scale import all_finite, make_loss_scale
+from playground.core.float8 import AmaxHistory, Float8Recipe, matmul_layers
+from playground.core.loss_scale import make_loss_scale
 from playground.core.models import build_model
 from playground.core.optimizers import build_optimizer
-from playground.core.step import compute_format, compute_settings, low_precision_loss
+from playground.core.step import compute_format, compute_settings
 from playground.core.user_data import UserData, fitted
+from playground.sections.dynamics.one_step import float32_mse, in_param_dtype, scaled_step, widened
 from playground.settings import MAX_STEPS, StepConfig, check_setting
 
 
@@ -110,99 +111,6 @@ class DynamicsReport:
 
 
 _ROUNDING_STREAM = 0x73726E64  # "srnd": keeps the rounding bits apart from nnx.Rngs' streams
-
-
-def _float32_loss(graphdef, params, x, y):
-    return low_precision_loss(nnx.merge(graphdef, params), x, y, jnp.float32)
-
-
-def _lost_share(before, after, updates, kept=None) -> jax.Array:
-    """Share of all parameter entries whose nonzero update left the stored value unchanged
-    (and, where ``kept`` masks are given, the rounding's state as well)."""
-    lost = jax.tree.map(metrics.lost_update_mask, before, after, updates)
-    if kept is not None:
-        lost = jax.tree.map(jnp.logical_and, lost, kept)
-    lost = jax.tree.map(jnp.sum, lost)
-    size = sum(leaf.size for leaf in jax.tree.leaves(before))
-    return sum(jax.tree.leaves(lost)) / size
-
-
-def _widened(param: jax.Array) -> jax.Array:
-    """A float8-stored parameter as float32 (the same value); any other parameter as it is."""
-    return param.astype(jnp.float32) if jnp.finfo(param.dtype).bits == 8 else param
-
-
-def _add_nearest(params, updates):
-    """p + update rounded to nearest in p's dtype (float8 takes no implicit promotion)."""
-
-    def add(param, update):
-        if jnp.finfo(param.dtype).bits == 8:
-            return (param.astype(jnp.float32) + update).astype(param.dtype)
-        return optax.apply_updates(param, update)
-
-    return jax.tree.map(add, params, updates)
-
-
-def _scaled_step(
-    graphdef, params, x, y, policy, compute, tx, opt_state, rounded=None, history=None
-):
-    """One scaled low-precision step of ``params`` (master float32 or stored in low precision).
-
-    ``compute``: a jnp dtype or the float8 recipe. ``rounded``: None for p + update rounded to
-    nearest, else (rounding, its state, key) for ``rounding.apply_rounded``. ``history``
-    (float8 only): the run's AmaxHistory, whose scales the step uses and which records the
-    step. Returns (new params, new optimizer state, finite flag, lost-update share, new
-    rounding state, saturated share, new history).
-    """
-    # The values the step differentiates at: float8-stored parameters as float32 (see the rule).
-    point = jax.tree.map(_widened, params)
-    metas = history.metas() if history is not None else ()
-
-    def scaled_loss(point, metas):
-        loss = low_precision_loss(nnx.merge(graphdef, point), x, y, compute, float8_metas=metas)
-        return policy.scale(loss.astype(jnp.float32))
-
-    # Unscaled in float32, so the unscaling itself cannot underflow, then held in the dtype the
-    # parameters are stored in: float32 for the masters, the compute dtype for the pure run, whose
-    # optimizer state (momentum, Adam's moments) is therefore in the compute dtype too (float32
-    # for a float8-stored run, whose point is float32).
-    scaled_grads, float8_stats = jax.grad(scaled_loss, argnums=(0, 1))(point, metas)
-    grads = jax.tree.map(lambda g, p: g.astype(p.dtype), policy.unscale(scaled_grads), point)
-    updates, opt_state = tx.update(grads, opt_state, point)
-    finite = all_finite(grads)
-    saturated = jnp.float32(0)
-    if history is not None:
-        totals = float8_stats.sum(axis=(0, 1))
-        saturated = totals[STATS.index("saturated")] / totals[STATS.index("size")]
-        history = history.record(float8_stats)
-    if rounded is None:
-        new_params = _add_nearest(params, updates)
-        lost = _lost_share(params, new_params, updates)
-        return new_params, opt_state, finite, lost, None, saturated, history
-    mode, state, key = rounded
-    new_params, new_state = rounding.apply_rounded(mode, params, updates, state, key)
-    if state is not None:
-        # A skipped step's update is zero, yet Kahan would still fold c into p: keep both.
-        skip = policy.skips_nonfinite & ~finite
-        new_params, new_state = jax.tree.map(
-            lambda old, new: jnp.where(skip, old, new), (params, state), (new_params, new_state)
-        )
-    kept = rounding.unchanged(state, new_state)
-    lost = _lost_share(params, new_params, updates, kept)
-    return new_params, opt_state, finite, lost, new_state, saturated, history
-
-
-def _in_param_dtype() -> optax.GradientTransformation:
-    """Hold each update in its parameter's dtype (a no-op for float32 masters).
-
-    The pure run's update is thus a compute-dtype number, as its gradient and state are; and
-    optax.apply_if_finite's two branches (update, skip) agree on dtypes.
-    """
-
-    def update(updates, state, params=None):
-        return jax.tree.map(lambda u, p: u.astype(p.dtype), updates, params), state
-
-    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
 def capacity(steps: int) -> int:
@@ -259,7 +167,7 @@ def _three_runs(
     history = None
     if isinstance(compute, Float8Recipe):
         history = AmaxHistory.fresh(len(matmul_layers(network)), amax_history)
-    plain = optax.chain(build_optimizer(optimizer, lr), _in_param_dtype())
+    plain = optax.chain(build_optimizer(optimizer, lr), in_param_dtype())
     start = make_loss_scale(mode, loss_scale, period)
     # Only a skipping policy (dynamic) drops non-finite updates; the exercise's fixed scale
     # lets them through.
@@ -274,7 +182,7 @@ def _three_runs(
 
     def one_step(carry, index):
         float32_params, float32_opt, runs = carry
-        float32_loss, grads = jax.value_and_grad(_float32_loss, argnums=1)(
+        float32_loss, grads = jax.value_and_grad(float32_mse, argnums=1)(
             graphdef, float32_params, x, y
         )
         updates, float32_opt = plain.update(grads, float32_opt, float32_params)
@@ -282,12 +190,12 @@ def _three_runs(
         outputs = {"float32_loss": float32_loss}
         new_runs = {}
         for name, (params, opt_state, policy, state, history) in runs.items():
-            outputs[f"{name}_loss"] = _float32_loss(graphdef, params, x, y)
+            outputs[f"{name}_loss"] = float32_mse(graphdef, params, x, y)
             outputs[f"{name}_scale"] = policy.loss_scale
             rounded = None
             if name == "pure" and pure_rounding != "nearest":
                 rounded = (pure_rounding, state, jax.random.fold_in(rounding_key, index))
-            params, opt_state, finite, lost, state, saturated, history = _scaled_step(
+            params, opt_state, finite, lost, state, saturated, history = scaled_step(
                 graphdef, params, x, y, policy, compute, tx, opt_state, rounded, history
             )
             outputs[f"{name}_skipped"] = start.skips_nonfinite & ~finite
@@ -304,7 +212,7 @@ def _three_runs(
     pure_state = rounding.init_state(pure_rounding, pure)
     runs = {
         "mixed": (master, tx.init(master), start, None, history),
-        "pure": (pure, tx.init(jax.tree.map(_widened, pure)), start, pure_state, history),
+        "pure": (pure, tx.init(jax.tree.map(widened, pure)), start, pure_state, history),
     }
     carry = (master, plain.init(master), runs)
     shapes = jax.eval_shape(lambda c: one_step(c, 0)[1], carry)
@@ -316,7 +224,7 @@ def _three_runs(
     finals = {"float32": float32_params} | {name: run[0] for name, run in runs.items()}
     for name, params in finals.items():
         key = f"{name}_loss"
-        buffers[key] = buffers[key].at[steps].set(_float32_loss(graphdef, params, x, y))
+        buffers[key] = buffers[key].at[steps].set(float32_mse(graphdef, params, x, y))
     return buffers
 
 

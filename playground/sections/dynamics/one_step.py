@@ -1,0 +1,111 @@
+"""One step of a training run (float32 masters or parameters stored in low precision).
+
+Rule: a step differentiates the scaled low-precision loss at the stored parameters (widened to
+float32 when they are float8, whose arrays take no implicit promotion), unscales in float32,
+holds the gradient in the parameters' dtype, lets the optimizer make the update, and stores
+p + update with the run's rounding (nearest, or a rule of ``playground.core.rounding``). It
+reports the share of entries whose nonzero update left no trace in what the run stores.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from playground.core import metrics, rounding
+from playground.core.float8 import STATS
+from playground.core.loss_scale import all_finite
+from playground.core.step import low_precision_loss
+
+
+def float32_mse(graphdef, params, x, y):
+    return low_precision_loss(nnx.merge(graphdef, params), x, y, jnp.float32)
+
+
+def _lost_share(before, after, updates, kept=None) -> jax.Array:
+    """Share of all parameter entries whose nonzero update left the stored value unchanged
+    (and, where ``kept`` masks are given, the rounding's state as well)."""
+    lost = jax.tree.map(metrics.lost_update_mask, before, after, updates)
+    if kept is not None:
+        lost = jax.tree.map(jnp.logical_and, lost, kept)
+    lost = jax.tree.map(jnp.sum, lost)
+    size = sum(leaf.size for leaf in jax.tree.leaves(before))
+    return sum(jax.tree.leaves(lost)) / size
+
+
+def widened(param: jax.Array) -> jax.Array:
+    """A float8-stored parameter as float32 (the same value); any other parameter as it is."""
+    return param.astype(jnp.float32) if jnp.finfo(param.dtype).bits == 8 else param
+
+
+def _add_nearest(params, updates):
+    """p + update rounded to nearest in p's dtype (float8 takes no implicit promotion)."""
+
+    def add(param, update):
+        if jnp.finfo(param.dtype).bits == 8:
+            return (param.astype(jnp.float32) + update).astype(param.dtype)
+        return optax.apply_updates(param, update)
+
+    return jax.tree.map(add, params, updates)
+
+
+def scaled_step(graphdef, params, x, y, policy, compute, tx, opt_state, rounded=None, history=None):
+    """One scaled low-precision step of ``params`` (master float32 or stored in low precision).
+
+    ``compute``: a jnp dtype or the float8 recipe. ``rounded``: None for p + update rounded to
+    nearest, else (rounding, its state, key) for ``rounding.apply_rounded``. ``history``
+    (float8 only): the run's AmaxHistory, whose scales the step uses and which records the
+    step. Returns (new params, new optimizer state, finite flag, lost-update share, new
+    rounding state, saturated share, new history).
+    """
+    # The values the step differentiates at: float8-stored parameters as float32 (see the rule).
+    point = jax.tree.map(widened, params)
+    metas = history.metas() if history is not None else ()
+
+    def scaled_loss(point, metas):
+        loss = low_precision_loss(nnx.merge(graphdef, point), x, y, compute, float8_metas=metas)
+        return policy.scale(loss.astype(jnp.float32))
+
+    # Unscaled in float32, so the unscaling itself cannot underflow, then held in the dtype the
+    # parameters are stored in: float32 for the masters, the compute dtype for the pure run, whose
+    # optimizer state (momentum, Adam's moments) is therefore in the compute dtype too (float32
+    # for a float8-stored run, whose point is float32).
+    scaled_grads, float8_stats = jax.grad(scaled_loss, argnums=(0, 1))(point, metas)
+    grads = jax.tree.map(lambda g, p: g.astype(p.dtype), policy.unscale(scaled_grads), point)
+    updates, opt_state = tx.update(grads, opt_state, point)
+    finite = all_finite(grads)
+    saturated = jnp.float32(0)
+    if history is not None:
+        totals = float8_stats.sum(axis=(0, 1))
+        saturated = totals[STATS.index("saturated")] / totals[STATS.index("size")]
+        history = history.record(float8_stats)
+    if rounded is None:
+        new_params = _add_nearest(params, updates)
+        lost = _lost_share(params, new_params, updates)
+        return new_params, opt_state, finite, lost, None, saturated, history
+    mode, state, key = rounded
+    new_params, new_state = rounding.apply_rounded(mode, params, updates, state, key)
+    if state is not None:
+        # A skipped step's update is zero, yet Kahan would still fold c into p: keep both.
+        skip = policy.skips_nonfinite & ~finite
+        new_params, new_state = jax.tree.map(
+            lambda old, new: jnp.where(skip, old, new), (params, state), (new_params, new_state)
+        )
+    kept = rounding.unchanged(state, new_state)
+    lost = _lost_share(params, new_params, updates, kept)
+    return new_params, opt_state, finite, lost, new_state, saturated, history
+
+
+def in_param_dtype() -> optax.GradientTransformation:
+    """Hold each update in its parameter's dtype (a no-op for float32 masters).
+
+    The pure run's update is thus a compute-dtype number, as its gradient and state are; and
+    optax.apply_if_finite's two branches (update, skip) agree on dtypes.
+    """
+
+    def update(updates, state, params=None):
+        return jax.tree.map(lambda u, p: u.astype(p.dtype), updates, params), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
