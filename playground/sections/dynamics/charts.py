@@ -39,8 +39,13 @@ def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
     layout = base_layout(
         "Loss over the steps", "step (0 = before training)", "MSE (float32, log scale)"
     )
-    # Default ticks (a loss curve often spans less than 10x), each labelled with its value.
-    layout["yaxis"].update(type="log", tickformat=LOG_FORMAT)
+    # Each tick labelled with its value. A curve spanning under 1000x (the usual case) gets
+    # ticks at 1, 2 and 5 per decade: Plotly's own choice there, every digit, labels 0.9 on
+    # top of 1. Wider curves keep Plotly's ticks, one per decade or fewer.
+    losses = np.concatenate([dynamics.float32_loss, dynamics.mixed_loss, dynamics.pure_loss])
+    losses = losses[np.isfinite(losses) & (losses > 0)]
+    narrow = losses.size and np.log10(losses.max() / losses.min()) < 3
+    layout["yaxis"].update(type="log", tickformat=LOG_FORMAT, **({"dtick": "D2"} if narrow else {}))
     return {"data": data, "layout": layout}
 
 

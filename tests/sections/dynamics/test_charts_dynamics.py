@@ -11,7 +11,7 @@ import pytest
 from gradio.components.plot import PlotData
 
 from playground import StepConfig
-from playground.sections.dynamics.charts import lost_update_figure
+from playground.sections.dynamics.charts import dynamics_loss_figure, lost_update_figure
 from playground.sections.dynamics.train import run_dynamics
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
@@ -73,3 +73,11 @@ def test_lost_update_axis_shows_zero_to_one_percent_when_nothing_is_lost(dynamic
     )
     low, high = lost_update_figure(nothing)["layout"]["yaxis"]["range"]
     assert low < 0 < high and high == pytest.approx(1.08)
+
+
+def test_loss_axis_labels_whole_values_at_one_two_five_unless_the_curve_spans_decades(dynamics):
+    narrow = dynamics_loss_figure(dynamics)["layout"]["yaxis"]
+    assert (narrow["type"], narrow["tickformat"], narrow["dtick"]) == ("log", "~g", "D2")
+    falling = np.geomspace(1.0, 1e-8, dynamics.float32_loss.size)
+    wide = dataclasses.replace(dynamics, float32_loss=falling)
+    assert "dtick" not in dynamics_loss_figure(wide)["layout"]["yaxis"]  # Plotly's decades
