@@ -79,6 +79,8 @@ DYNAMICS_PER_STEP = (
     "pure_scale",
     "pure_skipped",
     "pure_lost_share",
+    "mixed_saturated_share",
+    "pure_saturated_share",
 )
 
 # --- the directory -------------------------------------------------------------------------
@@ -509,8 +511,9 @@ def dynamics_csv(dynamics: DynamicsReport) -> str:
     (``float32_loss``, ``mixed_loss``, ``pure_loss``, entry k of the report's curves). Rows
     k >= 1 also hold the update that produced that state, the report's entry k - 1 of the
     per-step arrays: ``mixed_scale``, ``mixed_skipped``, ``mixed_lost_share``, ``pure_scale``,
-    ``pure_skipped``, ``pure_lost_share`` (skipped as 1/0). Those fields are empty in row 0,
-    which no update produced.
+    ``pure_skipped``, ``pure_lost_share``, ``mixed_saturated_share``, ``pure_saturated_share``
+    (skipped as 1/0; the saturated shares are 0 but under float8). Those fields are empty in
+    row 0, which no update produced.
     """
     steps = dynamics.steps
     present = np.arange(steps + 1) > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from playground.sections.dynamics.summary import ROUNDING_NAMES
 from playground.sections.dynamics.train import DynamicsReport
 from playground.views.plotly import (
     FLOAT32_COLOR,
@@ -31,7 +32,7 @@ def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
         line_trace(
             x,
             dynamics.pure_loss[picked],
-            f"pure {dtype} parameters",
+            f"pure {dtype} parameters ({ROUNDING_NAMES[dynamics.pure_rounding]})",
             OVERFLOW_COLOR,
             line={"color": OVERFLOW_COLOR, "width": 2, "dash": "dash"},
         ),  # fmt: skip
@@ -49,6 +50,14 @@ def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
     return {"data": data, "layout": layout}
 
 
+# What "lost" means for the pure run under each rounding (see DynamicsReport).
+LOST_MEANING = {
+    "nearest": "updates rounded away (p + delta == p)",
+    "stochastic": "updates that rounded back to p this step (kept only on average)",
+    "kahan": "updates that left no trace in p nor in the compensation buffer",
+}
+
+
 def lost_update_figure(dynamics: DynamicsReport) -> Figure:
     """Share of parameter entries whose update was rounded away, per step, pure vs masters.
 
@@ -61,18 +70,30 @@ def lost_update_figure(dynamics: DynamicsReport) -> Figure:
     picked = subsample(dynamics.steps)
     x = (picked + 1).tolist()  # step k's update is the (k+1)-th: it lines up with the loss after it
     hover = "step %{x}: %{y:.3g}% of entries<extra>"
+    pure = f"pure {dtype} ({ROUNDING_NAMES[dynamics.pure_rounding]})"
     data = [
-        line_trace(x, 100 * dynamics.pure_lost_share[picked], f"pure {dtype}", OVERFLOW_COLOR)
-        | {"hovertemplate": hover + f"pure {dtype}</extra>"},
+        line_trace(x, 100 * dynamics.pure_lost_share[picked], pure, OVERFLOW_COLOR)
+        | {"hovertemplate": hover + f"{pure}</extra>"},
         line_trace(x, 100 * dynamics.mixed_lost_share[picked], "float32 masters", MIXED_COLOR)
         | {"hovertemplate": hover + "float32 masters</extra>"},
     ]
+    curves = [dynamics.pure_lost_share, dynamics.mixed_lost_share]
+    if dynamics.config.compute_dtype == "float8":
+        # float8: the share of the mixed run's quantized entries that saturated at the format's
+        # largest value (delayed scaling clips the step after an amax jump).
+        saturated = 100 * dynamics.mixed_saturated_share[picked]
+        data.append(
+            line_trace(x, saturated, "float8 entries saturated (mixed run)", FLOAT32_COLOR)
+            | {"hovertemplate": "step %{x}: %{y:.3g}% saturated<extra></extra>"}
+        )
+        curves.append(dynamics.mixed_saturated_share)
+    lost = LOST_MEANING[dynamics.pure_rounding]
     layout = base_layout(
-        "Lost-update meter<br><sup>updates rounded away (p + delta == p)</sup>",
+        f"Lost-update meter<br><sup>{lost}</sup>",
         "step",
         "share of entries",
     )
-    shares = 100 * np.concatenate([dynamics.pure_lost_share, dynamics.mixed_lost_share])
+    shares = 100 * np.concatenate(curves)
     shares = shares[np.isfinite(shares)]
     top = float(shares.max()) if shares.size and shares.max() > 0 else 1.0
     layout["yaxis"].update(range=[-0.05 * top, 1.08 * top], ticksuffix="%")

@@ -38,7 +38,9 @@ compute dtype above: plain float32; the mixed step repeated (low-precision compu
 master weights); and parameters stored in the low-precision dtype itself. The lost-update meter
 counts parameter entries whose update was too small to change the stored value. *Dynamic*
 scaling grows the scale after a run of finite steps and halves it, skipping the update, when a
-gradient overflows.
+gradient overflows. *Pure-run rounding* tries the remedies for pure low precision ("Revisiting
+BFloat16 Training", Zamirai et al. 2020): stochastic rounding of each stored value, or Kahan
+summation with a low-precision compensation buffer.
 """
 PLOT_LABELS = {
     "loss_curves": "Loss over the steps",

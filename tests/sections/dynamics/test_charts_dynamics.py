@@ -81,3 +81,17 @@ def test_loss_axis_labels_whole_values_at_one_two_five_unless_the_curve_spans_de
     falling = np.geomspace(1.0, 1e-8, dynamics.float32_loss.size)
     wide = dataclasses.replace(dynamics, float32_loss=falling)
     assert "dtick" not in dynamics_loss_figure(wide)["layout"]["yaxis"]  # Plotly's decades
+
+
+@pytest.mark.parametrize(
+    ("rounding", "words"), [("nearest", "round-to-nearest"), ("kahan", "Kahan summation")]
+)
+def test_the_pure_curves_name_their_rounding(rounding, words):
+    report = run_dynamics(StepConfig(**SMALL, pure_rounding=rounding), 4, "static", 100)
+    names = [t["name"] for t in dynamics_loss_figure(report)["data"]]
+    assert names[2] == f"pure bfloat16 parameters ({words})"
+    meter = lost_update_figure(report)
+    assert meter["data"][0]["name"] == f"pure bfloat16 ({words})"
+    assert "saturated" not in json.dumps(meter["data"])  # no float8, no saturation trace
+    expected = "compensation buffer" if rounding == "kahan" else "p + delta == p"
+    assert expected in meter["layout"]["title"]["text"]

@@ -48,3 +48,13 @@ def test_the_pure_float8_run_stores_e4m3_weights_and_loses_updates(spikes):
     assert spikes.pure_loss[-1] > spikes.mixed_loss[-1]
     reading = " ".join(dynamics_summary(spikes)["reading"])
     assert "saturated" in reading and "steps 5, 10" in reading
+
+
+def test_the_meter_draws_the_saturated_share_beside_the_lost_updates(spikes):
+    from playground.sections.dynamics.charts import lost_update_figure
+
+    figure = lost_update_figure(spikes)
+    (saturated,) = [t for t in figure["data"] if "saturated" in t["name"]]
+    assert saturated["x"] == list(range(1, spikes.steps + 1))  # step k's share at update k + 1
+    assert saturated["y"] == pytest.approx((100 * spikes.mixed_saturated_share).tolist())
+    assert max(figure["layout"]["yaxis"]["range"]) > 100 * spikes.mixed_saturated_share.max()
