@@ -1,4 +1,5 @@
-"""The page in real headless Chromium: it loads, recomputes on input, and fits a phone screen."""
+"""The page in real headless Chromium: it loads, recomputes on a committed input, and fits a phone
+screen. Controls are selected by their elem_id, which is their settings field name."""
 
 from __future__ import annotations
 
@@ -49,13 +50,13 @@ def test_page_recomputes_when_inputs_change(browser, app_url):
         assert page.locator(".js-plotly-plot").count() >= 1
         assert "bfloat16 compute" in page.locator("#headline").inner_text()
 
-        lr = page.get_by_label("learning rate (lr)", exact=True)
+        lr = page.locator("#lr input")
         lr.fill("0.5")
-        lr.press("Enter")
+        lr.press("Enter")  # a number applies on Enter
         second = _wait_for_new_headline(page, first)
         assert second == _expected(lr=0.5)
 
-        page.get_by_role("radio", name="float16", exact=True).check()
+        page.locator("#compute_dtype").get_by_role("radio", name="float16", exact=True).check()
         page.wait_for_function(
             "() => document.querySelector('#headline').innerText.includes('float16 compute')",
             timeout=TIMEOUT_MS,
@@ -74,15 +75,15 @@ def _widths(page) -> tuple[int, int]:
     return tuple(page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]"))
 
 
+def _tab_names(page) -> list[str]:
+    """The section tabs' labels, in order."""
+    return page.locator("#sections [role=tab]").all_inner_texts()
+
+
 def _select_tab(page, name: str) -> None:
-    """Open a tab; on a narrow screen Gradio moves most tabs into a "More tabs" menu."""
-    tab = page.get_by_role("tab", name=name, exact=True)
-    if tab.count():
-        tab.click()
-    else:
-        page.get_by_role("button", name="More tabs").click()
-        page.locator(".overflow-dropdown button", has_text=name).click()
-    page.get_by_role("tab", name=name, exact=True, selected=True).wait_for()
+    """Open a section tab (the tabs wrap onto more rows on a narrow screen, never into a menu)."""
+    page.locator("#sections").get_by_role("tab", name=name, exact=True).click()
+    page.locator("#sections").get_by_role("tab", name=name, exact=True, selected=True).wait_for()
     page.wait_for_timeout(300)  # let the newly shown charts lay themselves out
 
 
@@ -97,7 +98,7 @@ def test_phone_width_has_no_horizontal_overflow(browser, app_url):
         assert scroll_width <= inner_width + 1, f"page is {scroll_width}px wide at {inner_width}px"
 
         # Every tab, not just the first: each holds its own charts and tables.
-        tabs = page.locator(".tab-container.visually-hidden button").all_inner_texts()
+        tabs = _tab_names(page)
         assert len(tabs) >= 4, tabs
         for name in tabs[1:]:
             _select_tab(page, name)

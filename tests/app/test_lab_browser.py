@@ -1,4 +1,5 @@
-"""The "Precision lab" and "Training dynamics" tabs in real headless Chromium."""
+"""The magnitude chart (above the tabs), the "Precision lab" and "Training dynamics" tabs in real
+headless Chromium."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import pytest
 from test_browser import ARTIFACTS, TIMEOUT_MS, _open, _select_tab
 
 from playground import StepConfig
+from playground.sections.dynamics.charts import (
+    dynamics_loss_figure,
+    lost_update_figure,
+    scale_figure,
+)
 from playground.sections.dynamics.summary import dynamics_reading
 from playground.sections.dynamics.train import run_dynamics
 from playground.sections.lab.summary import sweep_reading
@@ -90,19 +96,20 @@ def _check_bands(chart: dict, dtype: str) -> None:
             assert not _overlap(a, b), (dtype, a, b)
 
 
-def test_precision_lab_bands_follow_the_dtype_and_the_sweep_finds_its_window(browser, app_url):
+def test_magnitude_bands_follow_the_dtype_and_the_lab_sweep_finds_its_window(browser, app_url):
     page = _open(browser, app_url, WIDTH, HEIGHT)
     try:
-        _select_tab(page, "Precision lab")
+        # The magnitude chart sits above the tabs, drawn with the headline.
         bfloat16 = _magnitude_chart(page)
         _check_bands(bfloat16, "bfloat16")
 
-        page.get_by_role("radio", name="float16", exact=True).check()
+        page.locator("#compute_dtype").get_by_role("radio", name="float16", exact=True).check()
         float16 = _magnitude_chart(page, old_normal_end=bfloat16["shapes"][2]["x1"])
         _check_bands(float16, "float16")
         assert bfloat16["shapes"][2]["x1"] == pytest.approx(128, abs=0.01)
         assert float16["shapes"][2]["x1"] == pytest.approx(16, abs=0.01)
 
+        _select_tab(page, "Precision lab")
         page.get_by_role("button", name="Sweep the loss scale").click()
         page.wait_for_function(
             "() => (document.querySelector('#sweep-reading')?.innerText || '').includes('window')",
@@ -137,15 +144,18 @@ def test_training_dynamics_tab_trains_and_draws_three_charts(browser, app_url):
     try:
         _select_tab(page, "Training dynamics")
         before = _visible_titles(page)
-        steps = page.get_by_label("number input for training steps (steps)", exact=True)
+        steps = page.locator("#steps input[type=number]")
         steps.fill(str(DYNAMICS_STEPS))
-        steps.press("Tab")
+        steps.press("Tab")  # a slider's number box applies when left
         page.wait_for_function(
-            "n => document.querySelector('input[aria-label=\"range slider for training steps"
-            " (steps)\"]').value === String(n)",
+            "n => document.querySelector('#steps input[type=range]').value === String(n)",
             arg=DYNAMICS_STEPS,
             timeout=TIMEOUT_MS,
         )
+        # The run's other controls, found by their field names, show the defaults it uses.
+        mode = page.locator("#mode").get_by_role("radio", name=defaults()["mode"], exact=True)
+        assert mode.is_checked()
+        assert page.locator("#period input").input_value() == str(defaults()["period"])
         page.get_by_role("button", name="Train the three runs").click()
         page.wait_for_function(
             "n => (document.querySelector('#dynamics-reading')?.innerText || '')"
@@ -154,7 +164,9 @@ def test_training_dynamics_tab_trains_and_draws_three_charts(browser, app_url):
             timeout=TIMEOUT_MS,
         )
         text = page.locator("#dynamics-reading").inner_text()
-        dynamics = run_dynamics(StepConfig(**defaults()), DYNAMICS_STEPS, "static", 100)
+        dynamics = run_dynamics(
+            StepConfig(**defaults()), DYNAMICS_STEPS, defaults()["mode"], defaults()["period"]
+        )
         assert dynamics_reading(dynamics)[0] in text, text
 
         page.wait_for_function(
@@ -167,15 +179,25 @@ def test_training_dynamics_tab_trains_and_draws_three_charts(browser, app_url):
         assert new[0] == "Loss over the steps"
         assert new[1].startswith("Lost-update meter")
         assert new[2] == "Loss scale over the steps (static scaling, mixed run)"
-        # Each chart drew its lines (loss: 3 runs, meter: 2, scale: 1), not just its axes.
+        # Each chart drew its lines (loss: 3 runs, meter: 2, scale: 1), not just its axes: a
+        # path with at least one segment (L, or H / V for a flat or vertical one) per line of
+        # the figure drawn in this process (a run that loses no update draws a flat line).
         lines = page.evaluate(
             "titles => titles.map(t => Array.from(Array.from("
             "document.querySelectorAll('.js-plotly-plot')).find(g => g.layout.title.text === t)"
             ".querySelectorAll('.scatterlayer path.js-line')).filter(p =>"
-            " (p.getAttribute('d') || '').length > 20).length)",
+            " /[LHV]/.test(p.getAttribute('d') || '')).length)",
             new,
         )
-        assert lines == [3, 2, 1], lines
+        figures = (dynamics_loss_figure, lost_update_figure, scale_figure)
+        expected = [
+            sum(
+                "lines" in trace.get("mode", "") and len(trace.get("y") or []) > 1
+                for trace in draw(dynamics)["data"]
+            )
+            for draw in figures
+        ]
+        assert expected == [3, 2, 1] and lines == expected, (lines, expected)
 
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "training_dynamics.png"), full_page=True)

@@ -88,8 +88,14 @@ def test_uploads_through_the_page_name_the_cell_then_drive_the_step(browser, app
 
     page = _open(browser, app_url, 1400, 1000)
     try:
+        shown = page.locator("#headline #mixed-new-loss").inner_text()
         upload(page, bad)
-        page.get_by_text("row 3, column 2 is 'oops', not a number").first.wait_for(state="visible")
+        # The bad file is named in the notice under the file input, the results marked stale.
+        notice = page.locator("#data-notice")
+        expect(notice).to_contain_text("row 3, column 2 is 'oops', not a number", timeout=90_000)
+        expect(page.locator("#status .stale-banner")).to_contain_text("fix `data`")
+        assert page.locator(".toast-body").count() == 0
+        assert page.locator("#headline #mixed-new-loss").inner_text() == shown
     finally:
         page.close()
     # A fresh page: D_out = 2 first (its synthetic result shown), then the file, so each run
@@ -99,7 +105,7 @@ def test_uploads_through_the_page_name_the_cell_then_drive_the_step(browser, app
         value = page.locator("#headline #mixed-new-loss")
         synthetic = run_report(StepConfig(d_out=2)).mixed_new_loss
         page.locator("#d_out input[type=number]").fill("2")
-        page.locator("#d_out input[type=number]").press("Enter")
+        page.locator("#d_out input[type=number]").press("Tab")  # a slider's box applies when left
         expect(value).to_have_text(f"{synthetic:.7g}", timeout=90_000)
         upload(page, good)
         expected = run_report(StepConfig(d_out=2), parse_csv(good.read_bytes(), 2))
@@ -117,8 +123,9 @@ def test_uploaded_data_drives_the_step_through_the_api(client, tmp_path: Path):
     path.write_text(_csv(ROWS))
     settings = [0, 256, 64, 2, 0.05, 1024.0, 0, 1.0, 1.0, "bfloat16"]
     model = ["linear", 2, 64, "relu", "sgd"]
+    # The file by name: it is the last input, after every setting (float8's came later).
     headline, summary, *_ = client.predict(
-        *settings, *model, handle_file(str(path)), api_name="/step"
+        *settings, *model, data=handle_file(str(path)), api_name="/step"
     )
     expected = run_report(
         StepConfig(n=40, d_in=4, d_out=2, lr=0.05), parse_csv(path.read_bytes(), 2)
@@ -128,10 +135,11 @@ def test_uploaded_data_drives_the_step_through_the_api(client, tmp_path: Path):
     assert summary["data"] == {"source": "upload", "name": "mine.csv"}
     assert "your file `mine.csv`, 40 rows of 4 inputs and 2 targets" in headline
     # The same upload drives the sweep and the dynamics.
-    _, sweep, *_ = client.predict(*settings, *model, handle_file(str(path)), api_name="/sweep")
+    upload = {"data": handle_file(str(path))}
+    _, sweep, *_ = client.predict(*settings, *model, **upload, api_name="/sweep")
     assert sweep["config"]["n"] == 40
-    run = [*settings, 5, "static", 100, *model, handle_file(str(path))]
-    _, dynamics, *_ = client.predict(*run, api_name="/dynamics")
+    run = [*settings, 5, "static", 100, *model]
+    _, dynamics, *_ = client.predict(*run, **upload, api_name="/dynamics")
     assert dynamics["config"]["n"] == 40 and dynamics["steps"] == 5
 
 
@@ -154,8 +162,12 @@ def test_a_path_outside_the_upload_folder_is_refused(app_url):
 
     import httpx
 
+    from playground.settings import defaults
+    from playground.ui.controls import STEP_FIELDS
+
     payload = {"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}
-    data = [0, 32, 8, 1, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", "linear", 2, 64, "relu", "sgd"]
+    # Every setting, in the endpoint's order, then the file: the last input.
+    data = [(defaults() | {"n": 32, "d_in": 8, "d_out": 1})[name] for name in STEP_FIELDS]
     with httpx.Client(base_url=app_url, timeout=60) as http:
         posted = http.post("gradio_api/call/step", json={"data": [*data, payload]})
         event_id = posted.json()["event_id"]

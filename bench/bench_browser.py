@@ -1,0 +1,212 @@
+"""The speed a visitor feels: the launched app driven in headless Chromium (Playwright).
+
+Usage: ``python bench/bench_browser.py [--commits 15] [--fresh 6] [--pages 5]``
+
+Launches ``python app.py`` on a free local port (tests/app_server.py) and Debian's Chromium
+(/usr/bin/chromium), warms the server with one page load, then prints medians measured in this
+run against the targets of issue 11:
+  - a committed input at the default shape: the learning rate typed, then Enter, to the new
+    results in the headline (each commit a value not used before, so no cached report answers);
+    target <= 200 ms;
+  - a batch size N never used before: typed into N's slider box and committed (Tab, leaving the
+    box), to the new results in the headline (each new shape compiles once); target <= 1.0 s;
+  - first chart after navigation on the warm server: a fresh browser context (empty cache, a
+    first visit) from navigation start to the first Plotly chart holding data; target <= 3 s.
+
+Every time is taken inside the page (performance.now(): the key press is caught by a capturing
+listener, the headline change by a MutationObserver), so Playwright's own round trips are not
+counted. The last commit's loss is checked against run_report in this process. Prints numbers
+only; it never fails on a time. The server process is always stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "tests"))
+
+from app_server import AppServer  # noqa: E402
+from playground import StepConfig, run_report  # noqa: E402
+from playground.settings import defaults  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
+VIEWPORT = {"width": 1400, "height": 1000}
+TIMEOUT_MS = 120_000
+TARGET_COMMIT_S = 0.2
+TARGET_FRESH_N_S = 1.0
+TARGET_FIRST_CHART_S = 3.0
+
+# Timestamps inside the page: the last Enter or Tab pressed, and when the headline text changes.
+TIMING_JS = """
+window.benchKey = null;
+window.benchChange = null;
+document.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' || event.key === 'Tab') window.benchKey = performance.now();
+}, true);
+// The losses table only: a progress timer inside the headline's block is no result.
+window.benchHeadline = () => (document.querySelector('#headline table') || {}).innerText || '';
+let benchLast = null;
+new MutationObserver(() => {
+    const text = window.benchHeadline();
+    if (text !== benchLast) { benchLast = text; window.benchChange = performance.now(); }
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+# From navigation start (performance.now()'s origin) to the first Plotly chart holding data.
+FIRST_CHART_JS = """
+window.benchFirstChart = null;
+window.benchFirstHeadline = null;
+(function poll() {
+    if (window.benchFirstHeadline === null && document.querySelector('#mixed-new-loss')) {
+        window.benchFirstHeadline = performance.now();
+    }
+    const drawn = Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .some(g => g.data && g.data.length > 0);
+    if (drawn) { window.benchFirstChart = performance.now(); return; }
+    requestAnimationFrame(poll);
+})();
+"""
+
+
+# Seconds from the key press to the first queue request it caused (the browser's own share).
+JOIN_SENT_JS = """() => { const sent = performance.getEntriesByType('resource')
+    .filter(e => e.name.includes('/queue/join') && e.startTime >= window.benchKey);
+    return sent.length ? (sent[0].startTime - window.benchKey) / 1e3 : null; }"""
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.0f} ms"
+
+
+def _commit(page, box_selector: str, text: str, key: str, sent: list | None = None) -> float:
+    """Type ``text`` into the box, press ``key``; seconds from the key to the headline change.
+    Appends to ``sent`` the seconds from the key to the queue request it caused."""
+    before = page.evaluate("window.benchHeadline()")
+    box = page.locator(box_selector)
+    box.fill(text)
+    page.evaluate(
+        "() => { window.benchKey = null; window.benchChange = null;"
+        " performance.clearResourceTimings(); }"
+    )
+    box.press(key)
+    page.wait_for_function(
+        "before => window.benchKey !== null && window.benchHeadline() !== before",
+        arg=before,
+        timeout=TIMEOUT_MS,
+    )
+    if sent is not None:
+        sent.append(page.evaluate(JOIN_SENT_JS))
+    return page.evaluate("window.benchChange - window.benchKey") / 1e3
+
+
+def _visit(page, url: str) -> tuple[float, float]:
+    """Open ``url`` in ``page`` (then close it): seconds from navigation start to the first
+    drawn chart, and to the headline."""
+    page.set_default_timeout(TIMEOUT_MS)
+    page.add_init_script(FIRST_CHART_JS)
+    page.goto(url)
+    page.wait_for_function("() => window.benchFirstChart !== null")
+    times = page.evaluate("[window.benchFirstChart, window.benchFirstHeadline]")
+    page.close()
+    return times[0] / 1e3, times[1] / 1e3
+
+
+def _summary(name: str, times: list[float], target: float) -> str:
+    median = statistics.median(times)
+    return (
+        f"{name}: median {_ms(median)} of {len(times)} (min {_ms(min(times))}, max "
+        f"{_ms(max(times))}) (target <= {_ms(target)}: {verdict(median <= target)})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=15, help="lr commits at the default shape")
+    parser.add_argument("--fresh", type=int, default=6, help="commits of a never-used N")
+    parser.add_argument("--pages", type=int, default=5, help="fresh page loads")
+    args = parser.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    default = defaults()
+    shape = "x".join(str(default[name]) for name in ("n", "d_in", "d_out"))
+    print(f"cpu_count {os.cpu_count()} | load average {os.getloadavg()[0]:.2f} | shape {shape}")
+    server = AppServer(log_name="bench_browser_server.log")
+    try:
+        server.start()
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                _measure(browser, server.url, default, args)
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+    code = server.process.returncode if server.process else None
+    print(f"server stopped (exit code {code}) | load average {os.getloadavg()[0]:.2f}")
+
+
+def _measure(browser, url: str, default: dict, args: argparse.Namespace) -> None:
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.add_init_script(TIMING_JS)
+    page.goto(url)
+    page.locator("#headline #mixed-new-loss").wait_for()
+    page.wait_for_timeout(1000)  # let the first charts' event finish
+
+    # 1. lr commits at the default shape (one warm-up commit first), each lr new.
+    lrs = [round(0.1 + 0.003 * (i + 1), 4) for i in range(args.commits + 1)]
+    _commit(page, "#lr input", str(lrs[0]), "Enter")
+    sent: list = []
+    commits = [_commit(page, "#lr input", str(lr), "Enter", sent) for lr in lrs[1:]]
+    shown = page.locator("#mixed-new-loss").inner_text().strip()
+    report = run_report(StepConfig(**(default | {"lr": lrs[-1]})))
+    if shown != f"{report.mixed_new_loss:.7g}":
+        raise RuntimeError(f"headline {shown} != run_report's {report.mixed_new_loss:.7g}")
+    print(_summary("committed lr -> new loss shown", commits, TARGET_COMMIT_S))
+    sent = [t for t in sent if t is not None]
+    if sent:
+        print(f"  of which Enter -> its queue request sent: median {_ms(statistics.median(sent))}")
+
+    # 2. N never used before on this server: each one a new shape, compiled once.
+    sizes = [default["n"] + 37 * (i + 1) for i in range(args.fresh)]
+    fresh = [_commit(page, "#n input[type=number]", str(n), "Tab") for n in sizes]
+    print(_summary("fresh N (new shape) -> new loss shown", fresh, TARGET_FRESH_N_S))
+    page.close()
+
+    # 3. First chart after navigation, each page a first visit (a new browser context).
+    charts, headlines = [], []
+    for _ in range(args.pages):
+        context = browser.new_context(viewport=VIEWPORT)
+        chart, headline = _visit(context.new_page(), url)
+        charts.append(chart)
+        headlines.append(headline)
+        context.close()
+    name = "navigation -> first chart drawn (first visit, empty cache)"
+    print(_summary(name, charts, TARGET_FIRST_CHART_S))
+    print(
+        f"  navigation -> headline shown, same visits: median {_ms(statistics.median(headlines))}"
+    )
+    # For information: return visits, the page's assets already in the browser's cache.
+    context = browser.new_context(viewport=VIEWPORT)
+    _visit(context.new_page(), url)
+    again = [_visit(context.new_page(), url)[0] for _ in range(args.pages)]
+    context.close()
+    print(
+        f"  navigation -> first chart drawn, return visit (cached assets): median "
+        f"{_ms(statistics.median(again))} of {len(again)}"
+    )
+
+
+if __name__ == "__main__":
+    main()
