@@ -6,3 +6,18 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 # The launched-app fixtures (app_url, client), shared by the API and browser tests.
 pytest_plugins = ["fixtures_app"]
+
+import pytest  # noqa: E402
+
+APP_TESTS = pathlib.Path(__file__).resolve().parent / "app"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``-n 2 --dist loadgroup``, set in pyproject.toml) every test of
+    tests/app runs in one worker, so one launched app and one Chromium serve them all, and the
+    load and fairness tests never share the CPU with a second app; the numerics tests run in the
+    other worker meanwhile. Without xdist the mark does nothing."""
+    for item in items:
+        if APP_TESTS in pathlib.Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.xdist_group("app"))
