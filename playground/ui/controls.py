@@ -111,6 +111,18 @@ def control(name: str, **overrides: Any) -> gr.components.Component:
     return gr.Number(info=info, precision=0 if bounds.integer else None, **options)
 
 
+def commit_triggers(component: Any) -> list[Any]:
+    """The events that commit a control's value: Enter or leaving a number, releasing a slider,
+    picking a choice, uploading or clearing a file (never a keystroke or a programmatic set)."""
+    if isinstance(component, gr.Slider):
+        return [component.release]
+    if isinstance(component, gr.Number):
+        return [component.submit, component.blur]
+    if isinstance(component, gr.File):
+        return [component.upload, component.clear]
+    return [component.input]
+
+
 def as_plot(figure: dict[str, Any]) -> PlotData:
     """A Plotly JSON dict as gr.Plot's own PlotData, sent as is to Plotly.js."""
     return PlotData(type="plotly", plot=json.dumps(figure))

@@ -30,6 +30,7 @@ from playground.ui import page_events
 from playground.ui.controls import (
     DEFAULTS,
     STEP_FIELDS,
+    commit_triggers,
     control,
     core_errors,
     table_handler,
@@ -192,18 +193,6 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> dict[
     return extra
 
 
-def _commit_triggers(component: Any) -> list[Any]:
-    """The events that commit a control's value: Enter or leaving a number, releasing a slider,
-    picking a choice, uploading or clearing a file (never a keystroke or a programmatic set)."""
-    if isinstance(component, gr.Slider):
-        return [component.release]
-    if isinstance(component, gr.Number):
-        return [component.submit, component.blur]
-    if isinstance(component, gr.File):
-        return [component.upload, component.clear]
-    return [component.input]
-
-
 def build_demo() -> gr.Blocks:
     """The page: intro and examples; the controls beside the results (the headline and the
     magnitude figure first, then the section tabs); then the JSON, downloads and code export."""
@@ -290,7 +279,14 @@ def build_demo() -> gr.Blocks:
         lab_tab.wire(demo, components, inputs)
         dynamics_tab.wire(dynamics, controls)
         gr.api(ping, api_name="ping")
-        wire_url_state(demo, controls | dynamics)  # last: the step waits for the URL
+        # The URL names what the results show: it is written when a step answer changes the
+        # last valid settings, or a training setting is committed (never per keystroke).
+        written = [last_valid.change] + [
+            trigger
+            for name in ("steps", "mode", "period", "pure_rounding")
+            for trigger in commit_triggers(dynamics[name])
+        ]
+        wire_url_state(demo, controls | dynamics, written)  # last: the step waits for the URL
     return demo
 
 
@@ -331,7 +327,7 @@ def _wire_page(
 
     triggers = [demo.load]
     for component in inputs:
-        triggers += _commit_triggers(component)
+        triggers += commit_triggers(component)
     once = {"trigger_mode": "always_last", "preprocess": False, "show_progress": "minimal"}
     then_charts(gr.on(triggers, on_commit, [*inputs, last], outputs, **once, **lane))
 
@@ -401,13 +397,25 @@ CSS = """
 """
 
 
-# Gradio's slider commits its number box on leaving it (the "release" event) but not on Enter;
-# this makes Enter leave the box, so every number on the page commits on Enter.
+# Gradio's slider commits its number box on leaving it (the "release" event) but not on Enter,
+# and its track on pointer-up only: Enter leaves the box, and releasing an arrow (Home, End, ...)
+# key on the track counts as a pointer-up, so every control commits from the keyboard too.
 JS = """() => {
   document.addEventListener("keydown", (event) => {
     const box = event.target;
     if (event.key === "Enter" && box.matches && box.matches(".commit-slider input[type=number]")) {
       box.blur();
+    }
+  }, true);
+  // A slider moved with the keyboard commits when its key is released, as a drag does on
+  // pointer-up (Gradio's "release" listens to pointerup only).
+  const moves = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp",
+                 "PageDown"];
+  document.addEventListener("keyup", (event) => {
+    const track = event.target;
+    if (moves.includes(event.key) && track.matches &&
+        track.matches(".commit-slider input[type=range]")) {
+      track.dispatchEvent(new PointerEvent("pointerup", {bubbles: true}));
     }
   }, true);
 }"""

@@ -31,7 +31,7 @@ from playground.core.user_data import UserData
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
 from playground.settings import ConfigError, StepConfig, check_setting, settings
-from playground.ui.controls import STEP_FIELDS, as_plot
+from playground.ui.controls import SLIDERS, STEP_FIELDS, as_plot
 from playground.ui.examples import LESSONS, Lesson, caption_text
 from playground.ui.uploads import user_data
 from playground.views.numbers import json_number
@@ -150,7 +150,19 @@ def commit(values: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any
         for name in INPUTS
     }
     if problems:
-        return notices | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
+        # A slider clamps a refused value in its box (1e40 shows as 4096) after sending it; put
+        # the value the results show back instead, and say so.
+        back = {name: last[name] for name in problems if last and name in SLIDERS and name in last}
+        for name, value in back.items():
+            notices[f"notice:{name}"] = gr.update(
+                value=f"{problems[name]}. The slider is back at {value}, as in the results.",
+                visible=True,
+            )
+        return (
+            notices
+            | {f"control:{name}": value for name, value in back.items()}
+            | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
+        )
     config, data = _config_and_data(values)
     report = cached_report(config, data)
     headline, reading, summary = step_tab.page_texts(report, data.name if data else None)

@@ -9,7 +9,9 @@ Rules:
             and is named, with the core's message, in a notice (``#url-notice``) and a warning.
   order     every other page-load event that reads a setting (the ``step``) runs once the URL has
             been read instead of on load, so the page's first numbers are the URL's settings.
-  writing   after the URL is read and on every committed change of a setting, the browser
+  writing   after the URL is read and on every committed change of a setting (the events the
+            page passes as ``written``: the results' settings changing, a training setting
+            committed; never a keystroke or an invalid value), the browser
             rewrites the query with ``history.replaceState`` (no new history entry): one key per
             setting that differs from its default, in the table's order; keys that are not
             settings (``__theme``, ...) are kept. A link names only what it changes.
@@ -116,14 +118,31 @@ def _write_js(fields: list[str]) -> str:
         const text = query.toString();
         const url = window.location.pathname + (text ? "?" + text : "") + window.location.hash;
         if (url !== window.location.pathname + window.location.search + window.location.hash) {{
+            const before = window.location.href.split("#")[0];
             window.history.replaceState(window.history.state, "", url);
+            const after = window.location.href.split("#")[0];
+            // Plotly (under Gradio's <base href>) writes clip-paths as url('<page address>#id')
+            // with the address when the chart was first drawn; after the rewrite those point
+            // at another document and bars spill out of their axes. Repoint them and the base
+            // each chart uses for its next update.
+            document.querySelectorAll(".js-plotly-plot").forEach((chart) => {{
+                if (chart._context && chart._context._baseUrl) chart._context._baseUrl = after;
+            }});
+            document.querySelectorAll("[clip-path]").forEach((element) => {{
+                const clip = element.getAttribute("clip-path");
+                if (clip && clip.includes(before)) {{
+                    element.setAttribute("clip-path", clip.split(before).join(after));
+                }}
+            }});
         }}
     }}, {WRITE_DELAY_MS});
     return {{__type__: "update", visible: false}};
 }}"""
 
 
-def wire_url_state(demo: gr.Blocks, controls: dict[str, Any]) -> None:
+def wire_url_state(
+    demo: gr.Blocks, controls: dict[str, Any], written: list[Any] | None = None
+) -> None:
     """Put the URL notice and the copy-link button here; keep the settings among ``controls``
     (name -> component; other names are skipped) in the URL both ways.
 
@@ -157,7 +176,8 @@ def wire_url_state(demo: gr.Blocks, controls: dict[str, Any]) -> None:
     _run_after(demo, read["id"], components)
     write = {"fn": None, "inputs": components, "outputs": link, "js": _write_js(fields)}
     read.success(**write, show_progress="hidden")
-    gr.on([component.change for component in components], **write, show_progress="hidden")
+    triggers = written if written is not None else [c.change for c in components]
+    gr.on(triggers, **write, show_progress="hidden")
     copy.click(fn=None, outputs=link, js=COPY_JS, show_progress="hidden")
 
 

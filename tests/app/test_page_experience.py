@@ -267,12 +267,6 @@ def test_a_slider_box_applies_on_leaving_it_or_on_enter(desk):
     assert page.locator("#n input[type=range]").input_value() == str(defaults()["n"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="arrow keys on a slider never commit: Gradio 6 releases only on pointerup or the "
-    "number box's blur, so a keyboard user cannot apply a slider with its handle",
-)
 def test_arrow_keys_on_a_slider_then_leaving_it_apply_it(desk):
     page = desk.page
     _load(desk, charts=False)
@@ -300,12 +294,6 @@ STALE_CLIPS_JS = """() => {
 }"""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="charts drawn before the URL is rewritten keep clip-path url()s naming the old address: "
-    "bars and lines spill out of the axes (the inf/NaN bar over the legend after example 3)",
-)
 def test_charts_stay_clipped_after_the_url_is_rewritten(desk):
     page = desk.page
     _load(desk)  # the charts drawn at the bare address
@@ -426,12 +414,6 @@ def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="after N = 1e40 the slider box shows 4096 (clamped after the run was sent) while the "
-    "notice still says to fix n and the results stay stale",
-)
 def test_a_refused_slider_value_stays_what_its_notice_names(desk):
     page = desk.page
     _load(desk, charts=False)
@@ -447,10 +429,15 @@ def test_a_refused_slider_value_stays_what_its_notice_names(desk):
         " || (loss && loss.textContent.trim() === largest); }",
         arg=largest,
     )
-    if page.locator("#n-notice").is_visible():
-        assert n.input_value() in ("1e40", "1e+40"), (
-            f"the notice says n got 1e+40, the box shows {n.input_value()}"
-        )
+    assert page.locator("#n-notice").is_visible(), "N = 1e40 ran without a notice"
+    # The slider clamps the box after sending 1e40; the page puts back the value the results
+    # show, and the notice says so.
+    shown = str(defaults()["n"])
+    page.wait_for_function(
+        "n => document.querySelector('#n input[type=number]').value === n", arg=shown
+    )
+    notice = page.locator("#n-notice").inner_text()
+    assert "got 1e+40" in notice and f"back at {shown}" in notice, notice
 
 
 # -- examples: one run each, a computed caption, the lesson brought into view ---------------------
@@ -740,11 +727,6 @@ def test_the_inspector_reads_decimal_hex_and_inf_and_replaces_the_table_on_bad_t
     assert page.locator(".toast-body").count() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="'abc' is read by float.fromhex as 0xabc = 2748 and inspected",
-)
 def test_the_inspector_refuses_text_that_is_no_number(desk):
     page = desk.page
     page.locator("#sections").get_by_role("tab", name=lab_tab.TAB_LABEL, exact=True).click()

@@ -163,12 +163,6 @@ def test_hidden_settings_come_from_the_url_and_copy_link_copies_it(browser, app_
         context.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the URL is rewritten on every change of a control (each keystroke), before the value "
-    "is committed or checked, so a copied link names settings the results do not show",
-)
 def test_the_url_names_only_committed_settings(browser, app_url):
     page = _open(browser.new_page(), app_url, _expected())
     try:

@@ -144,13 +144,14 @@ def parse_number(text: Any) -> float:
     Raises gr.Error naming the field for anything else (``abc``, ``nan``, an empty box).
     """
     cleaned = str(text).strip().replace("\u2212", "-").replace(" ", "") if text is not None else ""
-    for read in (float, float.fromhex):
-        try:
-            value = read(cleaned)
-        except ValueError:
-            continue
-        if not math.isnan(value):
-            return value
+    # float.fromhex also reads bare hex digits ("abc" = 2748): only text with 0x is hex here.
+    hexadecimal = cleaned.lower().lstrip("+-").startswith("0x")
+    try:
+        value = float.fromhex(cleaned) if hexadecimal else float(cleaned)
+    except ValueError:
+        value = math.nan
+    if not math.isnan(value):
+        return value
     raise gr.Error(
         f"number must be a decimal (1e-8), a hexadecimal float (0x1p-24) or inf; got {shown(text)}",
         title="Invalid number",

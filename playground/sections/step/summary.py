@@ -219,6 +219,8 @@ def reading(report: StepReport) -> list[str]:
     agreement = (
         f"they agree to {digits:.1f} significant digits, while {facts.name} itself keeps "
         f"about {facts.decimal_digits:.1f}"
+        if math.isfinite(report.mixed_new_loss) and math.isfinite(report.float32_new_loss)
+        else "one of them is not a finite number, so they cannot be compared digit by digit"
     )
     if flushed:
         agreement += ", but only because both gradients were flushed to zero (see below)"

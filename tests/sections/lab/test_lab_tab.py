@@ -283,3 +283,29 @@ def test_old_positional_dynamics_calls_keep_their_meaning():
     assert summary["config"]["model"] == "linear" and summary["config"]["optimizer"] == "sgd"
     named = run_dynamics_event(*old, steps=12, mode="dynamic", period=3)[1]
     assert named == summary
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1e-8", 1e-8),
+        ("0x1p-24", 2.0**-24),
+        ("-0X1.8p1", -3.0),
+        ("inf", math.inf),
+        (" -inf ", -math.inf),
+        ("1e400", math.inf),
+        ("\u22122.5", -2.5),
+    ],
+)
+def test_the_page_inspector_reads_decimal_hex_and_infinite_text(text, value):
+    from playground.sections.lab.tab import parse_number
+
+    assert parse_number(text) == value
+
+
+@pytest.mark.parametrize("text", ["abc", "ff", "nan", "", None, "1e-8x"])
+def test_the_page_inspector_refuses_text_that_is_no_number(text):
+    from playground.sections.lab.tab import inspect_text
+
+    shown = inspect_text(text)
+    assert shown.startswith("**Invalid number**") and "Typed" not in shown, shown

@@ -72,3 +72,14 @@ def test_float8_reading_names_the_scaling_and_counts_what_flushed():
     assert f"(kernel input {flushed:,} of {x.size:,})" in reading
     assert "float8_e4m3fn (largest 448, smallest subnormal 0.00195)" in reading
     json.dumps(summary, allow_nan=False)
+
+
+def test_a_non_finite_loss_is_not_given_agreeing_digits():
+    from playground.sections.step.summary import reading
+
+    report = run_report(
+        StepConfig(n=32, d_in=8, d_out=4, compute_dtype="float16", loss_scale=2.0**16)
+    )
+    first = reading(report)[0]
+    assert not math.isfinite(report.mixed_new_loss)
+    assert "significant digits" not in first and "not a finite number" in first, first
