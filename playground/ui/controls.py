@@ -26,8 +26,27 @@ DEFAULTS = defaults()
 # The API's name of a field where it differs from the field's own.
 API_NAMES = {"model_seed": "seed"}
 # Inputs of the step, sweep and export events: every field but the training-run settings.
-STEP_FIELDS = tuple(name for name, bounds in settings().items() if bounds.group != "dynamics")
-DYNAMICS_FIELDS = tuple(settings())
+# Settings added after the uploaded `data` input existed: the API takes them after `data`, so
+# every older positional call (settings, then the file) keeps its meaning.
+LATE_FIELDS = ("fp8_scaling", "amax_history", "pure_rounding")
+# Every setting of the step, sweep and export events (all but the training-run ones), and of
+# the dynamics event, in the table's order.
+STEP_SETTINGS = tuple(name for name, bounds in settings().items() if bounds.group != "dynamics")
+ALL_SETTINGS = tuple(settings())
+
+
+def api_order(fields: tuple[str, ...], extras: tuple[str, ...] = ("data",)) -> tuple[str, ...]:
+    """An endpoint's inputs in the API's order: the settings that predate ``data`` (table
+    order), the extras, then LATE_FIELDS."""
+    early = tuple(name for name in fields if name not in LATE_FIELDS)
+    return (*early, *extras, *(name for name in fields if name in LATE_FIELDS))
+
+
+STEP_INPUTS = api_order(STEP_SETTINGS)
+DYNAMICS_INPUTS = api_order(ALL_SETTINGS)
+# The settings a positional call passes before `data` (the API's order up to the file).
+STEP_FIELDS = STEP_INPUTS[: STEP_INPUTS.index("data")]
+DYNAMICS_FIELDS = DYNAMICS_INPUTS[: DYNAMICS_INPUTS.index("data")]
 SLIDERS = ("n", "d_in", "d_out", "steps", "hidden_layers")
 
 
@@ -56,29 +75,26 @@ def validated_data(values: dict[str, Any], config: StepConfig) -> UserData | Non
 def table_handler(
     fields: tuple[str, ...], extras: tuple[str, ...] = ("data",)
 ) -> Callable[[Callable], Callable]:
-    """Give ``fn(values: dict)`` the signature ``(seed, n, ..., <fields>, <extras>)``.
+    """Give ``fn(values: dict)`` the signature ``api_order(fields, extras)``: ``(seed, n, ...,
+    data, <LATE_FIELDS among fields>)``.
 
     Fields take the table's defaults; ``extras`` (inputs that are no setting, such as the
-    uploaded ``data`` file) default to None and come last.
+    uploaded ``data`` file) default to None and come after the settings that predate them.
 
     The handler accepts the fields positionally (as the API and the page send them) or by
     keyword, fills omitted trailing ones with their defaults, and passes ``fn`` one dict keyed
     by field name. Gradio reads the signature, so the API documents the same names.
     """
+    names = api_order(fields, extras)
     parameters = [
         inspect.Parameter(
             API_NAMES.get(name, name),
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=DEFAULTS[name],
+            default=None if name in extras else DEFAULTS[name],
         )
-        for name in fields
-    ]
-    parameters += [
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
-        for name in extras
+        for name in names
     ]
     signature = inspect.Signature(parameters)
-    names = fields + extras
 
     def decorate(fn: Callable[[dict[str, Any]], Any]) -> Callable:
         @functools.wraps(fn)

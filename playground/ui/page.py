@@ -30,6 +30,8 @@ from playground.ui import page_events
 from playground.ui.controls import (
     DEFAULTS,
     STEP_FIELDS,
+    STEP_INPUTS,
+    STEP_SETTINGS,
     commit_triggers,
     control,
     core_errors,
@@ -44,8 +46,8 @@ from playground.ui.url_state import wire_url_state
 from playground.views import downloads
 
 TITLE = "Mixed-Precision Step Playground"
-# Inputs of the `step` event, in API order: every input has the table's default, so a
-# gradio_client call may stop after any of them.
+# The settings of the `step` event that come before `data`, in API order (then `data`, then
+# the float8 settings): every input has a default, so a call may stop after any of them.
 INPUT_ORDER = STEP_FIELDS
 LOSS_SCALE_MIN_EXPONENT = math.ceil(math.log2(LOSS_SCALE_MIN))
 LOSS_SCALE_MAX_EXPONENT = math.floor(math.log2(LOSS_SCALE_MAX))
@@ -76,7 +78,7 @@ FIGURE_LABELS = (
 )
 
 
-@table_handler(STEP_FIELDS)
+@table_handler(STEP_SETTINGS)
 def run_step(values: dict[str, Any]) -> StepOutputs:
     """The ``step`` endpoint: (headline Markdown, JSON summary, magnitude counters, figures...).
 
@@ -90,7 +92,7 @@ def run_step(values: dict[str, Any]) -> StepOutputs:
     return StepOutputs(**parts)
 
 
-@table_handler(STEP_FIELDS)
+@table_handler(STEP_SETTINGS)
 def run_downloads(values: dict[str, Any]) -> list[str]:
     """The ``downloads`` endpoint (same inputs as ``step``): the per-entry gradients as CSV and
     the JSON summary, as files. Its own event, so the step itself never writes files."""
@@ -112,7 +114,7 @@ class ExportOutputs(NamedTuple):
     script_file: str
 
 
-@table_handler(STEP_FIELDS)
+@table_handler(STEP_SETTINGS)
 def run_export(values: dict[str, Any]) -> ExportOutputs:
     """The ``export`` endpoint (same inputs as ``step``): a standalone script that reruns this
     step and its float32 twin with jax, flax, optax and numpy only, and prints their new losses
@@ -236,7 +238,7 @@ def build_demo() -> gr.Blocks:
         # The `step` API endpoint's own trigger: scripts call it, the page never clicks it.
         step_api = gr.Button(visible=False)
 
-        inputs = [controls[name] for name in (*INPUT_ORDER, "data")]
+        inputs = [controls[name] for name in STEP_INPUTS]
         last_valid = gr.State(None)
         open_tab = gr.State(page_events.FIRST_TAB)
         drawn = gr.State({})  # tab -> the inputs its charts show
@@ -310,7 +312,7 @@ def _wire_page(
         }
 
     def values_of(args: tuple) -> dict[str, Any]:
-        return dict(zip((*INPUT_ORDER, "data"), args, strict=False))
+        return dict(zip(STEP_INPUTS, args, strict=False))
 
     def on_commit(*args: Any) -> dict[Any, Any]:
         return answer(page_events.commit(values_of(args[:-1]), args[-1]))

@@ -31,12 +31,12 @@ from playground.core.user_data import UserData
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
 from playground.settings import ConfigError, StepConfig, check_setting, settings
-from playground.ui.controls import SLIDERS, STEP_FIELDS, as_plot
+from playground.ui.controls import SLIDERS, STEP_INPUTS, STEP_SETTINGS, as_plot
 from playground.ui.examples import LESSONS, Lesson, caption_text
 from playground.ui.uploads import user_data
 from playground.views.numbers import json_number
 
-INPUTS = (*STEP_FIELDS, "data")
+INPUTS = STEP_INPUTS
 LOSS_SCALE_PRESETS = {
     "2^0 = 1": 1.0,
     "2^8": 2.0**8,
@@ -88,7 +88,7 @@ def field_problems(values: dict[str, Any]) -> dict[str, str]:
     own; then, if all are valid, the first cross-field or data problem."""
     table = settings()
     problems: dict[str, str] = {}
-    for name in STEP_FIELDS:
+    for name in STEP_SETTINGS:
         try:
             check_setting(name, values[name], table[name])
         except ConfigError as error:
@@ -96,7 +96,7 @@ def field_problems(values: dict[str, Any]) -> dict[str, str]:
     if problems:
         return problems
     try:
-        config = StepConfig(**{name: values[name] for name in STEP_FIELDS})
+        config = StepConfig(**{name: values[name] for name in STEP_SETTINGS})
         user_data(values.get("data"), config.d_out)
     except ConfigError as error:
         return {error.field if error.field in INPUTS else "data": str(error)}
@@ -104,7 +104,7 @@ def field_problems(values: dict[str, Any]) -> dict[str, str]:
 
 
 def _config_and_data(values: dict[str, Any]) -> tuple[StepConfig, UserData | None]:
-    config = StepConfig(**{name: values[name] for name in STEP_FIELDS})
+    config = StepConfig(**{name: values[name] for name in STEP_SETTINGS})
     return config, user_data(values.get("data"), config.d_out)
 
 
@@ -203,7 +203,7 @@ def run_lesson(lesson: Lesson, last: dict[str, Any] | None) -> dict[str, Any]:
     its caption, and its tab selected."""
     from playground.ui.controls import DEFAULTS
 
-    values = {name: DEFAULTS[name] for name in STEP_FIELDS} | lesson.overrides | {"data": None}
+    values = {name: DEFAULTS[name] for name in STEP_SETTINGS} | lesson.overrides | {"data": None}
     answer = commit(values, last)
     report = cached_report(*_config_and_data(values))
     controls = {f"control:{name}": values[name] for name in INPUTS}

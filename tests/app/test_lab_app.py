@@ -58,16 +58,20 @@ def api(client) -> dict:
 def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
     assert {"/sweep", "/dynamics", "/inspect", "/ping"} <= set(api)
     # The step's inputs and the uploaded data; the dynamics add steps, mode, period.
-    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER) + 1
+    # The settings before the file, the file, then float8's two.
+    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER) + 1 + 2
     assert len(api["/sweep"]["returns"]) == 4  # reading, JSON, figure, downloads
     names = [p["parameter_name"] for p in api["/dynamics"]["parameters"]]
-    assert len(names) == len(INPUT_ORDER) + 4
+    # steps, mode, period; the file; float8's two and pure_rounding.
+    assert len(names) == len(INPUT_ORDER) + 3 + 1 + 3
     assert names[10:13] == ["steps", "mode", "period"]  # where they were before the model five
     assert len(api["/dynamics"]["returns"]) == 6
     assert len(api["/inspect"]["parameters"]) == 1
     # Every input has the page's default, so a caller may stop after any of them.
     defaults_sent = [p["parameter_default"] for p in api["/sweep"]["parameters"]]
-    assert defaults_sent == [*_values(), None]  # the settings' defaults, then no uploaded data
+    # The settings' defaults, then no uploaded data, then float8's defaults.
+    late = [defaults()[name] for name in ("fp8_scaling", "amax_history")]
+    assert defaults_sent == [*_values(), None, *late]
 
 
 def test_sweep_endpoint_matches_the_in_process_handler(client):

@@ -19,7 +19,8 @@ from playground.sections.dynamics.charts import (
 from playground.sections.dynamics.summary import dynamics_summary
 from playground.sections.dynamics.train import run_dynamics
 from playground.ui.controls import (
-    DYNAMICS_FIELDS,
+    ALL_SETTINGS,
+    DYNAMICS_INPUTS,
     as_plot,
     control,
     core_errors,
@@ -60,7 +61,7 @@ class DynamicsViews(NamedTuple):
     dynamics_files: list[str]
 
 
-@table_handler(DYNAMICS_FIELDS)
+@table_handler(ALL_SETTINGS)
 def run_dynamics_event(values: dict[str, Any]) -> DynamicsViews:
     """The ``dynamics`` endpoint: the step inputs, then steps, scaling mode and growth period."""
     config = validated(values)
@@ -118,7 +119,7 @@ def wire(components: dict[str, Any], controls: dict[str, Any]) -> None:
     every = controls | components
     components["train_button"].click(
         run_dynamics_event,
-        inputs=[every[name] for name in (*DYNAMICS_FIELDS, "data")],
+        inputs=[every[name] for name in DYNAMICS_INPUTS],
         outputs=[components[name] for name in DynamicsViews._fields],
         api_name="dynamics",
         preprocess=False,

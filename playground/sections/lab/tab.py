@@ -26,7 +26,7 @@ from playground.sections.lab.summary import sweep_summary
 from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
 from playground.settings import shown
 from playground.ui.controls import (
-    STEP_FIELDS,
+    STEP_SETTINGS,
     as_plot,
     plot_slot,
     table_handler,
@@ -168,7 +168,7 @@ def inspect_text(text: Any) -> str:
         return f"**{error.title}**: {error.message}"
 
 
-@table_handler(STEP_FIELDS)
+@table_handler(STEP_SETTINGS)
 def run_sweep_event(values: dict[str, Any]) -> SweepViews:
     """The ``sweep`` endpoint (same inputs as ``step``): (reading Markdown, JSON, figure)."""
     config = validated(values)
