@@ -52,20 +52,26 @@ STEP_FIELDS = (
     "target_scale",
     "compute_dtype",
 )
-DYNAMICS_FIELDS = (*STEP_FIELDS, "steps", "mode", "period", *MODEL_FIELDS, "data")
+# Settings added after the data file, appended after it (so positional calls keep working).
+FLOAT8_FIELDS = ("fp8_scaling", "amax_history")
+DYNAMICS_FIELDS = (
+    *STEP_FIELDS, "steps", "mode", "period", *MODEL_FIELDS, "data", *FLOAT8_FIELDS,
+    "pure_rounding",
+)  # fmt: skip
 FIELDS = {
-    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data"),
-    "sweep": (*STEP_FIELDS, *MODEL_FIELDS, "data"),
+    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS),
+    "sweep": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS),
     "dynamics": DYNAMICS_FIELDS,
     "inspect": ("number",),
 }
 OUTPUTS = {"step": 10, "sweep": 4, "dynamics": 6, "inspect": 1}
 TINY = [0, 8, 4, 2, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]  # 8 x 4 x 2
 MODEL = ["linear", 2, 64, "relu", "sgd", None]  # the defaults, and no uploaded data
+FLOAT8 = ["current", 16]  # the defaults
 BASE = {
-    "step": [*TINY, *MODEL],
-    "sweep": [*TINY, *MODEL],
-    "dynamics": [*TINY, 3, "static", 2, *MODEL],
+    "step": [*TINY, *MODEL, *FLOAT8],
+    "sweep": [*TINY, *MODEL, *FLOAT8],
+    "dynamics": [*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest"],
     "inspect": [1.5],
 }
 DEFAULT_STEP = [0, 256, 64, 16, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
@@ -84,6 +90,7 @@ INT_RANGES = {
     "period": (1, 10**6),
     "hidden_layers": (1, 8),
     "hidden_width": (1, 1024),
+    "amax_history": (1, 1024),
 }
 FLOAT_RANGES = {
     "lr": (0.0, FLOAT32_MAX),
@@ -92,11 +99,13 @@ FLOAT_RANGES = {
     "target_scale": (2.0**-64, 2.0**64),
 }
 CHOICES = {
-    "compute_dtype": ("bfloat16", "float16"),
+    "compute_dtype": ("bfloat16", "float16", "float8"),
     "mode": ("none", "static", "dynamic"),
     "model": ("linear", "mlp"),
     "activation": ("relu", "gelu", "tanh"),
     "optimizer": ("sgd", "momentum", "adam"),
+    "fp8_scaling": ("none", "current", "delayed"),
+    "pure_rounding": ("nearest", "stochastic", "kahan"),
 }
 # Fields whose every new value costs a compilation (shapes, the scan's static arguments): their
 # valid replacements stay within a couple of tiny values per endpoint.

@@ -108,7 +108,8 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
     endpoints = set(api["named_endpoints"])
     assert {"/step", "/ping"} <= endpoints
     assert not [name for name in endpoints if "preset" in name], endpoints  # private helpers
-    # Ten settings, the model's five, float8's two, then the optional uploaded data file.
+    # Ten settings, the model's five, the optional uploaded data file, then float8's two
+    # (appended after the file, so older positional calls that pass it keep working).
     parameters = api["named_endpoints"]["/step"]["parameters"]
     assert [p["parameter_name"] for p in parameters][-8:] == [
         "model",
@@ -116,9 +117,9 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
         "hidden_width",
         "activation",
         "optimizer",
+        "data",
         "fp8_scaling",
         "amax_history",
-        "data",
     ]
     assert len(parameters) == 18
     _step(client, 0, 32, 8, 4, 0.1, 1024.0)
