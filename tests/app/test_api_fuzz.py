@@ -446,7 +446,9 @@ def fuzz(examples: int) -> settings:
 
 
 EXAMPLES = {"step": 60, "sweep": 40, "dynamics": 40, "inspect": 40}
-assert sum(EXAMPLES.values()) >= 300
+# 180 cases in all (300 before the float8 inputs and the page tests grew the suite past its
+# 8-minute budget): every endpoint still gets dozens of refusals and answers per run.
+assert sum(EXAMPLES.values()) >= 180
 
 
 @fuzz(EXAMPLES["step"])
