@@ -343,15 +343,13 @@ def _wire_page(
     def on_preset(label: Any, *args: Any) -> dict[Any, Any]:
         return scale_from(LOSS_SCALE_PRESETS[label], args)
 
-    for source, handler, api_name in (
-        (by_name["loss_scale_exponent"].release, on_exponent, "preset_loss_scale_exponent"),
-        (by_name["loss_scale_presets"].input, on_preset, "preset_loss_scale"),
+    for control_name, trigger, handler, api_name in (
+        ("loss_scale_exponent", "release", on_exponent, "preset_loss_scale_exponent"),
+        ("loss_scale_presets", "input", on_preset, "preset_loss_scale"),
     ):
-        control_of = by_name[
-            "loss_scale_exponent" if handler is on_exponent else "loss_scale_presets"
-        ]
-        event = source(
-            handler, [control_of, *inputs, last], outputs, api_name=api_name, **once, **lane
+        source = by_name[control_name]
+        event = getattr(source, trigger)(
+            handler, [source, *inputs, last], outputs, api_name=api_name, **once, **lane
         )
         then_charts(event)
 

@@ -29,9 +29,10 @@ import gradio as gr
 from playground.core.report import StepReport, run_report
 from playground.core.user_data import UserData
 from playground.sections.lab import tab as lab_tab
+from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step import tab as step_tab
 from playground.settings import ConfigError, StepConfig, check_setting, settings
-from playground.ui.controls import SLIDERS, STEP_INPUTS, STEP_SETTINGS, as_plot
+from playground.ui.controls import DEFAULTS, SLIDERS, STEP_INPUTS, STEP_SETTINGS, as_plot
 from playground.ui.examples import LESSONS, Lesson, caption_text
 from playground.ui.uploads import user_data
 from playground.views.numbers import json_number
@@ -166,7 +167,6 @@ def commit(values: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any
     config, data = _config_and_data(values)
     report = cached_report(config, data)
     headline, reading, summary = step_tab.page_texts(report, data.name if data else None)
-    lab = lab_tab.step_views(report)
     return notices | {
         "caption": gr.update(visible=False),
         "status": gr.update(value="", visible=False),
@@ -174,8 +174,9 @@ def commit(values: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any
         "headline": headline,
         "reading": reading,
         "summary": summary,
-        "magnitudes": lab.magnitudes,
-        "magnitude_plot": lab.magnitude_plot,
+        # Only what sits above the tabs: the activation chart waits for its tab.
+        "magnitudes": lab_tab.magnitude_table(report),
+        "magnitude_plot": as_plot(magnitude_histogram(report)),
         "loss_scale_exponent": exponent_of(config.loss_scale),
         "loss_scale_presets": preset_of(config.loss_scale),
     }
@@ -201,8 +202,6 @@ def tab_charts(
 def run_lesson(lesson: Lesson, last: dict[str, Any] | None) -> dict[str, Any]:
     """An example: all its settings at once (the rest at their defaults, no upload), one run,
     its caption, and its tab selected."""
-    from playground.ui.controls import DEFAULTS
-
     values = {name: DEFAULTS[name] for name in STEP_SETTINGS} | lesson.overrides | {"data": None}
     answer = commit(values, last)
     report = cached_report(*_config_and_data(values))

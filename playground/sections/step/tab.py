@@ -96,21 +96,25 @@ def headline(report: StepReport, sentences: list[str], data_name: str | None = N
     )
 
 
-def texts(report: StepReport, data_name: str | None = None) -> tuple[str, dict[str, Any]]:
-    """The headline Markdown and the JSON summary of one report (of the named upload, if any)."""
-    sentences = reading(report)
+def _summary(report: StepReport, sentences: list[str], data_name: str | None) -> dict[str, Any]:
     summary = summarize(report, sentences)
     summary["data"] = (
         {"source": "synthetic"} if data_name is None else {"source": "upload", "name": data_name}
     )
-    return headline(report, sentences, data_name), summary
+    return summary
+
+
+def texts(report: StepReport, data_name: str | None = None) -> tuple[str, dict[str, Any]]:
+    """The headline Markdown and the JSON summary of one report (of the named upload, if any)."""
+    sentences = reading(report)
+    return headline(report, sentences, data_name), _summary(report, sentences, data_name)
 
 
 def page_texts(report: StepReport, data_name: str | None = None) -> tuple[str, str, dict[str, Any]]:
     """The page's split of ``texts``: the losses table with the data line (top of the page),
     the reading as bullets (under the key figure), and the JSON summary."""
     sentences = reading(report)
-    _, summary = texts(report, data_name)
+    summary = _summary(report, sentences, data_name)
     return headline(report, [], data_name), bullets(sentences), summary
 
 
