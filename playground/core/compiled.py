@@ -29,11 +29,15 @@ _programs: set[tuple] = set()
 _programs_lock = threading.Lock()
 
 
+def _dtype(array: Any) -> np.dtype:
+    return np.dtype(array.dtype) if hasattr(array, "dtype") else np.result_type(array)
+
+
 def _remember(program: Callable[..., Any], arrays: tuple, static: dict[str, Any]) -> None:
     """Count the program this call compiles; clear JAX's caches when there are too many."""
     signature = (
         program,
-        tuple((np.shape(a), np.result_type(a).str) for a in arrays),
+        tuple((np.shape(a), _dtype(a).str) for a in jax.tree.leaves(arrays)),
         tuple(sorted(static.items())),
     )
     with _programs_lock:

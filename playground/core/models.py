@@ -93,6 +93,24 @@ def build_model(choice: ModelChoice, d_in: int, d_out: int, rngs: nnx.Rngs) -> n
     return MODELS[choice.name](d_in, d_out, rngs, choice)
 
 
+@functools.partial(jax.jit, static_argnames=("choice", "d_in", "d_out"))
+def initial_state(model_seed: jax.Array, *, choice: ModelChoice, d_in: int, d_out: int):
+    """The Params of ``build_model(choice, d_in, d_out, nnx.Rngs(jax.random.key(model_seed)))``.
+
+    Compiled on its own, once per (model, d_in, d_out), so that a program taking these
+    parameters (the step report) compiles no random draws: drawing them (threefry, then the
+    initializers' normal samples) roughly doubled its compilation at every new batch size.
+    """
+    return nnx.state(build_model(choice, d_in, d_out, nnx.Rngs(jax.random.key(model_seed))))
+
+
+def rebuilt(choice: ModelChoice, d_in: int, d_out: int, state: nnx.State) -> nnx.Module:
+    """A new model of ``build_model``'s structure holding ``state`` (from ``initial_state``); it
+    draws nothing, and each call gives a separate module to update in place."""
+    graphdef, _ = nnx.split(nnx.eval_shape(lambda: build_model(choice, d_in, d_out, nnx.Rngs(0))))
+    return nnx.merge(graphdef, state, copy=True)
+
+
 def _order(path: tuple) -> tuple:
     # Within a layer the weight comes before its bias, as a reader expects; layers in tree order.
     return (path[:-1], path[-1] != "kernel", path[-1])

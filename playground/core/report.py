@@ -23,13 +23,12 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
 from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
 from playground.core.float8 import ROLES, STATS, float8_tensors
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
-from playground.core.models import ModelChoice, build_model, param_shapes
+from playground.core.models import ModelChoice, initial_state, param_shapes, rebuilt
 from playground.core.optimizers import build_optimizer
 from playground.core.step import compute_format, compute_settings, step_trace
 from playground.core.step_report import (
@@ -83,6 +82,7 @@ def _both_steps(
     y,
     lr,
     loss_scale,
+    initial,
     *,
     compute_dtype: str,
     fp8_scaling: str | None,
@@ -91,17 +91,19 @@ def _both_steps(
 ):
     """Both steps, packed into four outputs (each output is one transfer).
 
+    Both start from ``initial``, the Params ``models.initial_state`` draws from ``model_seed``
+    (compiled apart, so a new batch size compiles only the steps; the seed is not used here).
+
     Returns the four losses (LOSSES order), a (len(ROWS), parameter count) float32 array (one
     row per ROWS entry, each row the parameters flattened in path-name order), a
     (hidden activations, bins + 2) int32 array: per activation, its log2 histogram
     (LOG2_LOW ...), then its zero and non-finite counts, and the float8 statistics
     (matmuls, roles, STATS), empty unless the compute dtype is float8.
     """
-    key = jax.random.key(model_seed)
     d_in, d_out = x.shape[-1], y.shape[-1]
 
     def trace(policy, dtype, hidden=(0, 0)):
-        network = build_model(model, d_in, d_out, nnx.Rngs(key))
+        network = rebuilt(model, d_in, d_out, initial)
         tx = build_optimizer(optimizer, lr)
         return step_trace(network, tx, x, y, policy, dtype, hidden)
 
@@ -212,9 +214,16 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
       errors: they show up as counts and non-finite values.
     """
     config, batch = fitted(config, data)
+    initial = initial_state(
+        np.uint32(config.model_seed),
+        choice=config.model_choice,
+        d_in=config.d_in,
+        d_out=config.d_out,
+    )
     losses, flat, activation_counts, float8 = run_compiled(
         _both_steps,
         config,
+        initial,
         batch=batch,
         **compute_settings(config),
         model=config.model_choice,
