@@ -242,6 +242,7 @@ def build_demo() -> gr.Blocks:
         last_valid = gr.State(None)
         open_tab = gr.State(page_events.FIRST_TAB)
         drawn = gr.State({})  # tab -> the inputs its charts show
+        notices_shown = gr.State([])  # the fields whose notice is on the page
         by_name = (
             {f"control:{name}": controls[name] for name in controls}
             | {f"notice:{name}": notices[name] for name in notices}
@@ -249,7 +250,7 @@ def build_demo() -> gr.Blocks:
             | {name: components[name] for name in ("headline", "magnitudes", "magnitude_plot")}
             | extra
             | {"status": status, "last_valid": last_valid, "caption": caption, "reading": reading}
-            | {"tabs": tabs, "tab": open_tab, "drawn": drawn}
+            | {"tabs": tabs, "tab": open_tab, "drawn": drawn, "notices_shown": notices_shown}
         )
         _wire_page(demo, inputs, by_name, components, example_buttons)
 
@@ -299,48 +300,70 @@ def _wire_page(
     components: dict[str, Any],
     example_buttons: list[gr.Button],
 ) -> None:
-    """The page's private step events (see ``ui.page_events``): commit, then the open tab."""
-    names = list(by_name)
-    outputs = [by_name[name] for name in names]
-    last, tab = by_name["last_valid"], by_name["tab"]
+    """The page's private step events (see ``ui.page_events``): commit, then the open tab.
+
+    Each event's outputs are the names ``page_events`` lists for it, and its progress shows on
+    the headline only: the browser then marks and updates only what the event can change.
+    """
+    last, tab, shown = by_name["last_valid"], by_name["tab"], by_name["notices_shown"]
     lane = {"concurrency_limit": 1, "concurrency_id": "page-step", "api_visibility": "private"}
 
-    def answer(updates: dict[str, Any]) -> dict[Any, Any]:
-        # Gradio reads an empty dict as one value, so "change nothing" names one component.
-        return {by_name[name]: value for name, value in updates.items()} or {
-            by_name["caption"]: gr.skip()
-        }
+    def outputs(names: tuple[str, ...]) -> list[Any]:
+        return [by_name[name] for name in names]
+
+    def answer(updates: dict[str, Any]) -> Any:
+        # An empty dict would be read as one value; a lone skip leaves every output as it is.
+        return {by_name[name]: value for name, value in updates.items()} or gr.skip()
 
     def values_of(args: tuple) -> dict[str, Any]:
         return dict(zip(STEP_INPUTS, args, strict=False))
 
-    def on_commit(*args: Any) -> dict[Any, Any]:
-        return answer(page_events.commit(values_of(args[:-1]), args[-1]))
+    def on_commit(*args: Any) -> Any:
+        return answer(page_events.commit(values_of(args[:-2]), *args[-2:]))
 
     drawn = by_name["drawn"]
 
-    def on_tab(last_value: Any, tab_value: Any, drawn_value: Any) -> dict[Any, Any]:
+    def on_tab(last_value: Any, tab_value: Any, drawn_value: Any) -> Any:
         return answer(page_events.tab_charts(last_value, tab_value, drawn_value))
 
     def then_charts(event: Any) -> None:
         # The charts follow the results (the last valid inputs, a server-side state), so an
         # event that also sets inputs (an example, a preset) never races its own update.
-        event.then(on_tab, [last, tab, drawn], outputs, show_progress="hidden", **lane)
+        event.then(
+            on_tab,
+            [last, tab, drawn],
+            outputs(page_events.TAB_OUTPUTS),
+            show_progress="hidden",
+            **lane,
+        )
 
+    # A slider's release is its own event, sent with the values at release ("multiple"):
+    # deferred behind a running commit, like the other inputs' ("always_last"), it would read
+    # the box after the slider clamped it, and N = 1e40 would run as 4096 with no notice.
+    sliders = [component for component in inputs if isinstance(component, gr.Slider)]
     triggers = [demo.load]
     for component in inputs:
-        triggers += commit_triggers(component)
-    once = {"trigger_mode": "always_last", "preprocess": False, "show_progress": "minimal"}
-    then_charts(gr.on(triggers, on_commit, [*inputs, last], outputs, **once, **lane))
+        triggers += [] if component in sliders else commit_triggers(component)
+    once = {
+        "trigger_mode": "always_last",
+        "preprocess": False,
+        "show_progress": "minimal",
+        "show_progress_on": [components["headline"]],
+    }
+    commit_inputs, commit_outputs = [*inputs, last, shown], outputs(page_events.COMMIT_OUTPUTS)
+    then_charts(gr.on(triggers, on_commit, commit_inputs, commit_outputs, **once, **lane))
+    released = [slider.release for slider in sliders]
+    each = once | {"trigger_mode": "multiple"}
+    then_charts(gr.on(released, on_commit, commit_inputs, commit_outputs, **each, **lane))
 
-    def scale_from(value: float, args: tuple) -> dict[Any, Any]:
-        values = values_of(args[:-1]) | {"loss_scale": value}
-        return answer({"control:loss_scale": value} | page_events.commit(values, args[-1]))
+    def scale_from(value: float, args: tuple) -> Any:
+        values = values_of(args[:-2]) | {"loss_scale": value}
+        return answer({"control:loss_scale": value} | page_events.commit(values, *args[-2:]))
 
-    def on_exponent(exponent: Any, *args: Any) -> dict[Any, Any]:
+    def on_exponent(exponent: Any, *args: Any) -> Any:
         return scale_from(2.0 ** int(exponent), args)
 
-    def on_preset(label: Any, *args: Any) -> dict[Any, Any]:
+    def on_preset(label: Any, *args: Any) -> Any:
         return scale_from(LOSS_SCALE_PRESETS[label], args)
 
     for control_name, trigger, handler, api_name in (
@@ -349,16 +372,22 @@ def _wire_page(
     ):
         source = by_name[control_name]
         event = getattr(source, trigger)(
-            handler, [source, *inputs, last], outputs, api_name=api_name, **once, **lane
+            handler,
+            [source, *inputs, last, shown],
+            outputs(page_events.SCALE_OUTPUTS),
+            api_name=api_name,
+            **once,
+            **lane,
         )
         then_charts(event)
 
+    lesson_outputs = outputs(page_events.LESSON_OUTPUTS)
     for button, lesson in zip(example_buttons, LESSONS, strict=True):
 
-        def on_lesson(last_value: Any, lesson=lesson) -> dict[Any, Any]:
-            return answer(page_events.run_lesson(lesson, last_value))
+        def on_lesson(last_value: Any, shown_value: Any, lesson=lesson) -> Any:
+            return answer(page_events.run_lesson(lesson, last_value, shown_value))
 
-        event = button.click(on_lesson, [last], outputs, **once, **lane)
+        event = button.click(on_lesson, [last, shown], lesson_outputs, **once, **lane)
         then_charts(event.then(fn=None, js=_scroll_js(lesson.target)))
 
     def remember(selected: gr.SelectData) -> str:

@@ -8,10 +8,12 @@ Rules (the ``step`` API endpoint keeps its own contract: every output, gr.Error 
             (field and allowed values) in the notice under it, and every other notice clears.
             Nothing runs; the results stay, dimmed, under a banner that names the values they
             were computed with ("showing results for lr = 0.1"). No pop-up, so none pile up.
-  visible   the first answer carries only what sits above the tabs (the headline, the magnitude
-            counts and figure); the open tab's charts follow from the same report, and another
-            tab's charts are drawn when it opens. Reports are kept in a small cache keyed by the
-            settings and the data, so those later answers never recompute the step.
+  visible   the first answer carries the text: the headline, the magnitude counts and the
+            reading; the charts on view (the magnitude figure above the tabs and the open tab's)
+            follow from the same report in a second answer, so the new loss is on the page
+            before any chart is drawn (drawing a changed figure takes the browser 0.3 s here),
+            and another tab's charts are drawn when it opens. Reports are kept in a small cache
+            keyed by the settings and the data, so those later answers never recompute the step.
   sync      the loss scale, its power-of-two exponent control and the presets always agree: the
             exponent shows round(log2 S), a preset is selected when S equals it.
 """
@@ -55,6 +57,32 @@ TAB_FIGURES = {
 }
 FIRST_TAB = next(iter(TAB_FIGURES))
 CHARTS = tuple(name for figures in TAB_FIGURES.values() for name in figures)
+# The figure above the tabs, on view whichever tab is open.
+ABOVE_TABS = "above the tabs"
+FIGURE_ABOVE_TABS = {"magnitude_plot": magnitude_histogram}
+
+# What each event may answer, by component name: an event's outputs are exactly these, so the
+# browser and the server handle only what the event can change.
+NOTICES = tuple(f"notice:{name}" for name in INPUTS)
+COMMIT_OUTPUTS = (
+    *NOTICES,
+    "notices_shown",
+    "status",
+    "last_valid",
+    "headline",
+    "reading",
+    "summary",
+    "magnitudes",
+    "loss_scale_exponent",
+    "loss_scale_presets",
+    "caption",
+    *(f"control:{name}" for name in INPUTS if name in SLIDERS),
+)
+SCALE_OUTPUTS = (*COMMIT_OUTPUTS, "control:loss_scale")
+LESSON_OUTPUTS = tuple(
+    dict.fromkeys((*COMMIT_OUTPUTS, *(f"control:{name}" for name in INPUTS), "tabs", "tab"))
+)
+TAB_OUTPUTS = (*FIGURE_ABOVE_TABS, *CHARTS, "drawn")
 
 # Reports by (config, data): up to MAX_REPORTS of them holding at most MAX_ENTRIES parameter
 # entries together (one report of the largest model, about 2^20 entries, takes ~40 MB).
@@ -138,18 +166,24 @@ def preset_of(loss_scale: float) -> str | None:
     return next((label for label, v in LOSS_SCALE_PRESETS.items() if v == loss_scale), None)
 
 
-def commit(values: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any]:
+def commit(
+    values: dict[str, Any], last: dict[str, Any] | None, shown: list[str] | None = None
+) -> dict[str, Any]:
     """The page's answer to committed inputs, keyed by component name (see the module's rules).
 
-    Keys: ``notice:<field>`` for every input, ``status``, ``last_valid``, and when valid the
-    headline, ``magnitudes``, ``magnitude_plot``, ``summary``, ``loss_scale_exponent`` and
-    ``loss_scale_presets``. Never raises for a bad value.
+    ``shown`` names the fields whose notice is on the page. Keys (a subset of COMMIT_OUTPUTS):
+    ``notice:<field>`` for every field that has a problem now or had one (``shown``),
+    ``notices_shown``, ``status``, ``last_valid``, and when valid the headline, ``reading``,
+    ``summary``, ``magnitudes``, ``loss_scale_exponent`` and ``loss_scale_presets`` (the
+    charts follow: ``tab_charts``). Never raises for a bad value.
     """
     problems = field_problems(values)
     notices = {
         f"notice:{name}": gr.update(value=problems.get(name, ""), visible=name in problems)
         for name in INPUTS
+        if name in problems or name in (shown or ())
     }
+    notices["notices_shown"] = sorted(problems)
     if problems:
         # A slider clamps a refused value in its box (1e40 shows as 4096) after sending it; put
         # the value the results show back instead, and say so.
@@ -174,9 +208,7 @@ def commit(values: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any
         "headline": headline,
         "reading": reading,
         "summary": summary,
-        # Only what sits above the tabs: the activation chart waits for its tab.
         "magnitudes": lab_tab.magnitude_table(report),
-        "magnitude_plot": as_plot(magnitude_histogram(report)),
         "loss_scale_exponent": exponent_of(config.loss_scale),
         "loss_scale_presets": preset_of(config.loss_scale),
     }
@@ -185,25 +217,31 @@ def commit(values: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any
 def tab_charts(
     last: dict[str, Any] | None, tab: str | None, drawn: dict[str, str] | None
 ) -> dict[str, Any]:
-    """The charts of the open ``tab`` for the last valid inputs ``last`` (what the results
-    show), unless that tab already shows them; ``drawn`` maps each tab to the inputs its charts
-    were drawn for, and comes back updated under the key ``drawn``."""
-    tab = tab or FIRST_TAB
-    figures = TAB_FIGURES.get(tab, {})
+    """The charts on view for the last valid inputs ``last`` (what the results show): the figure
+    above the tabs and the open ``tab``'s charts, each group unless it already shows them.
+    ``drawn`` maps each group (a tab, or ABOVE_TABS) to the inputs its charts were drawn for,
+    and comes back updated under the key ``drawn``."""
+    groups = {ABOVE_TABS: FIGURE_ABOVE_TABS, tab or FIRST_TAB: TAB_FIGURES.get(tab or FIRST_TAB)}
     key = json.dumps(last, sort_keys=True, default=str)
     drawn = dict(drawn or {})
-    if not figures or not last or drawn.get(tab) == key:
+    stale = [group for group, figures in groups.items() if figures and drawn.get(group) != key]
+    if not last or not stale:
         return {}
     report = cached_report(*_config_and_data(last))
-    drawn[tab] = key
-    return {name: as_plot(draw(report)) for name, draw in figures.items()} | {"drawn": drawn}
+    charts: dict[str, Any] = {}
+    for group in stale:
+        drawn[group] = key
+        charts |= {name: as_plot(draw(report)) for name, draw in groups[group].items()}
+    return charts | {"drawn": drawn}
 
 
-def run_lesson(lesson: Lesson, last: dict[str, Any] | None) -> dict[str, Any]:
+def run_lesson(
+    lesson: Lesson, last: dict[str, Any] | None, shown: list[str] | None = None
+) -> dict[str, Any]:
     """An example: all its settings at once (the rest at their defaults, no upload), one run,
     its caption, and its tab selected."""
     values = {name: DEFAULTS[name] for name in STEP_SETTINGS} | lesson.overrides | {"data": None}
-    answer = commit(values, last)
+    answer = commit(values, last, shown)
     report = cached_report(*_config_and_data(values))
     controls = {f"control:{name}": values[name] for name in INPUTS}
     tabs = {"tabs": gr.Tabs(selected=lesson.tab), "tab": lesson.tab} if lesson.tab else {}
