@@ -13,10 +13,14 @@ run against the targets of issue 11:
   - first chart after navigation on the warm server: a fresh browser context (empty cache, a
     first visit) from navigation start to the first Plotly chart holding data; target <= 3 s.
 
+Then the same commits and first visits on a bare Gradio page (bench/baseline_page.py: one number,
+a one-row table, one three-bar gr.Plot drawn on load), in the same run, and our medians over its:
+the part of each time that Gradio and Plotly take on this machine whatever the page does.
+
 Every time is taken inside the page (performance.now(): the key press is caught by a capturing
 listener, the headline change by a MutationObserver), so Playwright's own round trips are not
 counted. The last commit's loss is checked against run_report in this process. Prints numbers
-only; it never fails on a time. The server process is always stopped.
+only; it never fails on a time. The server processes are always stopped.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ TIMEOUT_MS = 120_000
 TARGET_COMMIT_S = 0.2
 TARGET_FRESH_N_S = 1.0
 TARGET_FIRST_CHART_S = 3.0
+BASELINE = "bench/baseline_page.py"
 
 # Timestamps inside the page: the last Enter or Tab pressed, and when the headline text changes.
 TIMING_JS = """
@@ -141,22 +146,56 @@ def main() -> None:
     default = defaults()
     shape = "x".join(str(default[name]) for name in ("n", "d_in", "d_out"))
     print(f"cpu_count {os.cpu_count()} | load average {os.getloadavg()[0]:.2f} | shape {shape}")
-    server = AppServer(log_name="bench_browser_server.log")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            ours = _served("app.py", lambda url: _measure(browser, url, default, args))
+            floor = _served(BASELINE, lambda url: _measure_baseline(browser, url, args))
+        finally:
+            browser.close()
+    for name, key in (("committed lr", "commit"), ("navigation -> first chart", "chart")):
+        print(
+            f"{name}: ours / a bare Gradio page's (bench/baseline_page.py), medians "
+            f"{_ms(ours[key])} / {_ms(floor[key])} = {ours[key] / floor[key]:.2f}"
+        )
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+def _served(script: str, measure) -> dict[str, float]:
+    """``measure(url)`` with ``script`` served by its own process, always stopped after."""
+    server = AppServer(log_name=f"bench_browser_{Path(script).stem}.log", script=script)
     try:
         server.start()
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                _measure(browser, server.url, default, args)
-            finally:
-                browser.close()
+        return measure(server.url)
     finally:
         server.stop()
-    code = server.process.returncode if server.process else None
-    print(f"server stopped (exit code {code}) | load average {os.getloadavg()[0]:.2f}")
 
 
-def _measure(browser, url: str, default: dict, args: argparse.Namespace) -> None:
+def _measure_baseline(browser, url: str, args: argparse.Namespace) -> dict[str, float]:
+    """The bare page's medians: a committed number, and the first chart of a first visit."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.add_init_script(TIMING_JS)
+    page.goto(url)
+    page.locator("#headline #mixed-new-loss").wait_for()
+    commits = [
+        _commit(page, "#lr input", str(0.2 + 0.001 * i), "Enter") for i in range(args.commits + 1)
+    ]
+    page.close()
+    charts = []
+    for _ in range(args.pages):
+        context = browser.new_context(viewport=VIEWPORT)
+        charts.append(_visit(context.new_page(), url)[0])
+        context.close()
+    median = statistics.median
+    print(
+        f"bare Gradio page: committed number -> table shown: median {_ms(median(commits[1:]))}"
+        f" | navigation -> first chart drawn (first visit): median {_ms(median(charts))}"
+    )
+    return {"commit": median(commits[1:]), "chart": median(charts)}
+
+
+def _measure(browser, url: str, default: dict, args: argparse.Namespace) -> dict[str, float]:
     page = browser.new_page(viewport=VIEWPORT)
     page.set_default_timeout(TIMEOUT_MS)
     page.add_init_script(TIMING_JS)
@@ -206,6 +245,7 @@ def _measure(browser, url: str, default: dict, args: argparse.Namespace) -> None
         f"  navigation -> first chart drawn, return visit (cached assets): median "
         f"{_ms(statistics.median(again))} of {len(again)}"
     )
+    return {"commit": statistics.median(commits), "chart": statistics.median(charts)}
 
 
 if __name__ == "__main__":

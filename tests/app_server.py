@@ -33,9 +33,16 @@ def free_port() -> int:
 
 
 class AppServer:
-    """``python app.py`` on 127.0.0.1:<free port>, with analytics and sharing off."""
+    """``python app.py`` (or another ``script``) on 127.0.0.1:<free port>, with analytics and
+    sharing off."""
 
-    def __init__(self, log_name: str = "app_server.log", timeout: float = START_TIMEOUT):
+    def __init__(
+        self,
+        log_name: str = "app_server.log",
+        timeout: float = START_TIMEOUT,
+        script: str = "app.py",
+    ):
+        self.script = script  # relative to the repository's root
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = ARTIFACTS / log_name
@@ -57,7 +64,7 @@ class AppServer:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.started_at = time.perf_counter()
         self.process = subprocess.Popen(
-            [sys.executable, "app.py"],
+            [sys.executable, self.script],
             cwd=REPO_ROOT,
             env=env,
             stdout=self._log,

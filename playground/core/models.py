@@ -107,8 +107,13 @@ def initial_state(model_seed: jax.Array, *, choice: ModelChoice, d_in: int, d_ou
 def rebuilt(choice: ModelChoice, d_in: int, d_out: int, state: nnx.State) -> nnx.Module:
     """A new model of ``build_model``'s structure holding ``state`` (from ``initial_state``); it
     draws nothing, and each call gives a separate module to update in place."""
-    graphdef, _ = nnx.split(nnx.eval_shape(lambda: build_model(choice, d_in, d_out, nnx.Rngs(0))))
-    return nnx.merge(graphdef, state, copy=True)
+    return nnx.merge(_graphdef(choice, d_in, d_out), state, copy=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _graphdef(choice: ModelChoice, d_in: int, d_out: int) -> nnx.GraphDef:
+    """The structure of ``build_model(choice, d_in, d_out, ...)``, found without computing."""
+    return nnx.split(nnx.eval_shape(lambda: build_model(choice, d_in, d_out, nnx.Rngs(0))))[0]
 
 
 def _order(path: tuple) -> tuple:

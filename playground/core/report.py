@@ -68,13 +68,22 @@ LOSSES = (
 )
 
 
-# XLA's backend optimization level 1 compiles this program about 20% faster than the default
-# level on CPU at the same run time (measured on a 2-vCPU machine: 526 -> 430 ms to compile at
-# 48x8x4, 182 -> 184 ms to run at 4096x1024x1024); first calls at a new shape matter here.
+# The first call at a new shape is what a visitor waits for (a never-used batch size compiles
+# this program), so it is compiled for a short compile at nearly the same run time; measured on
+# a 2-vCPU machine:
+#   xla_backend_optimization_level 1  compiles 20% faster than the default level (526 -> 430 ms
+#                                     at 48x8x4) and runs as fast (182 -> 184 ms at 4096x1024^2);
+#   xla_cpu_use_fusion_emitters off   XLA's older loop emitters: 0.60 -> 0.38 s to compile at
+#                                     333x64x16; 8% slower at 4096x1024x1024 (645 -> 700 ms).
+# The exported script compiles its steps with the same options (and takes the parameters as an
+# argument too), so it prints the page's two losses bit for bit.
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
+
+
 @functools.partial(
     jax.jit,
     static_argnames=("compute_dtype", "fp8_scaling", "model", "optimizer"),
-    compiler_options={"xla_backend_optimization_level": 1},
+    compiler_options=COMPILER_OPTIONS,
 )
 def _both_steps(
     model_seed,
