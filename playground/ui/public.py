@@ -211,7 +211,9 @@ class PublicBlocks(gr.Blocks):
 
     async def postprocess_data(self, block_fn: Any, predictions: Any, state: Any) -> list[Any]:
         """Gradio's postprocessing for the outputs that change; skips pass straight through."""
-        if (
+        if _is_skip(predictions) and len(block_fn.outputs) > 1:
+            predictions = [predictions] * len(block_fn.outputs)  # one skip: skip every output
+        elif (
             isinstance(predictions, dict)
             and predictions
             and all(isinstance(key, Block) for key in predictions)

@@ -62,3 +62,11 @@ def test_an_answer_of_skips_only_changes_nothing():
     ours, state, by_name = _answer(PublicBlocks, {"text 0": gr.skip()})
     assert ours == [{"__type__": "update"}] * 4
     assert all(_session_copy(state, block) is block for block in by_name.values())
+
+
+def test_a_lone_skip_skips_every_output():
+    demo, block_fn, texts, notice = _event(PublicBlocks)
+    state = SessionState(demo)
+    ours = asyncio.run(demo.postprocess_data(block_fn, gr.skip(), state))
+    assert ours == [{"__type__": "update"}] * 4
+    assert all(_session_copy(state, block) is block for block in (*texts, notice))
