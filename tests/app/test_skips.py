@@ -7,6 +7,7 @@ to the browser, and the skipped component's session copy is never rebuilt.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import gradio as gr
 from gradio.state_holder import SessionState
@@ -23,12 +24,19 @@ def _event(blocks_class):
     return demo, demo.fns[0], texts, notice
 
 
+def _run(coroutine):
+    """Run ``coroutine`` to its end in a thread of its own: the browser tests' Playwright may
+    hold an event loop in this one."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def _answer(blocks_class, predictions):
     demo, block_fn, texts, notice = _event(blocks_class)
     state = SessionState(demo)
     by_name = {"text 0": texts[0], "text 1": texts[1], "text 2": texts[2], "notice": notice}
     resolved = {by_name[name]: value for name, value in predictions.items()}
-    output = asyncio.run(demo.postprocess_data(block_fn, resolved, state))
+    output = _run(demo.postprocess_data(block_fn, resolved, state))
     return output, state, by_name
 
 
@@ -67,6 +75,6 @@ def test_an_answer_of_skips_only_changes_nothing():
 def test_a_lone_skip_skips_every_output():
     demo, block_fn, texts, notice = _event(PublicBlocks)
     state = SessionState(demo)
-    ours = asyncio.run(demo.postprocess_data(block_fn, gr.skip(), state))
+    ours = _run(demo.postprocess_data(block_fn, gr.skip(), state))
     assert ours == [{"__type__": "update"}] * 4
     assert all(_session_copy(state, block) is block for block in (*texts, notice))
