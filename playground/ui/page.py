@@ -364,7 +364,7 @@ def _wire_page(
         return scale_from(2.0 ** int(exponent), args)
 
     def on_preset(label: Any, *args: Any) -> Any:
-        return scale_from(LOSS_SCALE_PRESETS[label], args)
+        return scale_from(preset_loss_scale(label), args)
 
     for control_name, trigger, handler, api_name in (
         ("loss_scale_exponent", "release", on_exponent, "preset_loss_scale_exponent"),

@@ -221,7 +221,8 @@ def tab_charts(
     above the tabs and the open ``tab``'s charts, each group unless it already shows them.
     ``drawn`` maps each group (a tab, or ABOVE_TABS) to the inputs its charts were drawn for,
     and comes back updated under the key ``drawn``."""
-    groups = {ABOVE_TABS: FIGURE_ABOVE_TABS, tab or FIRST_TAB: TAB_FIGURES.get(tab or FIRST_TAB)}
+    tab = tab or FIRST_TAB
+    groups = {ABOVE_TABS: FIGURE_ABOVE_TABS, tab: TAB_FIGURES.get(tab)}
     key = json.dumps(last, sort_keys=True, default=str)
     drawn = dict(drawn or {})
     stale = [group for group, figures in groups.items() if figures and drawn.get(group) != key]

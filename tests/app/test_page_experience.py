@@ -387,6 +387,17 @@ def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(des
     assert page.evaluate("window.seen") == [f"{loss}|bfloat16" for loss in shown]
 
 
+def _notice_or_run(page, largest: str) -> None:
+    """Wait until N's notice shows or the headline shows ``largest`` (N clamped and run)."""
+    page.wait_for_function(
+        "largest => { const notice = document.querySelector('#n-notice');"
+        " const loss = document.querySelector('#headline #mixed-new-loss');"
+        " return (notice && notice.offsetParent !== null)"
+        " || (loss && loss.textContent.trim() === largest); }",
+        arg=largest,
+    )
+
+
 def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     page = desk.page
     _load(desk, charts=False)
@@ -396,13 +407,7 @@ def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     n.fill("1e40")  # lr's commit starts here ...
     n.press("Tab")  # ... and N's follows while it runs
     largest = _expected(lr=0.3, n=int(settings()["n"].high))
-    page.wait_for_function(
-        "largest => { const notice = document.querySelector('#n-notice');"
-        " const loss = document.querySelector('#headline #mixed-new-loss');"
-        " return (notice && notice.offsetParent !== null)"
-        " || (loss && loss.textContent.trim() === largest); }",
-        arg=largest,
-    )
+    _notice_or_run(page, largest)
     assert page.locator("#n-notice").is_visible(), (
         f"N = 1e40 ran as N = {n.input_value()} (headline {_headline(page)}) with no notice"
     )
@@ -416,13 +421,7 @@ def test_a_refused_slider_value_stays_what_its_notice_names(desk):
     n.press("Tab")
     largest = _expected(n=int(settings()["n"].high))
     # Either the notice names the refused value, or the clamped value is run.
-    page.wait_for_function(
-        "largest => { const notice = document.querySelector('#n-notice');"
-        " const loss = document.querySelector('#headline #mixed-new-loss');"
-        " return (notice && notice.offsetParent !== null)"
-        " || (loss && loss.textContent.trim() === largest); }",
-        arg=largest,
-    )
+    _notice_or_run(page, largest)
     assert page.locator("#n-notice").is_visible(), "N = 1e40 ran without a notice"
     # The slider clamps the box after sending 1e40; the page puts back the value the results
     # show, and the notice says so.
