@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import playground
 import playground.core.data
-from playground.settings import StepConfig, settings
+from playground.core.settings import StepConfig, settings
 
 Shape = tuple[int, int, int]
 

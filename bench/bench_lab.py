@@ -22,9 +22,9 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from playground.sections.dynamics.train import run_dynamics
-from playground.sections.lab.sweep import run_sweep, sweep_exponents
-from playground.settings import StepConfig
+from playground.core.settings import StepConfig
+from playground.core.sweep import run_sweep, sweep_exponents
+from playground.core.train import run_dynamics
 
 MEDIUM = StepConfig(n=1024, d_in=256, d_out=128)
 STEPS = 500

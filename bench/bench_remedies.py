@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from playground.core.rounding import ROUNDINGS, apply_rounded, init_state
-from playground.sections.dynamics.train import run_dynamics
-from playground.settings import StepConfig
+from playground.core.settings import StepConfig
+from playground.core.train import run_dynamics
 
 CONFIG = StepConfig(compute_dtype="bfloat16")  # the page's defaults: 256 x 64 x 16, lr 0.1
 STEPS = 500

@@ -15,13 +15,13 @@ The public API::
 
 from playground.core.data import make_batch
 from playground.core.report import ParamReport, StepReport, run_report
+from playground.core.settings import ConfigError, StepConfig
 from playground.core.step import float32_step, mixed_precision_step
+from playground.core.sweep import SweepReport, run_sweep
+from playground.core.train import DynamicsReport, run_dynamics
 from playground.sections.dynamics.summary import dynamics_summary
-from playground.sections.dynamics.train import DynamicsReport, run_dynamics
 from playground.sections.lab.summary import sweep_summary
-from playground.sections.lab.sweep import SweepReport, run_sweep
 from playground.sections.step.summary import summarize
-from playground.settings import ConfigError, StepConfig
 
 __all__ = [
     "ConfigError",

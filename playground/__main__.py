@@ -11,8 +11,8 @@ import json
 import sys
 
 from playground.core.report import run_report
+from playground.core.settings import ConfigError, StepConfig, defaults, settings
 from playground.sections.step.summary import summarize
-from playground.settings import ConfigError, StepConfig, defaults, settings
 
 
 def _number(text: str) -> int | float:

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from playground.settings import (
+from playground.core.settings import (
     FLOAT32_MAX,
     SEED_MAX,
     ConfigError,

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from playground.core.data import make_batch
-from playground.settings import StepConfig
+from playground.core.settings import StepConfig
 
 # How many compiled programs (one per program, shapes and static settings) may be kept at once.
 # Each holds a few MB; past the bound every cache is cleared, so a public server's memory stays

@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from playground.settings import StepConfig
+from playground.core.settings import StepConfig
 
 NOISE_STD = 0.1
 

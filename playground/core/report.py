@@ -30,6 +30,7 @@ from playground.core.float8 import ROLES, STATS, float8_tensors
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, initial_state, param_shapes, rebuilt
 from playground.core.optimizers import build_optimizer
+from playground.core.settings import StepConfig
 from playground.core.step import compute_format, compute_settings, step_trace
 from playground.core.step_report import (
     LOG2_HIGH,
@@ -39,7 +40,6 @@ from playground.core.step_report import (
     StepReport,
 )
 from playground.core.user_data import UserData, fitted
-from playground.settings import StepConfig
 
 __all__ = [
     "LOG2_HIGH",

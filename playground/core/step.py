@@ -40,7 +40,7 @@ from playground.core.float8 import AmaxHistory, Float8Recipe, float8_model, matm
 from playground.core.loss_scale import LossScale, StaticLossScale
 from playground.core.models import DEFAULT_MODEL, Params, build_model, param_arrays
 from playground.core.optimizers import build_optimizer
-from playground.settings import ConfigError, StepConfig, check_setting, settings
+from playground.core.settings import ConfigError, StepConfig, check_setting, settings
 
 
 class StepTrace(NamedTuple):

@@ -15,7 +15,7 @@ import numpy as np
 from playground.core import metrics
 from playground.core.dtypes import gradient_format
 from playground.core.float8 import Float8Tensor
-from playground.settings import StepConfig
+from playground.core.settings import StepConfig
 
 
 @dataclass(frozen=True)

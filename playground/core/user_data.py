@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from playground.core.compiled import freeze
-from playground.settings import ConfigError, StepConfig, settings, shown
+from playground.core.settings import ConfigError, StepConfig, settings, shown
 
 MAX_BYTES = 1_000_000
 

@@ -18,8 +18,8 @@ from typing import Any
 import gradio as gr
 from gradio.components.plot import PlotData
 
+from playground.core.settings import ConfigError, StepConfig, defaults, settings
 from playground.core.user_data import UserData
-from playground.settings import ConfigError, StepConfig, defaults, settings
 from playground.ui.uploads import user_data
 
 DEFAULTS = defaults()

@@ -21,11 +21,11 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from playground.core.report import run_report
+from playground.core.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN, ConfigError
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import export
 from playground.sections.step import tab as step_tab
-from playground.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN, ConfigError
 from playground.ui import page_events
 from playground.ui.controls import (
     DEFAULTS,

@@ -29,11 +29,11 @@ from typing import Any
 import gradio as gr
 
 from playground.core.report import StepReport, run_report
+from playground.core.settings import ConfigError, StepConfig, check_setting, settings
 from playground.core.user_data import UserData
 from playground.sections.lab import tab as lab_tab
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step import tab as step_tab
-from playground.settings import ConfigError, StepConfig, check_setting, settings
 from playground.ui.controls import DEFAULTS, SLIDERS, STEP_INPUTS, STEP_SETTINGS, as_plot
 from playground.ui.examples import LESSONS, Lesson, caption_text
 from playground.ui.uploads import user_data

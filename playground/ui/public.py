@@ -36,7 +36,7 @@ import gradio as gr
 from gradio.blocks import Block, convert_component_dict_to_list
 from gradio.utils import get_upload_folder, is_in_or_equal
 
-from playground.settings import shown
+from playground.core.settings import shown
 
 HEAVY_ENDPOINTS = frozenset({"sweep", "dynamics"})
 HEAVY_REFUSAL = (

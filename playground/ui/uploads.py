@@ -17,8 +17,8 @@ from typing import Any
 
 from gradio.utils import get_upload_folder, is_in_or_equal
 
+from playground.core.settings import ConfigError, shown
 from playground.core.user_data import MAX_BYTES, UserData, parse_csv
-from playground.settings import ConfigError, shown
 
 CACHED_FILES = 32
 _files: collections.OrderedDict[str, tuple[str, bytes]] = collections.OrderedDict()

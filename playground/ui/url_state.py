@@ -30,7 +30,7 @@ from typing import Any
 
 import gradio as gr
 
-from playground.settings import ConfigError, StepConfig, check_setting, settings
+from playground.core.settings import ConfigError, StepConfig, check_setting, settings
 from playground.ui.controls import DEFAULTS
 
 NOTICE_ID = "url-notice"

@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from playground.core.report import StepReport
-from playground.sections.dynamics.train import DynamicsReport
-from playground.sections.lab.sweep import SweepReport
+from playground.core.sweep import SweepReport
+from playground.core.train import DynamicsReport
 
 MAX_AGE_SECONDS = 30 * 60
 MAX_FILES = 200

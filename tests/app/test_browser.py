@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from playground import StepConfig, run_report
-from playground.settings import defaults
+from playground.core.settings import defaults
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TIMEOUT_MS = 60_000

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from playground.core.settings import defaults
 from playground.sections.dynamics.tab import run_dynamics_event
 from playground.sections.lab.tab import inspect_event, run_sweep_event
-from playground.settings import defaults
 from playground.ui.controls import DYNAMICS_FIELDS
 from playground.ui.page import INPUT_ORDER
 

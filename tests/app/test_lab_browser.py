@@ -9,16 +9,16 @@ import pytest
 from test_browser import ARTIFACTS, TIMEOUT_MS, _open, _select_tab
 
 from playground import StepConfig
+from playground.core.settings import defaults
+from playground.core.sweep import run_sweep
+from playground.core.train import run_dynamics
 from playground.sections.dynamics.charts import (
     dynamics_loss_figure,
     lost_update_figure,
     scale_figure,
 )
 from playground.sections.dynamics.summary import dynamics_reading
-from playground.sections.dynamics.train import run_dynamics
 from playground.sections.lab.summary import sweep_reading
-from playground.sections.lab.sweep import run_sweep
-from playground.settings import defaults
 from reference import band_labels
 
 WIDTH, HEIGHT = 1280, 900

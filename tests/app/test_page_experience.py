@@ -24,7 +24,7 @@ from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS, _expected
 
 from playground import StepConfig, run_report
-from playground.settings import ConfigError, check_setting, defaults, settings
+from playground.core.settings import ConfigError, check_setting, defaults, settings
 from playground.ui import page_events
 from playground.ui.examples import LESSONS, caption_text
 from playground.ui.page_events import LOSS_SCALE_PRESETS

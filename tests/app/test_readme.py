@@ -79,7 +79,7 @@ def test_readme_precision_claims_hold_on_this_backend():
     import numpy as np
 
     from playground import StepConfig, run_report
-    from playground.settings import settings
+    from playground.core.settings import settings
 
     # float16: a value at or below 2^-25 (about 2.98e-8) rounds to zero, one just above does not.
     assert "2^-25 (about 2.98e-8" in README

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from playground import StepConfig, run_report
+from playground.core.settings import ConfigError
 from playground.core.user_data import parse_csv
-from playground.settings import ConfigError
 
 ROWS = np.random.default_rng(7).standard_normal((40, 6)).round(5)
 
@@ -162,7 +162,7 @@ def test_a_path_outside_the_upload_folder_is_refused(app_url):
 
     import httpx
 
-    from playground.settings import defaults
+    from playground.core.settings import defaults
     from playground.ui.controls import STEP_FIELDS
 
     payload = {"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from playground import StepConfig, run_report
-from playground.settings import ConfigError, check_setting, defaults, settings
+from playground.core.settings import ConfigError, check_setting, defaults, settings
 from playground.ui.url_state import WRITE_DELAY_MS, read_query
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from playground.core.dtypes import CLASSES, DTYPES, classify, dtype_facts, log2_magnitude_bands
-from playground.sections.lab.inspector import PRESETS, bit_view, inspect_number
+from playground.core.inspector import PRESETS, bit_view, inspect_number
 
 # (exponent bits, stored mantissa bits) from the format specifications (float8: the OCP FP8
 # formats, E4M3 and E5M2).

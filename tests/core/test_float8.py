@@ -35,7 +35,7 @@ from playground.core.float8 import (
     scale_from_amax,
 )
 from playground.core.report import run_report
-from playground.settings import StepConfig
+from playground.core.settings import StepConfig
 
 
 def _fresh_meta() -> jax.Array:

@@ -8,8 +8,8 @@ import pytest
 import reference
 from playground import StepConfig, float32_step, make_batch, mixed_precision_step, run_report
 from playground.core.report import _both_steps
+from playground.core.settings import LOSS_SCALE_MAX, SEED_MAX
 from playground.sections.step.summary import summarize
-from playground.settings import LOSS_SCALE_MAX, SEED_MAX
 
 SMALL = StepConfig(n=32, d_in=8, d_out=4, lr=0.1, loss_scale=1024.0)
 

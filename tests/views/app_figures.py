@@ -16,10 +16,10 @@ import numpy as np
 from playground import StepConfig, run_report
 from playground.core.dtypes import COMPUTE_DTYPES
 from playground.core.report import LOG2_HIGH, LOG2_LOW, ActivationReport
+from playground.core.sweep import run_sweep
+from playground.core.train import run_dynamics
 from playground.sections.dynamics.charts import DYNAMICS_FIGURES
-from playground.sections.dynamics.train import run_dynamics
 from playground.sections.lab.charts import activation_histogram, magnitude_histogram, sweep_figure
-from playground.sections.lab.sweep import run_sweep
 from playground.sections.step.charts import FIGURES
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from playground.core.train import DynamicsReport
 from playground.sections.dynamics.summary import ROUNDING_NAMES
-from playground.sections.dynamics.train import DynamicsReport
 from playground.views.plotly import (
     FLOAT32_COLOR,
     LOG_FORMAT,

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from playground.core.dtypes import FLOAT8
-from playground.sections.dynamics.train import DynamicsReport
+from playground.core.train import DynamicsReport
 from playground.views.numbers import json_number
 
 # The pure run's rounding by name, and how it stores p + update, as the reading says them.

@@ -11,13 +11,13 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from playground.core.train import run_dynamics
 from playground.sections.dynamics.charts import (
     dynamics_loss_figure,
     lost_update_figure,
     scale_figure,
 )
 from playground.sections.dynamics.summary import dynamics_summary
-from playground.sections.dynamics.train import run_dynamics
 from playground.ui.controls import (
     ALL_SETTINGS,
     DYNAMICS_INPUTS,

@@ -9,7 +9,7 @@ import numpy as np
 
 from playground.core.dtypes import gradient_format, log2_magnitude_bands
 from playground.core.report import LOG2_LOW, StepReport
-from playground.sections.lab.sweep import SweepReport
+from playground.core.sweep import SweepReport
 from playground.views.plotly import (
     BAND_COLORS,
     COUNT_FORMAT,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from playground.sections.lab.sweep import SAFE_FACTOR, SweepReport
+from playground.core.sweep import SAFE_FACTOR, SweepReport
 from playground.views.numbers import json_number
 
 

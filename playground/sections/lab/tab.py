@@ -14,17 +14,17 @@ from typing import Any, NamedTuple
 import gradio as gr
 
 from playground.core.dtypes import COMPUTE_DTYPES, DTYPES, FLOAT8_FORMATS, gradient_format
+from playground.core.inspector import PRESETS, inspect_number
 from playground.core.report import StepReport
+from playground.core.settings import shown
+from playground.core.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
 from playground.sections.lab.charts import (
     SCALED_LABEL,
     activation_histogram,
     magnitude_histogram,
     sweep_figure,
 )
-from playground.sections.lab.inspector import PRESETS, inspect_number
 from playground.sections.lab.summary import sweep_summary
-from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
-from playground.settings import shown
 from playground.ui.controls import (
     STEP_SETTINGS,
     as_plot,

@@ -48,7 +48,7 @@ import math
 
 from playground.core import report
 from playground.core.data import NOISE_STD
-from playground.settings import ConfigError, StepConfig, defaults, settings
+from playground.core.settings import ConfigError, StepConfig, defaults, settings
 
 # The settings the script reproduces, in the order they are written as constants.
 EXPORTED_FIELDS = (

@@ -11,8 +11,8 @@ import pytest
 from gradio.components.plot import PlotData
 
 from playground import StepConfig
+from playground.core.train import run_dynamics
 from playground.sections.dynamics.charts import dynamics_loss_figure, lost_update_figure
-from playground.sections.dynamics.train import run_dynamics
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 

@@ -3,7 +3,7 @@ import pytest
 
 import reference
 from playground import ConfigError, StepConfig, make_batch
-from playground.sections.dynamics.train import _three_runs, run_dynamics
+from playground.core.train import _three_runs, run_dynamics
 
 WELL_SCALED = StepConfig(n=64, d_in=16, d_out=4, lr=0.1)
 

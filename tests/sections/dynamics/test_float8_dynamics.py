@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from playground import StepConfig
+from playground.core.train import run_dynamics
 from playground.sections.dynamics.summary import dynamics_summary
-from playground.sections.dynamics.train import run_dynamics
 
 # Dynamic loss scaling doubles S after every 5 finite steps. The gradient arriving at the
 # matmul is S x dloss/dprediction, so at each doubling its amax jumps about 2x past the one

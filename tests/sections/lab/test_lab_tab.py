@@ -13,10 +13,10 @@ from gradio.components.plot import PlotData
 
 from playground import StepConfig
 from playground.core.dtypes import dtype_facts
+from playground.core.settings import defaults
+from playground.core.train import run_dynamics
 from playground.sections.dynamics.tab import run_dynamics_event
-from playground.sections.dynamics.train import run_dynamics
 from playground.sections.lab.tab import inspect_event, run_sweep_event
-from playground.settings import defaults
 from playground.ui.controls import DYNAMICS_FIELDS
 from playground.ui.page import FIGURE_LABELS, INPUT_ORDER, run_step
 from reference import band_labels

@@ -4,9 +4,9 @@ import numpy as np
 
 from playground import StepConfig, run_report
 from playground.core.dtypes import dtype_facts
+from playground.core.settings import LOSS_SCALE_MAX
+from playground.core.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
 from playground.sections.lab.summary import sweep_summary
-from playground.sections.lab.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
-from playground.settings import LOSS_SCALE_MAX
 
 TINY_FLOAT16 = StepConfig(
     n=32,

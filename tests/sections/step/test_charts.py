@@ -5,6 +5,7 @@ import plotly.graph_objects as go
 import pytest
 
 from playground import StepConfig, run_report
+from playground.core.settings import LOSS_SCALE_MAX
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step.charts import (
     FIGURES,
@@ -13,7 +14,6 @@ from playground.sections.step.charts import (
     gradient_scatter,
     loss_figure,
 )
-from playground.settings import LOSS_SCALE_MAX
 from playground.views.plotly import MAX_POINTS
 
 MAX_BYTES = 200_000  # per figure, as JSON

@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from playground import StepConfig, make_batch, run_report
+from playground.core.settings import FLOAT32_MAX, LOSS_SCALE_MAX, LOSS_SCALE_MIN, ConfigError
 from playground.sections.step import export
 from playground.sections.step.export import EXPORTED_FIELDS, export_filename, export_script
-from playground.settings import FLOAT32_MAX, LOSS_SCALE_MAX, LOSS_SCALE_MIN, ConfigError
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MY_FILES = [

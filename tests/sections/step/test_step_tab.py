@@ -11,7 +11,7 @@ import pytest
 from gradio.components.plot import PlotData
 
 from playground import StepConfig, run_report
-from playground.settings import defaults
+from playground.core.settings import defaults
 from playground.ui.page import (
     EXAMPLES,
     FIGURE_LABELS,

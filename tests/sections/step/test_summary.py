@@ -10,7 +10,7 @@ import pytest
 from playground import StepConfig, run_report, summarize
 from playground.__main__ import main
 from playground.core.data import make_batch
-from playground.settings import LOSS_SCALE_MAX
+from playground.core.settings import LOSS_SCALE_MAX
 from playground.views.numbers import agreeing_digits, json_number
 
 

@@ -35,9 +35,9 @@ from playground.core.dtypes import dtype_facts, gradient_format
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, build_model
 from playground.core.optimizers import build_optimizer
+from playground.core.settings import SWEEP_BUDGET, ConfigError, StepConfig, settings
 from playground.core.step import compute_format, compute_settings, step_trace
 from playground.core.user_data import UserData, fitted
-from playground.settings import SWEEP_BUDGET, ConfigError, StepConfig, settings
 
 SAFE_FACTOR = 2.0
 

@@ -16,7 +16,7 @@ Example::
     >>> StepConfig(n=0)
     Traceback (most recent call last):
     ...
-    playground.settings.ConfigError: n (batch rows N) must be an integer in [1, 4096]; got 0
+    playground.core.settings.ConfigError: n (batch rows N) must be an integer in [1, 4096]; got 0
 """
 
 from __future__ import annotations

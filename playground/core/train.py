@@ -54,11 +54,11 @@ from playground.core.dtypes import forward_format
 from playground.core.float8 import AmaxHistory, Float8Recipe, matmul_layers
 from playground.core.loss_scale import make_loss_scale
 from playground.core.models import build_model
+from playground.core.one_step import float32_mse, in_param_dtype, scaled_step, widened
 from playground.core.optimizers import build_optimizer
+from playground.core.settings import MAX_STEPS, StepConfig, check_setting
 from playground.core.step import compute_format, compute_settings
 from playground.core.user_data import UserData, fitted
-from playground.sections.dynamics.one_step import float32_mse, in_param_dtype, scaled_step, widened
-from playground.settings import MAX_STEPS, StepConfig, check_setting
 
 
 @dataclass(frozen=True)
