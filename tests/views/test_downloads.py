@@ -25,7 +25,7 @@ from playground import (
     summarize,
     sweep_summary,
 )
-from playground.views import downloads
+from playground.views import downloads, file_store, report_csv
 
 # One compiled program serves every float16 report at this shape: S is traced.
 FLOAT16 = StepConfig(n=16, d_in=4, d_out=2, compute_dtype="float16")
@@ -47,7 +47,7 @@ def private_dir(tmp_path, monkeypatch):
     """Each test writes into a directory of its own."""
     root = tmp_path / "downloads"
     root.mkdir()
-    monkeypatch.setattr(downloads, "_root", str(root))
+    monkeypatch.setattr(file_store, "_root", str(root))
     return root
 
 
@@ -275,7 +275,7 @@ def test_summary_json_refuses_nan_before_making_a_file(private_dir):
 
 
 def test_a_too_large_report_is_refused_with_its_size(report, monkeypatch, private_dir):
-    monkeypatch.setattr(downloads, "MAX_GRADIENT_ROWS", 9)
+    monkeypatch.setattr(report_csv, "MAX_GRADIENT_ROWS", 9)
     with pytest.raises(ValueError, match=r"10 entries .* more than the 9 allowed"):
         downloads.gradients_csv(report)
     assert os.listdir(private_dir) == []
@@ -292,7 +292,7 @@ def test_old_files_are_deleted_when_a_file_is_written(private_dir):
 
 
 def test_the_newest_files_are_kept_within_the_caps(private_dir, monkeypatch):
-    monkeypatch.setattr(downloads, "MAX_FILES", 3)
+    monkeypatch.setattr(file_store, "MAX_FILES", 3)
     paths = []
     for n in range(6):
         paths.append(downloads.summary_json({"n": n}, "same"))
@@ -302,7 +302,7 @@ def test_the_newest_files_are_kept_within_the_caps(private_dir, monkeypatch):
     assert [os.path.exists(path) for path in paths] == [False] * 3 + [True] * 3
     assert len({os.path.basename(path) for path in paths}) == 1  # same name, own directories
     size = os.path.getsize(paths[-1])
-    monkeypatch.setattr(downloads, "MAX_BYTES", 2 * size)
+    monkeypatch.setattr(file_store, "MAX_BYTES", 2 * size)
     downloads.summary_json({"n": 9}, "same")
     assert len(os.listdir(private_dir)) == 2
 
@@ -324,9 +324,9 @@ def test_concurrent_writers_get_their_own_files(report):
 
 def test_the_directory_is_made_on_first_use_and_removed_at_exit(monkeypatch):
     at_exit = []
-    monkeypatch.setattr(downloads, "_root", None)
+    monkeypatch.setattr(file_store, "_root", None)
     monkeypatch.setattr(
-        downloads.atexit, "register", lambda *call, **keywords: at_exit.append((call, keywords))
+        file_store.atexit, "register", lambda *call, **keywords: at_exit.append((call, keywords))
     )
     path = downloads.summary_json({"a": 1}, "a")
     root = os.path.dirname(os.path.dirname(path))
