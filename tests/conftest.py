@@ -1,3 +1,4 @@
+import os
 import pathlib
 import sys
 
@@ -8,6 +9,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 pytest_plugins = ["fixtures_app"]
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# In CI (CI=true) hypothesis draws the same examples on every run and machine, so a green CI
+# means green on the next machine; no deadline, since a first call compiles. Loaded here, before
+# the test modules, so their own @settings inherit it.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 APP_TESTS = pathlib.Path(__file__).resolve().parent / "app"
 

@@ -27,10 +27,15 @@ def rounded(values, dtype: str) -> np.ndarray:
     return np.asarray(values, np.float64).astype(DTYPES[dtype]).astype(np.float64)
 
 
+def squared_residuals(kernel, bias, x, y, dtype: str) -> np.ndarray:
+    """The MSE's terms in float64: (rounded prediction - rounded target) squared, unrounded."""
+    prediction = rounded(rounded(x, dtype) @ rounded(kernel, dtype) + rounded(bias, dtype), dtype)
+    return (prediction - rounded(y, dtype)) ** 2
+
+
 def loss(kernel, bias, x, y, dtype: str) -> float:
     """MSE with rounded inputs, rounded prediction and a rounded result."""
-    prediction = rounded(rounded(x, dtype) @ rounded(kernel, dtype) + rounded(bias, dtype), dtype)
-    return float(rounded(np.mean((prediction - rounded(y, dtype)) ** 2), dtype))
+    return float(rounded(np.mean(squared_residuals(kernel, bias, x, y, dtype)), dtype))
 
 
 def grads(kernel, bias, x, y, dtype: str) -> tuple[np.ndarray, np.ndarray]:

@@ -5,7 +5,9 @@ loss_scale setting keeps 1/S a normal float32 so the report, the exercise's step
 jitted) and the sweep agree; the summary names the real cause of a non-finite or zero result;
 the sweep's "inside the window" verdict; float16's flush threshold on the magnitude chart; inf
 and NaN counted separately; this backend's flushing of float32 subnormals; a finite update ratio
-for the zero-initialized bias; agreeing_digits on infinities; strict JSON at the extremes.
+for the zero-initialized bias; agreeing_digits on infinities; strict JSON at the extremes, where
+the report and the exercise's jitted step agree bit for bit unless the loss's own terms are
+flushed (each compiled program flushes its own set; the reading names it).
 """
 
 import functools
@@ -17,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import playground.sections.lab.charts
@@ -37,6 +39,7 @@ from playground import (
 from playground.views.numbers import agreeing_digits
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_TINY = float(np.finfo(np.float32).smallest_normal)  # 2^-126
 FLOAT32_DIGITS = -math.log10(float(np.finfo(np.float32).eps) / 2)
 CAUSE_CODES = {
     "forward_overflow",
@@ -363,8 +366,29 @@ def configs(draw) -> StepConfig:
     )
 
 
+def flushable_terms(step_report) -> int:
+    """How many of the new loss's squared residuals (float64, from the report's parameters after
+    the step) lie at or below float32's smallest normal, where XLA on CPU flushes them to zero.
+    The margin of one bfloat16 step covers the library's rounding of a term at the edge."""
+    config = step_report.config
+    x, y = make_batch(config)
+    params = step_report.params
+    terms = reference.squared_residuals(
+        params["kernel"].mixed_after, params["bias"].mixed_after, x, y, config.compute_dtype
+    )
+    return int(np.count_nonzero((terms > 0) & (terms <= FLOAT32_TINY * (1 + 2.0**-7))))
+
+
+# Found by this test: the squared residuals lie near 2^-126 and each compiled program (the
+# report's, the jitted step's, the eager step's) flushed a different set of them.
+FLUSHED_TERMS = StepConfig(
+    n=32, d_in=8, d_out=4, lr=0.0, input_scale=2.0**-62, target_scale=2.0**-63
+)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=configs())
+@example(config=FLUSHED_TERMS)
 def test_numbers_stay_honest_at_the_extremes(config):
     step_report = run_report(config)
     shown = summarize(step_report)
@@ -380,7 +404,14 @@ def test_numbers_stay_honest_at_the_extremes(config):
         for name, stats in shown["params"].items():
             ratio = stats["median_update_ratio"]
             assert isinstance(ratio, float) and math.isfinite(ratio), (name, ratio)
-    if config.compute_dtype == "bfloat16":  # (c) the exercise's jitted step, bit for bit
+    if config.compute_dtype == "bfloat16":  # (c) the exercise's jitted step, bit for bit ...
         x, y = make_batch(config)
         step = float(jitted_step(config.model_seed, x, y, config.lr, config.loss_scale)[0])
-        assert same_float(step_report.mixed_new_loss, step), (step_report.mixed_new_loss, step)
+        shown_loss = step_report.mixed_new_loss
+        if not same_float(shown_loss, step):
+            # ... unless the loss's own terms are flushed: each program may flush a different
+            # set, each flushed term under 2^-126, and the reading says so.
+            assert flushable_terms(step_report), (shown_loss, step)
+            assert abs(shown_loss - step) <= FLOAT32_TINY + bfloat16_ulp(shown_loss)
+            named = [s for s in shown["reading"] if "smallest normal" in s and "flush" in s]
+            assert named, shown["reading"]

@@ -249,6 +249,18 @@ def reading(report: StepReport) -> list[str]:
                 "scaling exists for)."
             )
     sentences += [_cause_sentence(code, report) for code in causes(report)]
+    # A loss is a mean of squared residuals; the flushed ones each lose less than float32's
+    # smallest normal, which shows in the 6 digits printed once the loss is under 10^6 times it.
+    tiny = dtype_facts("float32").smallest_normal
+    losses = (report.mixed_initial_loss, report.mixed_new_loss)
+    losses += (report.float32_initial_loss, report.float32_new_loss)
+    if subnormals_flushed_here("float32") and any(0 < loss < tiny * 1e6 for loss in losses):
+        sentences.append(
+            f"These losses lie near float32's smallest normal number ({tiny:.3g}): some of "
+            "their squared residuals may lie below it, where this backend flushes them to zero, "
+            "and each compiled program (the report's, the exercise's eager and jitted step) "
+            f"flushes its own set, so a loss can differ by up to {tiny:.3g} between them."
+        )
     lost = sum(p.lost_update_count for p in report.params.values())
     if lost:
         sentences.append(
