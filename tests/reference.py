@@ -71,6 +71,19 @@ def band_labels(dtype: str) -> list[str]:
     return ["flushed to 0", subnormal, "normal", "overflow"]
 
 
+# (exponent bits, stored mantissa bits) of each format, from its specification (IEEE 754
+# binary32 and binary16, Google's bfloat16, the OCP FP8 formats E4M3 and E5M2).
+WIDTHS = {
+    "float32": (8, 23),
+    "bfloat16": (8, 7),
+    "float16": (5, 10),
+    "float8_e4m3fn": (4, 3),
+    "float8_e5m2": (5, 2),
+}
+# Formats without an infinity ("fn": finite, NaN only at all-ones): the all-ones exponent holds
+# numbers too, except the all-ones mantissa there, which is NaN.
+FINITE_ONLY = {"float8_e4m3fn"}
+
 # The float8 recipe's formats, from ml_dtypes (not from the code under test).
 FLOAT8 = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
 
