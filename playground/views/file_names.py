@@ -12,6 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from playground.core.models import DEFAULT_MODEL, MODELS, ModelChoice
+from playground.core.optimizers import DEFAULT_OPTIMIZER
+
 
 def name_part(text: str) -> str:
     """``text`` reduced to letters, digits, ``.``, ``_`` and ``-``; ValueError if none remain."""
@@ -32,19 +35,20 @@ def _number(value: Any) -> str:
 def settings_tag(config: Mapping[str, Any], *, scale: bool = True, run: bool = False) -> str:
     """The settings part of a file name, from a ``StepConfig.to_dict()``.
 
-    ``bfloat16_linear_sgd_n256_64x16_lr0.1_S1024_seed0_data0``: compute dtype, model (an MLP
-    as ``mlp2x64-relu``: hidden layers x width, activation), optimizer, N, D_in x D_out,
+    ``bfloat16_linear_sgd_n256_64x16_lr0.1_S1024_seed0_data0``: compute dtype, model (its
+    registry entry's slug: an MLP as ``mlp2x64-relu``), optimizer, N, D_in x D_out,
     learning rate, loss scale, model and data seeds. ``scale=False`` leaves out S (the sweep
     sets its own), ``run=True`` adds the dynamics run (``static_200steps``, ``period100``
     when dynamic, ``pure-kahan`` or ``pure-stochastic`` when the pure run does not round to
     nearest). The data scales are left out (the JSON summary holds every setting).
-    Raises KeyError for a missing setting (model and optimizer default to linear and sgd).
+    Raises KeyError for a missing setting or an unknown model (model and optimizer default to
+    the registries' defaults).
     """
     c = config
-    model = c.get("model", "linear")
-    if model == "mlp":
-        model = f"mlp{c['hidden_layers']}x{c['hidden_width']}-{c['activation']}"
-    parts = [c["compute_dtype"], model, c.get("optimizer", "sgd")]
+    name = c.get("model", DEFAULT_MODEL.name)
+    spec = MODELS[name]
+    model = spec.slug(ModelChoice(name, **{option: c[option] for option in spec.options}))
+    parts = [c["compute_dtype"], model, c.get("optimizer", DEFAULT_OPTIMIZER)]
     parts += [f"n{c['n']}", f"{c['d_in']}x{c['d_out']}", f"lr{_number(c['lr'])}"]
     if scale:
         parts.append(f"S{_number(c['loss_scale'])}")
