@@ -1,154 +1,24 @@
-"""Code export: the page's step as a standalone script that anyone can run without the playground.
-
-Rule: ``export_script(config)`` writes a Python script that imports only jax, flax (nnx), optax,
-numpy and the standard library, and that
-
-    rebuilds make_batch(config)            same numpy PCG64 draws, same float32 arithmetic order
-    runs mixed_precision_step(...)         the exercise's step, compute dtype = config's
-    runs float32_step(...)                 its float32 twin: no casts, no loss scale
-    prints one JSON line (its last)        {"mixed_new", "float32_new", "config", "versions"}
-
-Compiled, as the page runs it. XLA on CPU rounds a compiled program differently from op-by-op
-(eager) execution: inside a fusion it may keep a low-precision intermediate in float32, and it
-contracts a multiply followed by an add into one fused multiply-add (FMA). Run eagerly, the
-script's functions differ from the page in a few last bits now and then (8 of 48 losses in one
-check), so the script jits each step the way ``run_report`` jits ``_both_steps``: the batch, lr
-and loss scale as traced np.float32 arguments, the compiler options ``report.COMPILER_OPTIONS``,
-and the starting parameters as an argument, drawn by a compiled call of their own from
-``jax.random.key(np.uint32(seed))`` (the key ``nnx.Rngs(seed)`` makes), as ``run_report`` draws
-them with ``models.initial_state``. A program that draws the weights itself may lay them out
-differently in memory, and its float32 matmul then rounds differently (the float32 twin's loss
-moved by one unit in the last place at 256 x 64 x 16 when the page began to pass them in).
-
-Equality with the page, and its one known gap: on the same machine and library versions the
-script prints ``run_report(config)``'s ``mixed_new_loss`` and ``float32_new_loss`` bit for bit.
-Checked on 736 configs (both dtypes, seeds up to 2^32 - 1, lr 0 to 1.7, loss scales 2^-126 to
-2^126, data scales 2^-12 to 2^10, shapes 1 x 1 x 1 to 128 x 100 x 7): all 1,472 losses equal
-but 20 float32-twin losses, all at shapes with N = 1 or D_in = 1, each off by 1 to 5 units in
-the last place. At those shapes XLA turns a matmul into elementwise products, and whether a
-product is fused into an FMA with the addition after it depends on what else the compiled
-program returns. The page's program also returns the parameters, gradients and updates for its
-charts, packed into two arrays; even the page's own step code, compiled to return only the
-losses, differs from the page there. Matching those last bits would mean copying the page's
-output packing into the script, which would then be about the page rather than the exercise.
-Checked again after the parameters became an argument and the compiler options changed, on 60
-random configs of the same kinds (N = 1 and D_in = 1 among them): all 120 losses were equal.
-
-Non-finite losses are written as the strings "nan", "inf" and "-inf" (``views.numbers``'s rule),
-so the JSON line is strict. The script reproduces the exercise only: the linear model, SGD and
-the synthetic batch. A config with another model or optimizer is refused with a ConfigError
-rather than exported as a script whose numbers would differ from the page's; the MLP's options
-and the training-run settings (group "dynamics") do not change this step and are ignored.
-"""
-
-from __future__ import annotations
-
-import json
-import math
-
-from playground.core import report
-from playground.core.data import NOISE_STD
-from playground.core.settings import ConfigError, StepConfig, defaults, settings
-
-# The settings the script reproduces, in the order they are written as constants.
-EXPORTED_FIELDS = (
-    "model_seed",
-    "data_seed",
-    "n",
-    "d_in",
-    "d_out",
-    "lr",
-    "loss_scale",
-    "input_scale",
-    "target_scale",
-    "compute_dtype",
-)
-# Options only the MLP reads; with the linear model they change nothing.
-MLP_OPTIONS = ("hidden_layers", "hidden_width", "activation")
-# Compute dtypes the script's step handles (a plain cast; no float8 scaling).
-SCRIPT_DTYPES = ("bfloat16", "float16")
-# The script must compile as playground.core.report._both_steps does.
-COMPILER_OPTIONS = report.COMPILER_OPTIONS
-
-
-def export_filename(config: StepConfig) -> str:
-    """A file name for the exported script, e.g. ``mixed_precision_step_bfloat16_seed0.py``."""
-    return f"mixed_precision_step_{config.compute_dtype}_seed{config.model_seed}.py"
-
-
-def export_script(config: StepConfig) -> str:
-    """The standalone script reproducing ``run_report(config)``'s two new losses.
-
-    Args:
-      config: a validated StepConfig.
-
-    Returns:
-      The script's source text (ends with a newline; lines of at most 88 characters).
-
-    Raises:
-      ConfigError: a setting the script does not reproduce differs from its default, or the
-        compute dtype is not one of SCRIPT_DTYPES.
-    """
-    _check_exportable(config)
-    return _header(config) + _constants(config) + _BODY
-
-
-def _check_exportable(config: StepConfig) -> None:
-    if config.compute_dtype not in SCRIPT_DTYPES:
-        raise ConfigError(
-            "compute_dtype",
-            "the exported script reproduces the exercise's step, which computes in "
-            f"{' or '.join(SCRIPT_DTYPES)}; got {config.compute_dtype!r}",
-        )
-    table, default = settings(), defaults()
-    # Run settings, and float8's while the dtype (checked above) is not float8, change nothing.
-    ignored = ("dynamics", "float8")
-    for name, bounds in table.items():
-        if name in EXPORTED_FIELDS or name in MLP_OPTIONS or bounds.group in ignored:
-            continue
-        if getattr(config, name) != default[name]:
-            raise ConfigError(
-                name,
-                "the exported script reproduces the exercise's step only (nnx.Linear, "
-                f"optax.sgd); {name} ({bounds.label}) must be {default[name]!r} to export it, "
-                f"got {getattr(config, name)!r}",
-            )
-
-
-def _literal(value: int | float | str) -> str:
-    """``value`` as Python source that evaluates to exactly the same value."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, int):
-        return str(value)
-    mantissa, exponent = math.frexp(value)
-    if mantissa == 0.5 and abs(exponent - 1) >= 10:  # a far power of two reads better as 2.0**k
-        return f"2.0**{exponent - 1}"
-    return repr(float(value)).replace("e+", "e")  # 1e+38 -> 1e38, as ruff format writes it
-
-
-def _header(config: StepConfig) -> str:
-    table = settings()
-    values = {name: _literal(getattr(config, name)) for name in EXPORTED_FIELDS}
-    name_width = max(map(len, values))
-    value_width = max(map(len, values.values()))
-    rows = [
-        f"    {name:<{name_width}}  {value:<{value_width}}  {table[name].label}"
-        for name, value in values.items()
-    ]
-    dtype = config.compute_dtype
-    return f'''"""One mixed-precision training step, exported from the mixed-precision playground.
+"""One mixed-precision training step, exported from the mixed-precision playground.
 
 The script rebuilds the playground's synthetic batch and runs two versions of one SGD
 step of an nnx.Linear layer, both starting from the same initial weights:
 
-  mixed_precision_step  float32 master weights, a {dtype} forward and backward pass
-                        and a fixed loss scale (the exercise);
+  mixed_precision_step  float32 master weights, a forward and backward pass in
+                        COMPUTE_DTYPE and a fixed loss scale (the exercise);
   float32_step          the same step in float32 throughout, without a loss scale.
 
 Settings (the constants below):
 
-{chr(10).join(rows)}
+    model_seed     0           model seed
+    data_seed      0           data seed
+    n              256         batch rows N
+    d_in           64          input width D_in
+    d_out          16          output width D_out
+    lr             0.1         learning rate
+    loss_scale     2.0**10     loss scale
+    input_scale    1.0         input scale
+    target_scale   1.0         target scale
+    compute_dtype  "bfloat16"  compute dtype
 
 It prints both losses after the step; the last line is one JSON object with "mixed_new",
 "float32_new", "config" and "versions". Losses that are not finite appear as the strings
@@ -159,7 +29,7 @@ bits: see the note in main.)
 
 Requires only jax, flax, optax and numpy. Run it with
 
-    python {export_filename(config)}
+    python mixed_precision_step_bfloat16_seed0.py
 """
 
 import json
@@ -172,28 +42,28 @@ import numpy as np
 import optax
 from flax import nnx
 
-'''
+# --- settings: the playground writes the page's values here when it exports ---
+MODEL_SEED = 0  # model seed
+DATA_SEED = 0  # data seed
+N = 256  # batch rows N
+D_IN = 64  # input width D_in
+D_OUT = 16  # output width D_out
+LR = 0.1  # learning rate
+LOSS_SCALE = 2.0**10  # loss scale
+INPUT_SCALE = 1.0  # input scale
+TARGET_SCALE = 1.0  # target scale
+COMPUTE_DTYPE = "bfloat16"  # compute dtype
 
+# Standard deviation of the noise added to the teacher's targets.
+NOISE_STD = 0.1
+# The XLA options the playground compiles its step with; they are part of what
+# decides how low-precision intermediate results are rounded.
+COMPILER_OPTIONS = {
+    "xla_backend_optimization_level": 1,
+    "xla_cpu_use_fusion_emitters": False,
+}
+# --- end of settings ---
 
-def _constants(config: StepConfig) -> str:
-    table = settings()
-    lines = ["# Settings exported from the page."]
-    for name in EXPORTED_FIELDS:
-        lines.append(f"{name.upper()} = {_literal(getattr(config, name))}  # {table[name].label}")
-    lines += [
-        "",
-        "# Standard deviation of the noise added to the teacher's targets.",
-        f"NOISE_STD = {_literal(NOISE_STD)}",
-        "# The XLA options the playground compiles its step with; they are part of what",
-        "# decides how low-precision intermediate results are rounded.",
-        "COMPILER_OPTIONS = {",
-        *(f"    {json.dumps(name)}: {value!r}," for name, value in COMPILER_OPTIONS.items()),
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-_BODY = '''
 
 def make_batch():
     """The playground's batch: x = input_scale * z and y = target_scale * (z @ T + e).
@@ -353,4 +223,3 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
