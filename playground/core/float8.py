@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import jax
@@ -52,17 +51,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from playground.core.dtypes import FLOAT8_FORMATS, dtype_facts, numpy_dtype, saturating_cast
+from playground.core.dtypes import dtype_facts, numpy_dtype, saturating_cast
 
 SCALINGS = ("none", "current", "delayed")
+# The recipe's formats: E4M3 (more precision) forward, E5M2 (more range) for gradients.
+FORWARD_FORMAT, GRADIENT_FORMAT = "float8_e4m3fn", "float8_e5m2"
 # The three tensors of one matmul, and the format each is cast to.
 ROLES = ("input", "kernel", "gradient")
-ROLE_FORMATS = {
-    "input": FLOAT8_FORMATS["forward"],
-    "kernel": FLOAT8_FORMATS["forward"],
-    "gradient": FLOAT8_FORMATS["gradient"],
-}
-ROLE_DTYPES = {fmt: numpy_dtype(fmt) for fmt in FLOAT8_FORMATS.values()}
+ROLE_FORMATS = {"input": FORWARD_FORMAT, "kernel": FORWARD_FORMAT, "gradient": GRADIENT_FORMAT}
+ROLE_DTYPES = {fmt: numpy_dtype(fmt) for fmt in (FORWARD_FORMAT, GRADIENT_FORMAT)}
 # Per tensor: amax (before scaling), the scale used, entries saturated (finite, yet a plain
 # cast would overflow them: NaN in E4M3FN, inf in E5M2; the saturating cast gives +-fmax),
 # nonzero entries that became 0 (flushed), and all entries.
@@ -71,18 +68,6 @@ AMAX, SCALE = STATS.index("amax"), STATS.index("scale")
 # The longest amax history a run may ask for (the amax_history setting's upper limit).
 HISTORY_CAPACITY = 1024
 FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
-@dataclass(frozen=True)
-class Float8Recipe:
-    """What a float8 step computes with: the scaling mode (one of SCALINGS). Hashable, so a
-    compiled program takes it as a static argument."""
-
-    scaling: str = "current"
-
-    def __post_init__(self) -> None:
-        if self.scaling not in SCALINGS:
-            raise ValueError(f"fp8_scaling must be one of {', '.join(SCALINGS)}")
 
 
 def scale_from_amax(amax: jax.Array, fmt: str | jax.Array, previous: jax.Array) -> jax.Array:
@@ -147,7 +132,7 @@ def float8_matmul(lhs: jax.Array, rhs: jax.Array, meta: jax.Array, scaling: str)
 float8_matmul.defvjp(_matmul_forward, _matmul_backward)
 
 
-def _float8_dot_general(
+def float8_dot_general(
     lhs,
     rhs,
     dimension_numbers,
@@ -169,19 +154,6 @@ def matmul_layers(model: nnx.Module) -> list[tuple[str, nnx.Linear]]:
     """(kernel name, layer) of every nnx.Linear in ``model``, in parameter order."""
     layers = [(path, m) for path, m in nnx.iter_modules(model) if isinstance(m, nnx.Linear)]
     return [(".".join(map(str, (*path, "kernel"))), m) for path, m in sorted(layers)]
-
-
-def float8_model(model: nnx.Module, recipe: Float8Recipe, metas: jax.Array) -> nnx.Module:
-    """A copy of ``model`` (same float32 Params, so gradients reach them) whose matmuls follow
-    the module rule; ``metas`` is (layers, roles, STATS), one per ``matmul_layers`` entry."""
-    # Only Param state moves into `params`; the copy shares no Python object with `model`.
-    graphdef, params = nnx.split(model, nnx.Param)
-    copy = nnx.merge(graphdef, params)
-    for index, (_, layer) in enumerate(matmul_layers(copy)):
-        layer.dot_general = functools.partial(
-            _float8_dot_general, meta=metas[index], scaling=recipe.scaling
-        )
-    return copy
 
 
 _ROLE_MAX = np.array([dtype_facts(ROLE_FORMATS[role]).max for role in ROLES], np.float32)
@@ -224,35 +196,3 @@ class AmaxHistory:
         peak = jnp.max(jnp.where(window, amax, 0), axis=-1)
         scale = scale_from_amax(peak, jnp.asarray(_ROLE_MAX), self.scale)
         return dataclasses.replace(self, amax=amax, scale=scale)
-
-
-@dataclass(frozen=True)
-class Float8Tensor:
-    """One quantized tensor of a float8 step: which matmul (named by its kernel), which role,
-    its format, and its STATS (amax before scaling, the scale used, entries saturated to +-max
-    where a plain cast would have overflowed, nonzero entries flushed to zero, entries in
-    all)."""
-
-    layer: str
-    role: str
-    format: str
-    amax: float
-    scale: float
-    saturated: int
-    flushed: int
-    size: int
-
-
-def float8_tensors(stats: np.ndarray, layers: Sequence[str]) -> tuple[Float8Tensor, ...]:
-    """The (layers, roles, STATS) statistics of a step as Float8Tensors, layer by layer."""
-    tensors = []
-    for layer, rows in zip(layers, stats, strict=True):
-        for role, row in zip(ROLES, rows, strict=True):
-            values = dict(zip(STATS, row.tolist(), strict=True))
-            counts = {name: int(values[name]) for name in ("saturated", "flushed", "size")}
-            tensors.append(
-                Float8Tensor(
-                    layer, role, ROLE_FORMATS[role], values["amax"], values["scale"], **counts
-                )
-            )
-    return tuple(tensors)

@@ -5,10 +5,10 @@ first (as ``jnp.asarray`` does with x64 off) and is then cast to the dtype with
 round-to-nearest-even by numpy / ml_dtypes, which matches ``jnp.astype`` bit for bit. Errors are
 measured in float64 against the value that was typed; every limit comes from the dtype registry.
 
-That plain cast is what ``astype`` does; the float8 step casts with saturation instead
-(``dtypes.saturating_cast``: clip to +-max first), so each view also carries that value. They
-differ only past a format's largest value: 500 is NaN in a plain float8_e4m3fn cast, 448 when
-saturated.
+That plain cast is what ``astype`` does; a recipe whose casts saturate (float8) clips to +-max
+first instead (``dtypes.saturating_cast``), so each view also carries that value, and says
+whether a recipe stores numbers of its dtype that way (``saturates``). They differ only past a
+format's largest value: 500 is NaN in a plain float8_e4m3fn cast, 448 when saturated.
 
 Example::
 
@@ -33,6 +33,7 @@ from playground.core.dtypes import (
     dtype_facts,
     saturating_cast,
 )
+from playground.core.policy import saturating_formats
 
 CATEGORIES = ("zero", "subnormal", "normal", "inf", "nan")
 # The examples offered in the UI. Each one shows a single fact about the formats.
@@ -60,8 +61,10 @@ class BitView:
     to the next value of the dtype toward +inf (inf at the largest finite value, nan when stored
     is not finite). category is one of CATEGORIES. computed_here is the stored value after one
     compiled product on this backend: 0 for a subnormal where the backend flushes them.
-    saturated is the value after the float8 step's saturating cast (finite values clipped to
-    +-max first); it equals stored except past the largest finite value.
+    saturated is the value after a saturating cast (finite values clipped to +-max first); it
+    equals stored except past the largest finite value. saturates: whether a registered recipe
+    casts to this dtype with saturation (float8's formats), so that ``saturated`` is what its
+    step stores; where none does, the saturated value is no step's.
     """
 
     dtype: str
@@ -76,6 +79,7 @@ class BitView:
     category: str
     computed_here: float
     saturated: float
+    saturates: bool
 
 
 def _store(value: float, dtype: str) -> np.ndarray:
@@ -146,6 +150,7 @@ def bit_view(value: float, dtype: str) -> BitView:
         category=_category(stored, facts),
         computed_here=computed_here(value, dtype),
         saturated=saturated,
+        saturates=dtype in saturating_formats(),
     )
 
 

@@ -17,11 +17,12 @@ from flax import nnx
 from playground.core import metrics, rounding
 from playground.core.float8 import STATS
 from playground.core.loss_scale import all_finite
+from playground.core.policy import FLOAT32_TWIN, Policy
 from playground.core.step import low_precision_loss
 
 
 def float32_mse(graphdef, params, x, y):
-    return low_precision_loss(nnx.merge(graphdef, params), x, y, jnp.float32)
+    return low_precision_loss(nnx.merge(graphdef, params), x, y, FLOAT32_TWIN)
 
 
 def _lost_share(before, after, updates, kept=None) -> jax.Array:
@@ -51,21 +52,32 @@ def _add_nearest(params, updates):
     return jax.tree.map(add, params, updates)
 
 
-def scaled_step(graphdef, params, x, y, policy, compute, tx, opt_state, rounded=None, history=None):
+def scaled_step(
+    graphdef,
+    params,
+    x,
+    y,
+    policy,
+    precision: Policy,
+    tx,
+    opt_state,
+    rounded=None,
+    history=None,
+):
     """One scaled low-precision step of ``params`` (master float32 or stored in low precision).
 
-    ``compute``: a jnp dtype or the float8 recipe. ``rounded``: None for p + update rounded to
-    nearest, else (rounding, its state, key) for ``rounding.apply_rounded``. ``history``
-    (float8 only): the run's AmaxHistory, whose scales the step uses and which records the
-    step. Returns (new params, new optimizer state, finite flag, lost-update share, new
-    rounding state, saturated share, new history).
+    ``policy``: the loss-scale policy; ``precision``: how the step computes. ``rounded``:
+    None for p + update rounded to nearest, else (rounding, its state, key) for
+    ``rounding.apply_rounded``. ``history`` (a quantizing recipe only): the run's AmaxHistory,
+    whose scales the step uses and which records the step. Returns (new params, new optimizer
+    state, finite flag, lost-update share, new rounding state, saturated share, new history).
     """
     # The values the step differentiates at: float8-stored parameters as float32 (see the rule).
     point = jax.tree.map(widened, params)
     metas = history.metas() if history is not None else ()
 
     def scaled_loss(point, metas):
-        loss = low_precision_loss(nnx.merge(graphdef, point), x, y, compute, float8_metas=metas)
+        loss = low_precision_loss(nnx.merge(graphdef, point), x, y, precision, metas=metas)
         return policy.scale(loss.astype(jnp.float32))
 
     # Unscaled in float32, so the unscaling itself cannot underflow, then held in the dtype the

@@ -3,13 +3,13 @@
 Rule::
 
     x, y      = make_batch(config)
-    mixed     = step_trace(model(model_seed), sgd(lr), x, y, StaticLossScale(S), compute_dtype)
-    baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), float32)
+    mixed     = step_trace(model(model_seed), sgd(lr), x, y, StaticLossScale(S), policy_for(config))
+    baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), FLOAT32_TWIN)
     per parameter p (by path name): statistics of mixed.grads[p] against baseline.grads[p]
-    float8 only: per matmul, the statistics of its quantized tensors (``core.float8``)
+    a quantizing recipe (float8) only: per matmul, the statistics of its quantized tensors
 
-The two steps run in ``_both_steps``, jitted with the seed, lr and S traced and the dtype static:
-JAX compiles it once per (shapes, compute dtype). Its outputs come back in one transfer; the
+The two steps run in ``_both_steps``, jitted with the seed, lr and S traced and the precision
+policy static: JAX compiles it once per (shapes, policy). Its outputs come back in one transfer; the
 statistics are then computed in numpy on the host and everything is frozen into a StepReport, so
 no JAX state leaks into the views.
 """
@@ -26,12 +26,14 @@ import numpy as np
 
 from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
-from playground.core.float8 import ROLES, STATS, float8_tensors
+from playground.core.float8 import ROLES, STATS
+from playground.core.float8_report import float8_tensors
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, initial_state, param_shapes, rebuilt
 from playground.core.optimizers import build_optimizer
+from playground.core.policy import FLOAT32_TWIN, Policy, policy_for
 from playground.core.settings import StepConfig
-from playground.core.step import compute_format, compute_settings, step_trace
+from playground.core.step import step_trace
 from playground.core.step_report import (
     LOG2_HIGH,
     LOG2_LOW,
@@ -82,7 +84,7 @@ COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emi
 
 @functools.partial(
     jax.jit,
-    static_argnames=("compute_dtype", "fp8_scaling", "model", "optimizer"),
+    static_argnames=("precision", "model", "optimizer"),
     compiler_options=COMPILER_OPTIONS,
 )
 def _both_steps(
@@ -93,8 +95,7 @@ def _both_steps(
     loss_scale,
     initial,
     *,
-    compute_dtype: str,
-    fp8_scaling: str | None,
+    precision: Policy,
     model: ModelChoice,
     optimizer: str,
 ):
@@ -107,18 +108,18 @@ def _both_steps(
     row per ROWS entry, each row the parameters flattened in path-name order), a
     (hidden activations, bins + 2) int32 array: per activation, its log2 histogram
     (LOG2_LOW ...), then its zero and non-finite counts, and the float8 statistics
-    (matmuls, roles, STATS), empty unless the compute dtype is float8.
+    (matmuls, roles, STATS), empty unless the recipe quantizes.
     """
     d_in, d_out = x.shape[-1], y.shape[-1]
 
-    def trace(policy, dtype, hidden=(0, 0)):
+    def trace(scaling, policy, hidden=(0, 0)):
         network = rebuilt(model, d_in, d_out, initial)
         tx = build_optimizer(optimizer, lr)
-        return step_trace(network, tx, x, y, policy, dtype, hidden)
+        return step_trace(network, tx, x, y, scaling, policy, hidden)
 
     hidden = (model.hidden_count, model.hidden_width)
-    mixed = trace(StaticLossScale(loss_scale), compute_format(compute_dtype, fp8_scaling), hidden)
-    baseline = trace(NoOpLossScale(), jnp.float32)
+    mixed = trace(StaticLossScale(loss_scale), precision, hidden)
+    baseline = trace(NoOpLossScale(), FLOAT32_TWIN)
     losses = jnp.concatenate(
         [mixed.initial_loss, mixed.new_loss, baseline.initial_loss, baseline.new_loss]
     )
@@ -234,7 +235,7 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         config,
         initial,
         batch=batch,
-        **compute_settings(config),
+        precision=policy_for(config),
         model=config.model_choice,
         optimizer=config.optimizer,
     )

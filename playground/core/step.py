@@ -15,14 +15,15 @@ float32 master parameters are never overwritten by their rounded copies, and the
 back through the casts to float32 leaves. The float32 twin is the same procedure with every cast
 an identity and S = 1 (multiplying and dividing by 1 is exact).
 
-``step_trace`` runs that rule for any registered model and optimizer and any loss-scale policy,
+``step_trace`` runs that rule for any registered model and optimizer, any loss-scale policy and
+any precision ``Policy`` (``playground.core.policy``: ``low`` is its recipe's casts and matmul),
 and keeps every intermediate; ``mixed_precision_step`` is the exercise itself: ``nnx.Linear``,
-``optax.sgd(lr)``, a fixed S and bfloat16.
+``optax.sgd(lr)``, a fixed S and the bfloat16 recipe (``policy.EXERCISE``).
 
-The float8 recipe (``compute_dtype='float8'``, a ``Float8Recipe``) rounds differently: ``low(m)``
-keeps the float32 parameters and data, and only the operands of every matmul are rounded, to
-E4M3 on the way forward and E5M2 on the way back, with per-tensor scales
-(``playground.core.float8``); the loss, S and the unscaling are as above, in float32.
+A scaled recipe (float8) rounds differently: ``low(m)`` keeps the float32 parameters and data,
+and only the operands of every matmul are rounded, to its forward format on the way forward and
+its gradient format on the way back, with per-tensor scales (``playground.core.float8``); the
+loss, S and the unscaling are as above, in float32.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ import numpy as np
 import optax
 from flax import nnx
 
-from playground.core.dtypes import FLOAT8
-from playground.core.float8 import AmaxHistory, Float8Recipe, float8_model, matmul_layers
+from playground.core.float8 import AmaxHistory, matmul_layers
 from playground.core.loss_scale import LossScale, StaticLossScale
 from playground.core.models import DEFAULT_MODEL, Params, build_model, param_arrays
 from playground.core.optimizers import build_optimizer
-from playground.core.settings import ConfigError, StepConfig, check_setting, settings
+from playground.core.policy import EXERCISE, FLOAT32_TWIN, Policy
+from playground.core.settings import ConfigError, check_setting, settings
 
 
 class StepTrace(NamedTuple):
@@ -57,10 +58,10 @@ class StepTrace(NamedTuple):
         without hidden layers).
       params_before, params_after: float32 master parameters around the update.
       new_loss: (1,) float32, the unscaled loss after the update.
-      float8_stats: float8 only, (matmuls, roles, STATS) float32: per matmul (in parameter
-        order) the statistics of its input, kernel and gradient tensors (``core.float8``).
-      float8_history: float8 only, the amax history after this step (whose scales the new
-        loss used).
+      float8_stats: a quantizing recipe (float8) only, (matmuls, roles, STATS) float32: per
+        matmul (in parameter order) the statistics of its input, kernel and gradient tensors.
+      float8_history: a quantizing recipe only, the amax history after this step (whose scales
+        the new loss used).
     """
 
     initial_loss: jax.Array
@@ -73,23 +74,6 @@ class StepTrace(NamedTuple):
     new_loss: jax.Array
     float8_stats: jax.Array | None = None
     float8_history: AmaxHistory | None = None
-
-
-Compute = jnp.dtype | Float8Recipe
-
-
-def compute_format(compute_dtype: str, fp8_scaling: str = "current") -> Compute:
-    """What a step computes in for a ``compute_dtype`` setting: its jnp dtype, or the float8
-    recipe with ``fp8_scaling``."""
-    return Float8Recipe(fp8_scaling) if compute_dtype == FLOAT8 else jnp.dtype(compute_dtype)
-
-
-def compute_settings(config: StepConfig) -> dict[str, str | None]:
-    """The static keywords ``compute_dtype`` and ``fp8_scaling`` of a compiled program for
-    ``config``; fp8_scaling is None unless the dtype is float8, so changing it never recompiles a
-    bfloat16 or float16 program."""
-    fp8_scaling = config.fp8_scaling if config.compute_dtype == FLOAT8 else None
-    return {"compute_dtype": config.compute_dtype, "fp8_scaling": fp8_scaling}
 
 
 class _KeptUpdates(NamedTuple):
@@ -117,33 +101,18 @@ def low_precision_loss(
     model: nnx.Module,
     x: jax.Array,
     y: jax.Array,
-    compute_dtype,
+    precision: Policy,
     probes: tuple = (),
-    float8_metas: jax.Array | tuple = (),
+    metas: jax.Array | tuple = (),
 ) -> jax.Array:
-    """MSE of a rounded copy of ``model`` on rounded data, returned in ``compute_dtype``.
+    """MSE of the temporary copy of ``model`` on the cast data, in ``precision.loss_dtype``.
 
-    The cast copy is a new module; ``model`` keeps its float32 arrays. Casting y only affects the
-    subtraction and the mean, since the matmul's dtype is set by x and the parameters. ``probes``
-    (zeros in the compute dtype) are added to the hidden activations of a model that has them.
-
-    For a Float8Recipe the copy keeps float32 parameters, its matmuls quantize their operands
-    (``float8_model``; ``float8_metas`` carries the delayed scales, 1 when empty) and the loss
-    is float32.
+    ``Policy.loss`` with, for a recipe whose matmuls quantize, ``metas`` carrying the delayed
+    scales (a fresh history's, scale 1, when empty).
     """
-    if isinstance(compute_dtype, Float8Recipe):
-        if not isinstance(float8_metas, jax.Array):
-            float8_metas = AmaxHistory.fresh(len(matmul_layers(model))).metas()
-        temporary = float8_model(model, compute_dtype, float8_metas)
-        prediction = temporary(x, probes) if probes else temporary(x)
-        return jnp.mean((prediction - y) ** 2)
-    # Only Param state moves into `params`; the graph definition stays with `graphdef`.
-    graphdef, params = nnx.split(model, nnx.Param)
-    low_params = jax.tree.map(lambda p: p.astype(compute_dtype), params)
-    temporary = nnx.merge(graphdef, low_params)
-    inputs = x.astype(compute_dtype)
-    prediction = temporary(inputs, probes) if probes else temporary(inputs)
-    return jnp.mean((prediction - y.astype(compute_dtype)) ** 2)
+    if precision.compute.quantizes and not isinstance(metas, jax.Array):
+        metas = AmaxHistory.fresh(len(matmul_layers(model))).metas()
+    return precision.loss(model, x, y, probes, metas)
 
 
 def step_trace(
@@ -152,7 +121,7 @@ def step_trace(
     x: jax.Array,
     y: jax.Array,
     loss_scale: LossScale,
-    compute_dtype=jnp.bfloat16,
+    precision: Policy = EXERCISE,
     hidden: tuple[int, int] = (0, 0),
     float8_history: AmaxHistory | None = None,
 ) -> StepTrace:
@@ -163,10 +132,10 @@ def step_trace(
       tx: an optax transformation from the registry.
       x: (N, D_in) float32. y: (N, D_out) float32.
       loss_scale: a policy from ``playground.core.loss_scale`` (the exercise: StaticLossScale).
-      compute_dtype: dtype of the temporary model and data, or a Float8Recipe.
+      precision: how the step computes (its recipe, for a scaled one its fp8_scaling).
       hidden: (count, width) of the model's hidden activations, whose gradients are kept.
-      float8_history: float8 only: the amax history the step's delayed scales come from
-        (default: a fresh one, scale 1).
+      float8_history: a quantizing recipe (float8) only: the amax history the step's delayed
+        scales come from (default: a fresh one, scale 1).
 
     Returns:
       A StepTrace of JAX arrays.
@@ -178,17 +147,16 @@ def step_trace(
     # 2-4. Low-precision loss, cast back to float32 and scaled; differentiated w.r.t. `model`.
     # Zero probes on the hidden activations: their gradients are the activation gradients.
     count, width = hidden
-    float8 = isinstance(compute_dtype, Float8Recipe)
-    probe_dtype = jnp.float32 if float8 else compute_dtype
-    probes = tuple(jnp.zeros((x.shape[0], width), probe_dtype) for _ in range(count))
-    # float8: the metas' gradients are the statistics of every quantized tensor.
-    if float8 and float8_history is None:
+    quantizes = precision.compute.quantizes
+    probes = tuple(jnp.zeros((x.shape[0], width), precision.loss_dtype) for _ in range(count))
+    # A quantizing recipe: the metas' gradients are the statistics of every quantized tensor.
+    if quantizes and float8_history is None:
         float8_history = AmaxHistory.fresh(len(matmul_layers(model)))
-    metas = float8_history.metas() if float8 else ()
+    metas = float8_history.metas() if quantizes else ()
 
     def scaled_loss(model: nnx.Module, probes: tuple, metas):
-        loss = low_precision_loss(model, x, y, compute_dtype, probes, metas)
-        return loss_scale.scale(loss.astype(jnp.float32)), loss
+        loss = low_precision_loss(model, x, y, precision, probes, metas)
+        return loss_scale.scale(precision.cast_to_output(loss)), loss
 
     value_and_grad = nnx.value_and_grad(scaled_loss, argnums=(0, 1, 2), has_aux=True)
     (_, initial_loss), (scaled_grads, activation_grads, float8_stats) = value_and_grad(
@@ -199,15 +167,15 @@ def step_trace(
     grads = loss_scale.unscale(scaled_grads)
     optimizer.update(model, grads)
 
-    # 6. The unscaled low-precision loss of the updated model (float8: with the scales the
-    # next step would use).
-    if float8:
+    # 6. The unscaled low-precision loss of the updated model (a quantizing recipe: with the
+    # scales the next step would use).
+    if quantizes:
         float8_history = float8_history.record(float8_stats)
         metas = float8_history.metas()
-    new_loss = low_precision_loss(model, x, y, compute_dtype, float8_metas=metas)
-    new_loss = new_loss.astype(jnp.float32).reshape((1,))
+    new_loss = low_precision_loss(model, x, y, precision, metas=metas)
+    new_loss = precision.cast_to_output(new_loss).reshape((1,))
     return StepTrace(
-        initial_loss=initial_loss.astype(jnp.float32).reshape((1,)),
+        initial_loss=precision.cast_to_output(initial_loss).reshape((1,)),
         scaled_grads=param_arrays(scaled_grads),
         grads=param_arrays(grads),
         updates=param_arrays(optimizer.opt_state.updates),
@@ -215,19 +183,19 @@ def step_trace(
         params_before=params_before,
         params_after=param_arrays(nnx.state(model, nnx.Param)),
         new_loss=new_loss,
-        float8_stats=float8_stats if float8 else None,
+        float8_stats=float8_stats if quantizes else None,
         float8_history=float8_history,
     )
 
 
-def exercise_trace(seed, x, y, lr, loss_scale, compute_dtype=jnp.bfloat16) -> StepTrace:
+def exercise_trace(seed, x, y, lr, loss_scale, precision: Policy = EXERCISE) -> StepTrace:
     """The exercise's step (nnx.Linear from ``nnx.Rngs(seed)``, optax.sgd, a fixed S), traced.
 
     ``seed`` is a Python int (as in the exercise) or a JAX PRNG key.
     """
     model = build_model(DEFAULT_MODEL, x.shape[-1], y.shape[-1], nnx.Rngs(seed))
     tx = build_optimizer("sgd", lr)
-    return step_trace(model, tx, x, y, StaticLossScale(loss_scale), compute_dtype)
+    return step_trace(model, tx, x, y, StaticLossScale(loss_scale), precision)
 
 
 def _is_concrete(value: Any) -> bool:
@@ -293,4 +261,4 @@ def float32_step(seed, x, y, lr) -> jax.Array:
     float32 MSE.
     """
     x, y = check_step_inputs(seed, x, y, lr, 1.0)
-    return exercise_trace(int(seed), x, y, lr, 1.0, compute_dtype=jnp.float32).new_loss
+    return exercise_trace(int(seed), x, y, lr, 1.0, precision=FLOAT32_TWIN).new_loss

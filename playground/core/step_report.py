@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from playground.core import metrics
-from playground.core.dtypes import gradient_format
-from playground.core.float8 import Float8Tensor
+from playground.core.float8_report import Float8Tensor
+from playground.core.policy import recipe
 from playground.core.settings import StepConfig
 
 
@@ -117,8 +117,8 @@ class StepReport:
 
     Losses are Python floats: ``mixed_new_loss`` is exactly what ``mixed_precision_step``
     returns for this data (bfloat16 compute), ``*_initial_loss`` are the unscaled losses
-    before the step, ``float32_*`` those of the float32 twin. ``float8`` (float8 compute only):
-    every quantized tensor of the mixed step, three per matmul.
+    before the step, ``float32_*`` those of the float32 twin. ``float8`` (a quantizing recipe,
+    float8, only): every quantized tensor of the mixed step, three per matmul.
     """
 
     config: StepConfig
@@ -133,13 +133,13 @@ class StepReport:
     @functools.cached_property
     def magnitudes(self) -> dict[str, dict[str, int]]:
         """``metrics.magnitude_counts`` of all parameters' gradients together, in the gradient
-        format of the compute dtype (float8: E5M2, the format of the gradient that flows back
+        format of the compute recipe (float8: E5M2, the format of the gradient that flows back
         into each matmul)."""
         every = self.params.values()
         return metrics.magnitude_counts(
             np.concatenate([p.float32_grads.ravel() for p in every]),
             np.concatenate([p.scaled_grads.ravel() for p in every]),
-            gradient_format(self.config.compute_dtype),
+            recipe(self.config.compute_dtype).gradient_format,
         )
 
     @property

@@ -2,9 +2,10 @@
 
 Rule, for a config and its compute dtype::
 
-    K        = min(floor(log2(max of the dtype)) + 1, log2(the loss_scale setting's maximum))
-               # just past the dtype's largest value, and never past a legal loss scale;
-               # for float8 the gradient format's (E5M2, max 57344): S scales the gradients
+    K        = min(floor(log2(max of the recipe's gradient format)) + 1,
+                   log2(the loss_scale setting's maximum))
+               # just past the largest gradient it holds (S scales the gradients: float8's
+               # E5M2, max 57344), and never past a legal loss scale
     baseline = the float32 twin (S = 1)
     for each S (jax.lax.map, one compiled program, 8 scales per batch to bound memory):
         mixed        = the step at S in the dtype
@@ -31,19 +32,20 @@ from flax import nnx
 
 from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
-from playground.core.dtypes import dtype_facts, gradient_format
+from playground.core.dtypes import dtype_facts
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, build_model
 from playground.core.optimizers import build_optimizer
+from playground.core.policy import FLOAT32_TWIN, Policy, policy_for, recipe
 from playground.core.settings import SWEEP_BUDGET, ConfigError, StepConfig, settings
-from playground.core.step import compute_format, compute_settings, step_trace
+from playground.core.step import step_trace
 from playground.core.user_data import UserData, fitted
 
 SAFE_FACTOR = 2.0
 
 
 def _log2_max(dtype: str) -> int:
-    return math.floor(math.log2(dtype_facts(gradient_format(dtype)).max))
+    return math.floor(math.log2(dtype_facts(recipe(dtype).gradient_format).max))
 
 
 def sweep_exponents(dtype: str) -> np.ndarray:
@@ -75,7 +77,7 @@ def _flat(params: dict[str, jax.Array]) -> jax.Array:
     return jnp.concatenate([leaf.ravel() for leaf in params.values()])
 
 
-@functools.partial(jax.jit, static_argnames=("compute_dtype", "fp8_scaling", "model", "optimizer"))
+@functools.partial(jax.jit, static_argnames=("precision", "model", "optimizer"))
 def _curves_over_scales(
     model_seed,
     x,
@@ -84,8 +86,7 @@ def _curves_over_scales(
     loss_scale,
     scales,
     *,
-    compute_dtype: str,
-    fp8_scaling: str | None,
+    precision: Policy,
     model: ModelChoice,
     optimizer: str,
 ):
@@ -94,15 +95,15 @@ def _curves_over_scales(
     key = jax.random.key(model_seed)
     d_in, d_out = x.shape[-1], y.shape[-1]
 
-    def trace(policy, dtype):
+    def trace(scaling, policy):
         network = build_model(model, d_in, d_out, nnx.Rngs(key))
-        return step_trace(network, build_optimizer(optimizer, lr), x, y, policy, dtype)
+        return step_trace(network, build_optimizer(optimizer, lr), x, y, scaling, policy)
 
-    baseline = trace(NoOpLossScale(), jnp.float32)
+    baseline = trace(NoOpLossScale(), FLOAT32_TWIN)
     baseline_grads = _flat(baseline.grads)
 
     def at_scale(scale):
-        mixed = trace(StaticLossScale(scale), compute_format(compute_dtype, fp8_scaling))
+        mixed = trace(StaticLossScale(scale), precision)
         # Per parameter, then the worst: the kernel's and the bias's gradients can differ by
         # orders of magnitude, and a joint norm would hide the smaller one's error.
         rel_error = jnp.max(
@@ -146,7 +147,7 @@ def run_sweep(config: StepConfig, data: UserData | None = None) -> SweepReport:
     """Sweep the loss scale for ``config`` (its own loss_scale is ignored; see the module rule).
 
     Returns:
-      A SweepReport; compiled once per (shapes, compute dtype).
+      A SweepReport; compiled once per (shapes, precision policy).
 
     Raises:
       ConfigError naming ``n`` past the sweep's work cap (``check_sweep_work``).
@@ -160,7 +161,7 @@ def run_sweep(config: StepConfig, data: UserData | None = None) -> SweepReport:
         config,
         scales,
         batch=batch,
-        **compute_settings(config),
+        precision=policy_for(config),
         model=config.model_choice,
         optimizer=config.optimizer,
     )

@@ -18,15 +18,17 @@ Loss scaling (mixed and pure runs) is a policy of ``playground.core.loss_scale``
 ``mode`` setting (none, static, dynamic); each run carries its own policy state, and a policy
 that skips non-finite steps does it with ``optax.apply_if_finite``.
 
-float8 (the recipe of ``playground.core.float8``): both low-precision runs compute with it, and
-each carries its own amax history from step to step (``amax_history`` steps long), so delayed
-scaling scales step k by the amax values of the steps before it (the first step by 1). The
-mixed run keeps float32 masters. The pure run stores its parameters in float8_e4m3fn, the
-forward format, and only those: it is differentiated at their float32 values (JAX's own
-derivative of the cast would round the gradient to E4M3), so its gradients, updates and
-optimizer state are float32, and each p + update is rounded back into E4M3 by its
-``pure_rounding`` (a plain cast for nearest: a weight pushed past 448 would become NaN, as
-E4M3FN has no inf; Kahan's compensation buffer is E4M3 too).
+Both low-precision runs compute by the precision ``Policy`` of the config (its recipe,
+``playground.core.policy``), and the pure run stores its parameters in the recipe's forward
+format. A quantizing recipe (float8, ``playground.core.float8``) has each run carry its own amax
+history from step to step (``amax_history`` steps long), so delayed scaling scales step k by the
+amax values of the steps before it (the first step by 1). The mixed run keeps float32 masters.
+The float8 pure run stores its parameters in float8_e4m3fn, and only those: it is
+differentiated at their float32 values (JAX's own derivative of the cast would round the
+gradient to E4M3), so its gradients, updates and optimizer state are float32, and each
+p + update is rounded back into E4M3 by its ``pure_rounding`` (a plain cast for nearest: a
+weight pushed past 448 would become NaN, as E4M3FN has no inf; Kahan's compensation buffer is
+E4M3 too).
 
 Recorded: the float32 MSE of each run's parameters before the first update and after every
 update (K + 1 values for K steps), so the three curves compare models rather than loss
@@ -50,14 +52,13 @@ from flax import nnx
 
 from playground.core import rounding
 from playground.core.compiled import freeze, run_compiled
-from playground.core.dtypes import forward_format
-from playground.core.float8 import AmaxHistory, Float8Recipe, matmul_layers
+from playground.core.float8 import AmaxHistory, matmul_layers
 from playground.core.loss_scale import make_loss_scale
 from playground.core.models import build_model
 from playground.core.one_step import float32_mse, in_param_dtype, scaled_step, widened
 from playground.core.optimizers import build_optimizer
+from playground.core.policy import Policy, policy_for
 from playground.core.settings import MAX_STEPS, StepConfig, check_setting
-from playground.core.step import compute_format, compute_settings
 from playground.core.user_data import UserData, fitted
 
 
@@ -127,8 +128,7 @@ def capacity(steps: int) -> int:
 _STATIC = (
     "capacity",
     "mode",
-    "compute_dtype",
-    "fp8_scaling",
+    "precision",
     "model",
     "optimizer",
     "pure_rounding",
@@ -148,24 +148,22 @@ def _three_runs(
     *,
     capacity,
     mode,
-    compute_dtype,
+    precision: Policy,
     model,
     optimizer,
     pure_rounding="nearest",
-    fp8_scaling=None,
 ):
     """The three runs for a traced number of ``steps`` (at most ``capacity``), see the rule.
 
     Returns per-step buffers of length ``capacity`` and loss buffers of length capacity + 1;
     entries past ``steps`` (past steps + 1 for losses) are unused zeros.
     """
-    compute = compute_format(compute_dtype, fp8_scaling)
     network = build_model(model, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed)))
     graphdef, master = nnx.split(network, nnx.Param)
-    # The pure run's stored format: the compute dtype, or float8's forward format (E4M3).
-    pure = jax.tree.map(lambda p: p.astype(forward_format(compute_dtype)), master)
+    # The pure run's stored format: the recipe's forward format (float8: E4M3).
+    pure = jax.tree.map(lambda p: p.astype(precision.compute.forward_format), master)
     history = None
-    if isinstance(compute, Float8Recipe):
+    if precision.compute.quantizes:
         history = AmaxHistory.fresh(len(matmul_layers(network)), amax_history)
     plain = optax.chain(build_optimizer(optimizer, lr), in_param_dtype())
     start = make_loss_scale(mode, loss_scale, period)
@@ -196,7 +194,7 @@ def _three_runs(
             if name == "pure" and pure_rounding != "nearest":
                 rounded = (pure_rounding, state, jax.random.fold_in(rounding_key, index))
             params, opt_state, finite, lost, state, saturated, history = scaled_step(
-                graphdef, params, x, y, policy, compute, tx, opt_state, rounded, history
+                graphdef, params, x, y, policy, precision, tx, opt_state, rounded, history
             )
             outputs[f"{name}_skipped"] = start.skips_nonfinite & ~finite
             outputs[f"{name}_lost_share"] = lost
@@ -244,8 +242,8 @@ def run_dynamics(
         table, and steps against the work cap).
 
     Returns:
-      A DynamicsReport. One compiled program per (shapes, dtype, mode, capacity(steps),
-      pure_rounding).
+      A DynamicsReport. One compiled program per (shapes, precision policy, mode,
+      capacity(steps), pure_rounding).
 
     Raises:
       ConfigError naming the bad setting.
@@ -265,7 +263,7 @@ def run_dynamics(
         batch=batch,
         capacity=capacity(config.steps),
         mode=config.mode,
-        **compute_settings(config),
+        precision=policy_for(config),
         model=config.model_choice,
         optimizer=config.optimizer,
         pure_rounding=config.pure_rounding,

@@ -17,14 +17,7 @@ import pytest
 
 import reference
 from playground.core.data import make_batch
-from playground.core.dtypes import (
-    COMPUTE_DTYPES,
-    cast,
-    dtype_facts,
-    forward_format,
-    gradient_format,
-    saturating_cast,
-)
+from playground.core.dtypes import cast, dtype_facts, saturating_cast
 from playground.core.float8 import (
     ROLE_FORMATS,
     ROLES,
@@ -34,6 +27,7 @@ from playground.core.float8 import (
     quantize,
     scale_from_amax,
 )
+from playground.core.policy import COMPUTE_DTYPES, recipe
 from playground.core.report import run_report
 from playground.core.settings import StepConfig
 
@@ -44,9 +38,11 @@ def _fresh_meta() -> jax.Array:
 
 def test_the_recipe_is_e4m3_forward_and_e5m2_backward():
     assert "float8" in COMPUTE_DTYPES
-    assert (forward_format("float8"), gradient_format("float8")) == ("float8_e4m3fn", "float8_e5m2")
-    assert forward_format("bfloat16") == gradient_format("bfloat16") == "bfloat16"
-    with pytest.raises(ValueError, match="forward_format or gradient_format"):
+    float8 = recipe("float8")
+    assert (float8.forward_format, float8.gradient_format) == ("float8_e4m3fn", "float8_e5m2")
+    assert recipe("bfloat16").forward_format == recipe("bfloat16").gradient_format == "bfloat16"
+    # A recipe is no format: its formats have the facts.
+    with pytest.raises(ValueError, match="dtype must be one of"):
         dtype_facts("float8")
 
 

@@ -1,16 +1,18 @@
 """The contract every registry member keeps (as optax's common test does for its optimizers).
 
-Every registered model (the MLP with each activation) x optimizer x compute dtype runs through
+Every registered model (the MLP with each activation) x optimizer x compute recipe runs through
 the general step, and each
 result is checked against a computation written here: float64 numpy forward and backward passes
-with the exercise's roundings, and each optimizer's update rule in float64. Adding a model or an
-optimizer without its reference here fails ``test_every_member_has_a_reference``.
+with each recipe's roundings, and each optimizer's update rule in float64. Adding a model, an
+optimizer or a recipe without its reference here fails ``test_every_member_has_a_reference``.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,11 +20,11 @@ import pytest
 from flax import nnx
 
 import reference
-from playground.core.dtypes import COMPUTE_DTYPES
 from playground.core.loss_scale import StaticLossScale
 from playground.core.models import ACTIVATIONS, MODELS, ModelChoice, build_model, param_shapes
 from playground.core.optimizers import OPTIMIZERS, build_optimizer
-from playground.core.step import compute_format, step_trace
+from playground.core.policy import FLOAT32_TWIN, RECIPES, Policy
+from playground.core.step import step_trace
 
 LR, LOSS_SCALE, SEED = 0.1, 256.0, 3
 SHAPE = (32, 8, 4)
@@ -30,8 +32,6 @@ SHAPE = (32, 8, 4)
 
 def linear_reference(params, x, y, dtype):
     """(loss, {name: gradient}) of the exercise's linear layer, float64 at rounded values."""
-    if dtype.startswith("float8"):
-        return reference.float8_model(params, x, y, None, _scaling(dtype), LOSS_SCALE)
     kernel, bias = params["kernel"], params["bias"]
     kernel_grad, bias_grad = reference.grads(kernel, bias, x, y, dtype)
     return reference.loss(kernel, bias, x, y, dtype), {"kernel": kernel_grad, "bias": bias_grad}
@@ -62,9 +62,6 @@ def mlp_reference(activation):
     act, act_grad = ACTIVATION_REFERENCES[activation]
 
     def run(params, x, y, dtype):
-        if dtype.startswith("float8"):
-            activation = (act, act_grad)
-            return reference.float8_model(params, x, y, activation, _scaling(dtype), LOSS_SCALE)
         r = functools.partial(reference.rounded, dtype=dtype)
         layers = sorted({name.rsplit(".", 1)[0] for name in params}, key=lambda n: int(n[7:]))
         inputs, pre = [r(x)], []
@@ -113,24 +110,69 @@ REFERENCE_OPTIMIZERS = {
     "momentum": lambda grads, lr: {k: -lr * g for k, g in grads.items()},
     "adam": adam_first_step,
 }
+
+
+def plain_reference(dtype: str) -> Callable:
+    """A plain cast recipe's reference: (choice, params, x, y, scaling) -> (loss, grads), every
+    value rounded to ``dtype`` where the exercise casts it (``scaling`` takes no part)."""
+
+    def run(choice, params, x, y, scaling):
+        del scaling
+        return REFERENCE_MODELS[choice.name](choice)(params, x, y, dtype)
+
+    return run
+
+
+def float8_reference(choice, params, x, y, scaling):
+    """The float8 recipe's reference: E4M3 operands forward, E5M2 gradients, per-tensor scales,
+    rounded with ml_dtypes (``reference.float8_model``)."""
+    activation = ACTIVATION_REFERENCES[choice.activation] if choice.name == "mlp" else None
+    return reference.float8_model(params, x, y, activation, scaling, LOSS_SCALE)
+
+
+class RecipeReference(NamedTuple):
+    """A recipe's float64 reference, the gradient error it allows (in norm, against that
+    reference) and the rows it runs: (model, optimizer, fp8_scaling) each, or None for every
+    model x optimizer."""
+
+    run: Callable
+    grad_tolerance: float
+    rows: tuple[tuple[str, str, str], ...] | None = None
+
+
 # Gradient error allowed against the float64 model: a few ulps of the compute dtype per layer,
 # in norm (the backward pass rounds at every layer). The float8 reference rounds exactly where
 # the recipe does (ml_dtypes casts), so only float32 accumulation against float64 is left: a
 # few 2^-24 per term over at most 8 terms. A float8 rounding that fell on the other side of a
-# tie would cost 1/16 of an entry, far beyond it; none does at these seeds.
-GRAD_TOLERANCE = {"float32": 1e-4, "bfloat16": 0.05, "float16": 0.01, "float8": 1e-5}
-CASES = list(itertools.product(CHOICES, OPTIMIZERS, ("float32", "bfloat16", "float16")))
-# The float8 recipe ("float8-<fp8_scaling>"): few rows, on the smallest models (each row is a few
-# eager seconds); a fresh history's delayed scaling is scaling by 1, the same as none.
-CASES += [("linear", "sgd", "float8-none"), ("mlp-tanh", "momentum", "float8-current")]
+# tie would cost 1/16 of an entry, far beyond it; none does at these seeds. float8 runs few rows,
+# on the smallest models (each row is a few eager seconds); a fresh history's delayed scaling is
+# scaling by 1, the same as none.
+RECIPE_REFERENCES = {
+    "bfloat16": RecipeReference(plain_reference("bfloat16"), 0.05),
+    "float16": RecipeReference(plain_reference("float16"), 0.01),
+    "float8": RecipeReference(
+        float8_reference, 1e-5, (("linear", "sgd", "none"), ("mlp-tanh", "momentum", "current"))
+    ),
+}
+# The float32 twin, the reference of every recipe's comparison, runs through the same contract.
+TWIN_REFERENCE = RecipeReference(plain_reference("float32"), 1e-4)
 
 
-def _scaling(dtype: str) -> str:
-    return dtype.split("-")[1]
+def _cases() -> list[tuple[str, str, Policy, RecipeReference]]:
+    every = list(itertools.product(CHOICES, OPTIMIZERS))
+    cases = [(c, o, FLOAT32_TWIN, TWIN_REFERENCE) for c, o in every]
+    for name, ref in RECIPE_REFERENCES.items():
+        rows = ref.rows or [(c, o, None) for c, o in every]
+        cases += [(c, o, Policy.of(name, scaling), ref) for c, o, scaling in rows]
+    return cases
 
 
-def _base(dtype: str) -> str:
-    return dtype.split("-")[0]
+CASES = _cases()
+
+
+def _case_id(case) -> str:
+    choice, optimizer, policy, _ = case
+    return "-".join([choice, optimizer, policy.compute.name, *filter(None, [policy.fp8_scaling])])
 
 
 def test_every_member_has_a_reference():
@@ -141,8 +183,8 @@ def test_every_member_has_a_reference():
         == {c.activation for c in CHOICES.values() if c.name == "mlp"}
     )
     assert set(OPTIMIZERS) == set(REFERENCE_OPTIMIZERS)
-    assert set(GRAD_TOLERANCE) == {"float32", *COMPUTE_DTYPES}
-    assert {_base(dtype) for _, _, dtype in CASES} == set(GRAD_TOLERANCE)
+    assert set(RECIPE_REFERENCES) == set(RECIPES)
+    assert {policy.compute.name for _, _, policy, _ in CASES} == {"float32", *RECIPES}
 
 
 def _batch():
@@ -153,9 +195,9 @@ def _batch():
     return x, y
 
 
-@pytest.fixture(scope="module", params=CASES, ids=["-".join(case) for case in CASES])
+@pytest.fixture(scope="module", params=CASES, ids=[_case_id(case) for case in CASES])
 def case(request):
-    choice_name, optimizer_name, dtype = request.param
+    choice_name, optimizer_name, policy, ref = request.param
     choice = CHOICES[choice_name]
     x, y = _batch()
     model = build_model(choice, SHAPE[1], SHAPE[2], nnx.Rngs(SEED))
@@ -165,17 +207,17 @@ def case(request):
         jnp.asarray(x),
         jnp.asarray(y),
         StaticLossScale(jnp.float32(LOSS_SCALE)),
-        compute_format(_base(dtype), *([_scaling(dtype)] if "-" in dtype else [])),
+        policy,
     )
     numpy_trace = {
         field: {k: np.asarray(v) for k, v in getattr(trace, field).items()}
         for field in ("scaled_grads", "grads", "updates", "params_before", "params_after")
     }
-    return choice, optimizer_name, dtype, x, y, trace, numpy_trace
+    return choice, optimizer_name, policy, ref, x, y, trace, numpy_trace
 
 
 def test_parameters_are_named_by_path_with_the_model_shapes(case):
-    choice, _, _, _, _, _, numpy_trace = case
+    choice, *_, numpy_trace = case
     shapes = param_shapes(choice, SHAPE[1], SHAPE[2])
     for field, params in numpy_trace.items():
         assert list(params) == list(shapes), field
@@ -184,23 +226,24 @@ def test_parameters_are_named_by_path_with_the_model_shapes(case):
 
 
 def test_gradients_match_the_float64_model(case):
-    choice, _, dtype, x, y, _, numpy_trace = case
+    choice, _, policy, ref, x, y, _, numpy_trace = case
     before = {k: v.astype(np.float64) for k, v in numpy_trace["params_before"].items()}
-    _, expected = REFERENCE_MODELS[choice.name](choice)(before, x, y, dtype)
+    _, expected = ref.run(choice, before, x, y, policy.fp8_scaling)
     for name, want in expected.items():
         got = numpy_trace["grads"][name].astype(np.float64)
-        tolerance = GRAD_TOLERANCE[_base(dtype)]
-        assert np.linalg.norm(got - want) <= tolerance * np.linalg.norm(want), name
+        assert np.linalg.norm(got - want) <= ref.grad_tolerance * np.linalg.norm(want), name
         scaled = numpy_trace["scaled_grads"][name]
-        # The scaled gradients are what the low-precision backward pass produced: exact in it
-        # (float8's are float32 sums of E5M2 x E4M3 products, exact in no float8 format).
-        if not dtype.startswith("float8"):
-            assert np.array_equal(reference.rounded(scaled, dtype), scaled.astype(np.float64))
+        # The scaled gradients are what the low-precision backward pass produced: exact in a
+        # plain cast's dtype (float8's are float32 sums of E5M2 x E4M3 products, exact in no
+        # float8 format).
+        plain = policy.compute.plain_dtype
+        if plain is not None:
+            assert np.array_equal(reference.rounded(scaled, plain), scaled.astype(np.float64))
         np.testing.assert_array_equal(numpy_trace["grads"][name], scaled / np.float32(LOSS_SCALE))
 
 
 def test_updates_are_the_optimizers_own_and_land_on_the_float32_masters(case):
-    _, optimizer_name, _, _, _, _, numpy_trace = case
+    _, optimizer_name, *_, numpy_trace = case
     grads = {k: v.astype(np.float64) for k, v in numpy_trace["grads"].items()}
     expected = REFERENCE_OPTIMIZERS[optimizer_name](grads, LR)
     for name, want in expected.items():
@@ -213,10 +256,10 @@ def test_updates_are_the_optimizers_own_and_land_on_the_float32_masters(case):
 
 
 def test_new_loss_is_the_models_loss_after_the_update(case):
-    choice, _, dtype, x, y, trace, numpy_trace = case
+    choice, _, policy, ref, x, y, trace, numpy_trace = case
     after = {k: v.astype(np.float64) for k, v in numpy_trace["params_after"].items()}
-    expected_loss, _ = REFERENCE_MODELS[choice.name](choice)(after, x, y, dtype)
+    expected_loss, _ = ref.run(choice, after, x, y, policy.fp8_scaling)
     # A loss in the compute dtype is within a few of its ulps; float8's loss is float32.
-    eps = float(jnp.finfo(jnp.dtype(dtype if "-" not in dtype else "float32")).eps)
+    eps = float(jnp.finfo(jnp.dtype(policy.loss_dtype)).eps)
     assert float(trace.new_loss[0]) == pytest.approx(expected_loss, rel=4 * eps)
     assert trace.new_loss.shape == (1,) and trace.new_loss.dtype == jnp.float32

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import reference
 from playground import ConfigError, float32_step, mixed_precision_step
+from playground.core.policy import EXERCISE
 from playground.core.step import exercise_trace as step_trace
 from playground.core.step import low_precision_loss
 
@@ -106,7 +107,7 @@ def test_master_parameters_stay_float32_and_untouched_by_the_temporary_model():
     x, y = batch(16, 4, 2)
     model = nnx.Linear(4, 2, rngs=nnx.Rngs(0))
     kernel = np.array(model.kernel[...])
-    loss = low_precision_loss(model, jnp.asarray(x), jnp.asarray(y), jnp.bfloat16)
+    loss = low_precision_loss(model, jnp.asarray(x), jnp.asarray(y), EXERCISE)
     assert loss.dtype == jnp.bfloat16
     assert model.kernel[...].dtype == jnp.float32 and model.bias[...].dtype == jnp.float32
     np.testing.assert_array_equal(model.kernel[...], kernel)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from playground.core.policy import recipe
 from playground.core.train import DynamicsReport
 from playground.sections.dynamics.summary import ROUNDING_NAMES
 from playground.views.plotly import (
@@ -78,12 +79,13 @@ def lost_update_figure(dynamics: DynamicsReport) -> Figure:
         | {"hovertemplate": hover + "float32 masters</extra>"},
     ]
     curves = [dynamics.pure_lost_share, dynamics.mixed_lost_share]
-    if dynamics.config.compute_dtype == "float8":
+    if recipe(dtype).saturates:
         # float8: the share of the mixed run's quantized entries that saturated at the format's
         # largest value (delayed scaling clips the step after an amax jump).
         saturated = 100 * dynamics.mixed_saturated_share[picked]
+        name = f"{dtype} entries saturated (mixed run)"
         data.append(
-            line_trace(x, saturated, "float8 entries saturated (mixed run)", FLOAT32_COLOR)
+            line_trace(x, saturated, name, FLOAT32_COLOR)
             | {"hovertemplate": "step %{x}: %{y:.3g}% saturated<extra></extra>"}
         )
         curves.append(dynamics.mixed_saturated_share)

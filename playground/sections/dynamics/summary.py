@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.dtypes import FLOAT8
+from playground.core.policy import recipe
 from playground.core.train import DynamicsReport
 from playground.views.numbers import json_number
 
@@ -50,7 +50,8 @@ def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
             "mixed": json_number(float(dynamics.mixed_lost_share.mean())),
             "pure": json_number(float(dynamics.pure_lost_share.mean())),
         },
-        # float8 only (empty otherwise): the steps in which the mixed run saturated entries.
+        # A saturating recipe (float8) only, empty otherwise: the steps in which the mixed run
+        # saturated entries.
         "mixed_saturated_steps": np.flatnonzero(_saturated(dynamics)).tolist(),
         "reading": dynamics_reading(dynamics),
     }
@@ -89,8 +90,8 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
             + (f" (steps {listed})" if skipped.size else "")
             + f" and ended at S = {dynamics.mixed_scale[-1]:.6g}."
         )
-    if dynamics.config.compute_dtype == FLOAT8:
-        sentences.append(_float8_sentence(dynamics))
+    if recipe(dtype).saturates:
+        sentences.append(_saturation_sentence(dynamics))
     return sentences
 
 
@@ -106,19 +107,22 @@ FP8_SCALING_WORDS = {
 }
 
 
-def _float8_sentence(dynamics: DynamicsReport) -> str:
-    """Which steps of the mixed float8 run saturated, and whether the next step recovered."""
+def _saturation_sentence(dynamics: DynamicsReport) -> str:
+    """Which steps of the mixed run saturated (float8), and whether the next step recovered."""
     config = dynamics.config
     scaling = FP8_SCALING_WORDS[config.fp8_scaling].format(config.amax_history)
     shares = _saturated(dynamics)
     steps = np.flatnonzero(shares)
     if not steps.size:
-        return f"With float8 and {scaling}, no entry of the mixed run saturated in any step."
+        return (
+            f"With {config.compute_dtype} and {scaling}, no entry of the mixed run saturated in "
+            "any step."
+        )
     listed = ", ".join(str(step) for step in steps[:8]) + (", ..." if steps.size > 8 else "")
     sentence = (
-        f"With float8 and {scaling}, the mixed run saturated entries (clipped to the format's "
-        f"largest value) in {steps.size} of {dynamics.steps} steps (steps {listed}; at most "
-        f"{shares.max():.2%} of a step's quantized entries)"
+        f"With {config.compute_dtype} and {scaling}, the mixed run saturated entries (clipped "
+        f"to the format's largest value) in {steps.size} of {dynamics.steps} steps (steps "
+        f"{listed}; at most {shares.max():.2%} of a step's quantized entries)"
     )
     followed = set(steps.tolist()) & set((steps + 1).tolist())
     if config.fp8_scaling == "delayed" and not followed:

@@ -7,7 +7,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from playground.core.dtypes import gradient_format, log2_magnitude_bands
+from playground.core.dtypes import log2_magnitude_bands
+from playground.core.policy import recipe
 from playground.core.report import LOG2_LOW, StepReport
 from playground.core.sweep import SweepReport
 from playground.views.plotly import (
@@ -104,7 +105,7 @@ def activation_histogram(report: StepReport) -> Figure:
 
     Empty, with a title that says so, for a model without hidden layers.
     """
-    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
+    dtype = recipe(report.config.compute_dtype).gradient_format  # float8: E5M2
     title = f"Activation gradients per hidden layer against {dtype}'s ranges"
     if not report.activations:  # a short box that says so, without empty axes
         layout = base_layout(
@@ -144,7 +145,7 @@ def magnitude_histogram(report: StepReport) -> Figure:
     shaded bands are the compute dtype's flush-to-zero, subnormal, normal and overflow ranges,
     from ``jnp.finfo``.
     """
-    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
+    dtype = recipe(report.config.compute_dtype).gradient_format  # float8: E5M2
     series = {
         SCALED_LABEL: np.concatenate([p.scaled_grads.ravel() for p in report.params.values()]),
         UNSCALED_LABEL: np.concatenate([p.mixed_grads.ravel() for p in report.params.values()]),

@@ -1,29 +1,18 @@
-"""A float8 step in words and JSON: the recipe, the scaling used, what saturated or flushed.
+"""A float8 step in words: the recipe, the scaling used, what saturated or flushed.
 
-Rule: every number is read from the report's float8 tensors (``core.float8.Float8Tensor``) or
-from the dtype registry; a report of another compute dtype has nothing to say here.
+Rule: every number is read from the report's float8 tensors (``core.float8_report``, whose
+summary hook gives the same tensors as JSON) or from the recipe and dtype registries; a report
+without quantized tensors (another recipe's) has nothing to say here.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from playground.core.dtypes import FLOAT8_FORMATS, dtype_facts
-from playground.core.float8 import Float8Tensor
+from playground.core.dtypes import dtype_facts
+from playground.core.float8_report import Float8Tensor
+from playground.core.policy import recipe
 from playground.core.report import StepReport
-from playground.views.numbers import json_number
 
 ROLE_NAMES = {"input": "input", "kernel": "weights", "gradient": "gradient"}
-
-
-def float8_summary(report: StepReport) -> list[dict[str, Any]]:
-    """One dict per quantized tensor (layer, role, format, amax, scale, saturated, flushed,
-    size); empty unless the compute dtype is float8."""
-    return [
-        {field: json_number(value) if isinstance(value, float) else value
-         for field, value in vars(tensor).items()}
-        for tensor in report.float8
-    ]  # fmt: skip
 
 
 def _name(tensor: Float8Tensor) -> str:
@@ -57,10 +46,11 @@ def float8_sentences(report: StepReport) -> list[str]:
     if not tensors:
         return []
     config = report.config
-    forward, gradient = FLOAT8_FORMATS["forward"], FLOAT8_FORMATS["gradient"]
+    chosen = recipe(config.compute_dtype)
+    forward, gradient = chosen.forward_format, chosen.gradient_format
     sentences = [
         (
-            f"The float8 recipe casts the input and weights of every matmul to "
+            f"The {chosen.name} recipe casts the input and weights of every matmul to "
             f"{_limits(forward)} and the gradient arriving at its output to {_limits(gradient)}; "
             "the products add up in float32, and the bias, the activations, the loss and the "
             "loss scale stay float32. Values beyond a format's largest are clipped to it "

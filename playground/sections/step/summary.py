@@ -11,14 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.dtypes import (
-    dtype_facts,
-    forward_format,
-    gradient_format,
-    subnormals_flushed_here,
-)
+from playground.core.dtypes import dtype_facts, subnormals_flushed_here
+from playground.core.policy import recipe, recipe_summaries
 from playground.core.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
-from playground.sections.step.float8_summary import float8_sentences, float8_summary
+from playground.sections.step.float8_summary import float8_sentences
 from playground.views.numbers import agreeing_digits, json_number
 
 PARAM_STATS = (
@@ -58,10 +54,19 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         },
         "magnitudes": report.magnitudes,
         "activations": [activation_summary(a) for a in report.activations],
-        "float8": float8_summary(report),
+        **_json_floats(recipe_summaries(report)),  # each recipe's keys (float8: its tensors)
         "causes": causes(report),
         "reading": reading(report) if sentences is None else sentences,
     }
+
+
+def _json_floats(tree: Any) -> Any:
+    """``tree`` (dicts and lists) with every float as ``json_number`` writes it."""
+    if isinstance(tree, dict):
+        return {key: _json_floats(value) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_json_floats(value) for value in tree]
+    return json_number(tree) if isinstance(tree, float) else tree
 
 
 def activation_summary(activation: ActivationReport) -> dict[str, Any]:
@@ -83,10 +88,6 @@ def activation_summary(activation: ActivationReport) -> dict[str, Any]:
             "counts": activation.log2_counts[first : last + 1].tolist(),
         },
     }
-
-
-def _count(count: int, size: int) -> str:
-    return f"{count:,} of {size:,}"
 
 
 CAUSES = (
@@ -149,7 +150,7 @@ def causes(report: StepReport) -> list[str]:
 def _cause_sentence(code: str, report: StepReport) -> str:
     config, dtype = report.config, report.config.compute_dtype
     # The forward pass's format and the gradients' (float8: E4M3 and E5M2; else both dtype).
-    forward, gradient = forward_format(dtype), gradient_format(dtype)
+    forward, gradient = recipe(dtype).forward_format, recipe(dtype).gradient_format
     if code == "data_overflow":
         return (
             f"The data are beyond even float32: the float32 twin's loss is "
@@ -212,8 +213,8 @@ def reading(report: StepReport) -> list[str]:
 
     Every cause of ``causes(report)`` gets its own sentence, after the general ones.
     """
-    dtype = report.config.compute_dtype
-    facts = dtype_facts(forward_format(dtype))  # float8: E4M3's digits, the forward format's
+    dtype, chosen = report.config.compute_dtype, recipe(report.config.compute_dtype)
+    facts = dtype_facts(chosen.forward_format)  # float8: E4M3's digits, the forward format's
     digits = agreeing_digits(report.mixed_new_loss, report.float32_new_loss)
     flushed = {p.name for p in _flushed_in_both(report)}
     agreement = (
@@ -239,7 +240,7 @@ def reading(report: StepReport) -> list[str]:
         )
     sentences += float8_sentences(report)
     for param in report.params.values():
-        sentences.append(_param_sentence(param, gradient_format(dtype), param.name in flushed))
+        sentences.append(_param_sentence(param, chosen.gradient_format, param.name in flushed))
     for activation in report.activations:
         if activation.zero_count:
             sentences.append(
@@ -281,7 +282,7 @@ def _param_sentence(param: ParamReport, dtype: str, flushed: bool) -> str:
     )
     if param.underflow_count:
         sentence += (
-            f"; {_count(param.underflow_count, param.size)} entries are exactly zero in the "
+            f"; {param.underflow_count:,} of {param.size:,} entries are exactly zero in the "
             "mixed gradient but not in float32 (rounded or flushed to zero; "
             f"{dtype}'s smallest subnormal is {facts.smallest_subnormal:.3g})"
         )
@@ -289,7 +290,7 @@ def _param_sentence(param: ParamReport, dtype: str, flushed: bool) -> str:
         infinite = int(np.isinf(param.scaled_grads).sum())
         undefined = int(np.isnan(param.scaled_grads).sum())
         sentence += (
-            f"; {_count(param.nonfinite_scaled_count, param.size)} scaled entries are not "
+            f"; {param.nonfinite_scaled_count:,} of {param.size:,} scaled entries are not "
             f"finite: {infinite:,} inf (past {dtype}'s largest value, {facts.max:.4g}) and "
             f"{undefined:,} NaN (inf - inf or 0 x inf further back in the backward pass)"
         )
