@@ -4,7 +4,8 @@ Serves on 127.0.0.1:7860 unless GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say othe
 (Spaces sets them).
 """
 
-from playground.ui import build_demo, launch_kwargs, queue_kwargs
+from playground.ui.launch import launch_kwargs, queue_kwargs
+from playground.ui.page import build_demo
 
 demo = build_demo()
 

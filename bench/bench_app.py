@@ -30,7 +30,8 @@ from gradio_client import Client  # noqa: E402
 
 from app_server import AppServer  # noqa: E402
 from playground.core.settings import defaults, settings  # noqa: E402
-from playground.ui.page import INPUT_ORDER, run_step  # noqa: E402
+from playground.ui.arguments import STEP  # noqa: E402
+from playground.ui.endpoints import run_step  # noqa: E402
 
 TARGET_RATIO = 1.5
 WARMUP = 5
@@ -53,10 +54,10 @@ def main() -> None:
     args = parser.parse_args()
 
     default = defaults()
-    default_args = [default[name] for name in INPUT_ORDER]
+    default_args = [default[name] for name in STEP.before_data]
     shape = "x".join(str(default[name]) for name in ("n", "d_in", "d_out"))
     largest = {name: int(settings()[name].high) for name in ("n", "d_in", "d_out")}
-    largest_args = [(default | largest)[name] for name in INPUT_ORDER]
+    largest_args = [(default | largest)[name] for name in STEP.before_data]
     largest_shape = "x".join(str(largest[name]) for name in ("n", "d_in", "d_out"))
 
     def step(values=default_args):

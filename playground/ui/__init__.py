@@ -1,5 +1,6 @@
-"""The Gradio page: the frame that joins the sections, and the controls read from the table."""
+"""The Gradio page: the only Gradio code of the package.
 
-from playground.ui.page import build_demo, launch_kwargs, queue_kwargs
-
-__all__ = ["build_demo", "launch_kwargs", "queue_kwargs"]
+Import what you need from its modules (``playground.ui.page.build_demo``,
+``playground.ui.launch``): this package re-exports nothing, so importing one of its leaves (the
+widgets, the URL state) never builds the page.
+"""

@@ -34,26 +34,22 @@ from playground.core.user_data import UserData
 from playground.sections.lab import tab as lab_tab
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step import tab as step_tab
-from playground.ui.controls import DEFAULTS, SLIDERS, STEP_INPUTS, STEP_SETTINGS, as_plot
+from playground.ui.arguments import STEP
+from playground.ui.components import Chart, Control, Key, Notice
 from playground.ui.examples import LESSONS, Lesson, caption_text
+from playground.ui.sections import TAB_FIGURES
 from playground.ui.uploads import user_data
+from playground.ui.widgets import DEFAULTS, SLIDERS, as_plot
 from playground.views.numbers import json_number
 
-INPUTS = STEP_INPUTS
+INPUTS = STEP.order
+SETTINGS = STEP.fields
 LOSS_SCALE_PRESETS = {
     "2^0 = 1": 1.0,
     "2^8": 2.0**8,
     "2^10": 2.0**10,
     "2^15": 2.0**15,
     "2^24": 2.0**24,
-}
-# The charts of each tab (tab label -> {output name: draw(report)}); tabs not listed have none.
-TAB_FIGURES = {
-    **{
-        label: {name: step_tab.FIGURES[name] for name in names}
-        for label, names in step_tab.TABS.items()
-    },
-    lab_tab.TAB_LABEL: lab_tab.FIGURES,
 }
 FIRST_TAB = next(iter(TAB_FIGURES))
 CHARTS = tuple(name for figures in TAB_FIGURES.values() for name in figures)
@@ -63,7 +59,7 @@ FIGURE_ABOVE_TABS = {"magnitude_plot": magnitude_histogram}
 
 # What each event may answer, by component name: an event's outputs are exactly these, so the
 # browser and the server handle only what the event can change.
-NOTICES = tuple(f"notice:{name}" for name in INPUTS)
+NOTICES = tuple(Notice(name) for name in INPUTS)
 COMMIT_OUTPUTS = (
     *NOTICES,
     "notices_shown",
@@ -76,13 +72,13 @@ COMMIT_OUTPUTS = (
     "loss_scale_exponent",
     "loss_scale_presets",
     "caption",
-    *(f"control:{name}" for name in INPUTS if name in SLIDERS),
+    *(Control(name) for name in INPUTS if name in SLIDERS),
 )
-SCALE_OUTPUTS = (*COMMIT_OUTPUTS, "control:loss_scale")
+SCALE_OUTPUTS = (*COMMIT_OUTPUTS, Control("loss_scale"))
 LESSON_OUTPUTS = tuple(
-    dict.fromkeys((*COMMIT_OUTPUTS, *(f"control:{name}" for name in INPUTS), "tabs", "tab"))
+    dict.fromkeys((*COMMIT_OUTPUTS, *(Control(name) for name in INPUTS), "tabs", "open_tab"))
 )
-TAB_OUTPUTS = (*FIGURE_ABOVE_TABS, *CHARTS, "drawn")
+TAB_OUTPUTS = (*(Chart(name) for name in (*FIGURE_ABOVE_TABS, *CHARTS)), "drawn")
 
 # Reports by (config, data): up to MAX_REPORTS of them holding at most MAX_ENTRIES parameter
 # entries together (one report of the largest model, about 2^20 entries, takes ~40 MB).
@@ -117,7 +113,7 @@ def field_problems(values: dict[str, Any]) -> dict[str, str]:
     own; then, if all are valid, the first cross-field or data problem."""
     table = settings()
     problems: dict[str, str] = {}
-    for name in STEP_SETTINGS:
+    for name in SETTINGS:
         try:
             check_setting(name, values[name], table[name])
         except ConfigError as error:
@@ -125,7 +121,7 @@ def field_problems(values: dict[str, Any]) -> dict[str, str]:
     if problems:
         return problems
     try:
-        config = StepConfig(**{name: values[name] for name in STEP_SETTINGS})
+        config = StepConfig(**{name: values[name] for name in SETTINGS})
         user_data(values.get("data"), config.d_out)
     except ConfigError as error:
         return {error.field if error.field in INPUTS else "data": str(error)}
@@ -133,7 +129,7 @@ def field_problems(values: dict[str, Any]) -> dict[str, str]:
 
 
 def _config_and_data(values: dict[str, Any]) -> tuple[StepConfig, UserData | None]:
-    config = StepConfig(**{name: values[name] for name in STEP_SETTINGS})
+    config = StepConfig(**{name: values[name] for name in SETTINGS})
     return config, user_data(values.get("data"), config.d_out)
 
 
@@ -168,18 +164,18 @@ def preset_of(loss_scale: float) -> str | None:
 
 def commit(
     values: dict[str, Any], last: dict[str, Any] | None, shown: list[str] | None = None
-) -> dict[str, Any]:
-    """The page's answer to committed inputs, keyed by component name (see the module's rules).
+) -> dict[Key, Any]:
+    """The page's answer to committed inputs, keyed by component (see the module's rules).
 
     ``shown`` names the fields whose notice is on the page. Keys (a subset of COMMIT_OUTPUTS):
-    ``notice:<field>`` for every field that has a problem now or had one (``shown``),
+    ``Notice(field)`` for every field that has a problem now or had one (``shown``),
     ``notices_shown``, ``status``, ``last_valid``, and when valid the headline, ``reading``,
     ``summary``, ``magnitudes``, ``loss_scale_exponent`` and ``loss_scale_presets`` (the
     charts follow: ``tab_charts``). Never raises for a bad value.
     """
     problems = field_problems(values)
-    notices = {
-        f"notice:{name}": gr.update(value=problems.get(name, ""), visible=name in problems)
+    notices: dict[Key, Any] = {
+        Notice(name): gr.update(value=problems.get(name, ""), visible=name in problems)
         for name in INPUTS
         if name in problems or name in (shown or ())
     }
@@ -189,13 +185,13 @@ def commit(
         # the value the results show back instead, and say so.
         back = {name: last[name] for name in problems if last and name in SLIDERS and name in last}
         for name, value in back.items():
-            notices[f"notice:{name}"] = gr.update(
+            notices[Notice(name)] = gr.update(
                 value=f"{problems[name]}. The slider is back at {value}, as in the results.",
                 visible=True,
             )
         return (
             notices
-            | {f"control:{name}": value for name, value in back.items()}
+            | {Control(name): value for name, value in back.items()}
             | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
         )
     config, data = _config_and_data(values)
@@ -216,7 +212,7 @@ def commit(
 
 def tab_charts(
     last: dict[str, Any] | None, tab: str | None, drawn: dict[str, str] | None
-) -> dict[str, Any]:
+) -> dict[Key, Any]:
     """The charts on view for the last valid inputs ``last`` (what the results show): the figure
     above the tabs and the open ``tab``'s charts, each group unless it already shows them.
     ``drawn`` maps each group (a tab, or ABOVE_TABS) to the inputs its charts were drawn for,
@@ -229,23 +225,23 @@ def tab_charts(
     if not last or not stale:
         return {}
     report = cached_report(*_config_and_data(last))
-    charts: dict[str, Any] = {}
+    charts: dict[Key, Any] = {}
     for group in stale:
         drawn[group] = key
-        charts |= {name: as_plot(draw(report)) for name, draw in groups[group].items()}
+        charts |= {Chart(name): as_plot(draw(report)) for name, draw in groups[group].items()}
     return charts | {"drawn": drawn}
 
 
 def run_lesson(
     lesson: Lesson, last: dict[str, Any] | None, shown: list[str] | None = None
-) -> dict[str, Any]:
+) -> dict[Key, Any]:
     """An example: all its settings at once (the rest at their defaults, no upload), one run,
     its caption, and its tab selected."""
-    values = {name: DEFAULTS[name] for name in STEP_SETTINGS} | lesson.overrides | {"data": None}
+    values = {name: DEFAULTS[name] for name in SETTINGS} | lesson.overrides | {"data": None}
     answer = commit(values, last, shown)
     report = cached_report(*_config_and_data(values))
-    controls = {f"control:{name}": values[name] for name in INPUTS}
-    tabs = {"tabs": gr.Tabs(selected=lesson.tab), "tab": lesson.tab} if lesson.tab else {}
+    controls = {Control(name): values[name] for name in INPUTS}
+    tabs = {"tabs": gr.Tabs(selected=lesson.tab), "open_tab": lesson.tab} if lesson.tab else {}
     caption = gr.update(value=caption_text(lesson, report), visible=True)
     return answer | controls | tabs | {"caption": caption}
 

@@ -7,8 +7,9 @@ Rules:
             field, a float for the other numbers, as is for a choice. Unknown keys are ignored. A
             valid value is set in its control; an invalid one leaves the control at its default
             and is named, with the core's message, in a notice (``#url-notice``) and a warning.
-  order     every other page-load event that reads a setting (the ``step``) runs once the URL has
-            been read instead of on load, so the page's first numbers are the URL's settings.
+  order     the URL is read on page load, and the page's first step is chained after it
+            (``.then`` on the event ``wire_url_state`` returns), so the page's first numbers
+            are the URL's settings.
   writing   after the URL is read and on every committed change of a setting (the events the
             page passes as ``written``: the results' settings changing, a training setting
             committed; never a keystroke or an invalid value), the browser
@@ -26,12 +27,13 @@ from __future__ import annotations
 import html
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from playground.core.settings import ConfigError, StepConfig, check_setting, settings
-from playground.ui.controls import DEFAULTS
+from playground.ui.widgets import DEFAULTS
 
 NOTICE_ID = "url-notice"
 COPY_ID = "copy-link"
@@ -140,20 +142,32 @@ def _write_js(fields: list[str]) -> str:
 }}"""
 
 
-def wire_url_state(
-    demo: gr.Blocks, controls: dict[str, Any], written: list[Any] | None = None
-) -> None:
-    """Put the URL notice and the copy-link button here; keep the settings among ``controls``
-    (name -> component; other names are skipped) in the URL both ways.
+@dataclass
+class UrlRow:
+    """The URL's components: the notice naming ignored settings, the copy button, the link."""
 
-    Call it inside ``demo`` after the events that run on page load (see the module's rule).
-    """
-    fields = [name for name in settings() if name in controls]
-    components = [controls[name] for name in fields]
+    notice: gr.Markdown
+    copy: gr.Button
+    link: gr.Textbox
+
+
+def build_url_row() -> UrlRow:
+    """The URL notice and the copy-link button, where the page shows them."""
     notice = gr.Markdown(elem_id=NOTICE_ID, visible=False)
     with gr.Row(equal_height=True):
         copy = gr.Button("Copy link to these settings", elem_id=COPY_ID, size="sm", scale=0)
         link = gr.Textbox(label="link", elem_id=LINK_ID, visible=False, interactive=True, scale=1)
+    return UrlRow(notice, copy, link)
+
+
+def wire_url_state(
+    demo: gr.Blocks, row: UrlRow, controls: dict[str, Any], written: list[Any] | None = None
+) -> Any:
+    """Keep the settings among ``controls`` (name -> component; other names are skipped) in the
+    URL both ways; returns the page-load event that reads the URL, for the page to chain its
+    first step after (see the module's rule)."""
+    fields = [name for name in settings() if name in controls]
+    components = [controls[name] for name in fields]
 
     def read_url_state(request: gr.Request) -> list[Any]:
         query = dict(request.query_params) if request is not None else {}
@@ -169,27 +183,13 @@ def wire_url_state(
 
     read = demo.load(
         read_url_state,
-        outputs=[*components, notice],
+        outputs=[*components, row.notice],
         api_visibility="private",
         show_progress="hidden",
     )
-    _run_after(demo, read["id"], components)
-    write = {"fn": None, "inputs": components, "outputs": link, "js": _write_js(fields)}
+    write = {"fn": None, "inputs": components, "outputs": row.link, "js": _write_js(fields)}
     read.success(**write, show_progress="hidden")
     triggers = written if written is not None else [c.change for c in components]
     gr.on(triggers, **write, show_progress="hidden")
-    copy.click(fn=None, outputs=link, js=COPY_JS, show_progress="hidden")
-
-
-def _run_after(demo: gr.Blocks, read_id: int, components: list[Any]) -> None:
-    """Move every page-load event that reads one of ``components`` to run after ``read_id``."""
-    ids = {component._id for component in components}
-    for fn in demo.fns.values():
-        on_load = any(event == "load" for _, event in fn.targets)
-        if fn._id == read_id or not on_load or fn.trigger_after is not None:
-            continue
-        if ids.isdisjoint(block._id for block in fn.inputs):
-            continue
-        fn.targets = [target for target in fn.targets if target[1] != "load"]
-        fn.trigger_after = read_id
-        fn.trigger_only_on_success = fn.trigger_only_on_failure = False
+    row.copy.click(fn=None, outputs=row.link, js=COPY_JS, show_progress="hidden")
+    return read

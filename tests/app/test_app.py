@@ -9,7 +9,7 @@ import pytest
 
 from playground import StepConfig, run_report
 from playground.core.settings import defaults
-from playground.ui.page import FIGURE_LABELS
+from playground.ui.endpoints import FIGURE_LABELS
 
 SMALL = {"model_seed": 0, "n": 32, "d_in": 8, "d_out": 4, "lr": 0.1, "loss_scale": 1024.0}
 BAD_CALLS = [

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 from playground.core.settings import defaults
-from playground.sections.dynamics.tab import run_dynamics_event
-from playground.sections.lab.tab import inspect_event, run_sweep_event
-from playground.ui.controls import DYNAMICS_FIELDS
-from playground.ui.page import INPUT_ORDER
+from playground.ui.arguments import DYNAMICS, STEP
+from playground.ui.tabs.dynamics import run_dynamics_event
+from playground.ui.tabs.lab import inspect_event, run_sweep_event
+
+# The settings a positional call passes before the uploaded data file.
+INPUT_ORDER = STEP.before_data
+DYNAMICS_FIELDS = DYNAMICS.before_data
 
 TINY_FLOAT16 = {
     "n": 32,

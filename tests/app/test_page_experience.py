@@ -25,13 +25,10 @@ from test_browser import ARTIFACTS, TIMEOUT_MS, _expected
 
 from playground import StepConfig, run_report
 from playground.core.settings import ConfigError, check_setting, defaults, settings
-from playground.ui import page_events
+from playground.sections.lab import tab as lab_tab
+from playground.sections.step import tab as step_tab
 from playground.ui.examples import LESSONS, caption_text
 from playground.ui.page_events import LOSS_SCALE_PRESETS
-
-# (Importing a section's tab module before playground.ui is a circular import; these are the
-# page's own references to them.)
-lab_tab, step_tab = page_events.lab_tab, page_events.step_tab
 
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}

@@ -163,11 +163,11 @@ def test_a_path_outside_the_upload_folder_is_refused(app_url):
     import httpx
 
     from playground.core.settings import defaults
-    from playground.ui.controls import STEP_FIELDS
+    from playground.ui.arguments import STEP
 
     payload = {"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}
     # Every setting, in the endpoint's order, then the file: the last input.
-    data = [(defaults() | {"n": 32, "d_in": 8, "d_out": 1})[name] for name in STEP_FIELDS]
+    data = [(defaults() | {"n": 32, "d_in": 8, "d_out": 1})[name] for name in STEP.before_data]
     with httpx.Client(base_url=app_url, timeout=60) as http:
         posted = http.post("gradio_api/call/step", json={"data": [*data, payload]})
         event_id = posted.json()["event_id"]

@@ -1,9 +1,11 @@
 """The precision lab: where the gradients land in the dtype, the loss-scale sweep, the inspector.
 
 Rule: ``step_views(report)`` gives the lab's part of the step event (counters and the magnitude
-chart), ``run_sweep_event`` and ``inspect_event`` are the lab's own endpoints; ``build_tab`` lays
-out the components under the same names. Every range quoted in the text is read from the dtype
-registry and the sweep's own exponents.
+chart), ``sweep_views(sweep)`` the sweep's outputs and ``inspection(number)`` the inspector's
+table, each as plain values (Markdown, JSON, Plotly dicts, file paths); a value the inspector
+cannot read raises ConfigError naming ``number``. The page (``ui.tabs.lab``) lays out the
+components under the same names. Every range quoted in the text is read from the dtype registry
+and the sweep's own exponents.
 """
 
 from __future__ import annotations
@@ -11,13 +13,11 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-import gradio as gr
-
 from playground.core.dtypes import COMPUTE_DTYPES, DTYPES, FLOAT8_FORMATS, gradient_format
 from playground.core.inspector import PRESETS, inspect_number
-from playground.core.report import StepReport
-from playground.core.settings import shown
-from playground.core.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+from playground.core.settings import ConfigError, shown
+from playground.core.step_report import StepReport
+from playground.core.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
 from playground.sections.lab.charts import (
     SCALED_LABEL,
     activation_histogram,
@@ -25,14 +25,6 @@ from playground.sections.lab.charts import (
     sweep_figure,
 )
 from playground.sections.lab.summary import sweep_summary
-from playground.ui.controls import (
-    STEP_SETTINGS,
-    as_plot,
-    plot_slot,
-    table_handler,
-    validated,
-    validated_data,
-)
 from playground.views import downloads
 from playground.views.numbers import bullets
 
@@ -70,8 +62,8 @@ class LabStepViews(NamedTuple):
     """The lab's outputs of the step event, in the API's order."""
 
     magnitudes: str
-    magnitude_plot: Any
-    activation_plot: Any
+    magnitude_plot: dict[str, Any]
+    activation_plot: dict[str, Any]
 
 
 class SweepViews(NamedTuple):
@@ -79,7 +71,7 @@ class SweepViews(NamedTuple):
 
     sweep_reading: str
     sweep_json: dict[str, Any]
-    sweep_plot: Any
+    sweep_plot: dict[str, Any]
     sweep_files: list[str]
 
 
@@ -132,8 +124,8 @@ def step_views(report: StepReport) -> LabStepViews:
     """The lab's part of the step event."""
     return LabStepViews(
         magnitude_table(report),
-        as_plot(magnitude_histogram(report)),
-        as_plot(activation_histogram(report)),
+        magnitude_histogram(report),
+        activation_histogram(report),
     )
 
 
@@ -141,7 +133,7 @@ def parse_number(text: Any) -> float:
     """The inspector's text as a number: decimal (``1e-8``), hexadecimal float (``0x1p-24``), or
     ``inf`` / ``-inf``; a decimal beyond float64's range reads as +-inf, as it would be stored.
 
-    Raises gr.Error naming the field for anything else (``abc``, ``nan``, an empty box).
+    Raises ConfigError naming ``number`` for anything else (``abc``, ``nan``, an empty box).
     """
     cleaned = str(text).strip().replace("\u2212", "-").replace(" ", "") if text is not None else ""
     # float.fromhex also reads bare hex digits ("abc" = 2748): only text with 0x is hex here.
@@ -152,10 +144,9 @@ def parse_number(text: Any) -> float:
         value = math.nan
     if not math.isnan(value):
         return value
-    raise gr.Error(
+    raise ConfigError(
+        "number",
         f"number must be a decimal (1e-8), a hexadecimal float (0x1p-24) or inf; got {shown(text)}",
-        title="Invalid number",
-        print_exception=False,
     )
 
 
@@ -163,32 +154,29 @@ def inspect_text(text: Any) -> str:
     """The page's inspector: the typed text read by ``parse_number``, then its table; a bad
     text gets its message in place of the table (so no stale table stays under an error)."""
     try:
-        return inspect_event(parse_number(text))
-    except gr.Error as error:
-        return f"**{error.title}**: {error.message}"
+        return inspection(parse_number(text))
+    except ConfigError as error:
+        return f"**Invalid {error.field}**: {error}"
 
 
-@table_handler(STEP_SETTINGS)
-def run_sweep_event(values: dict[str, Any]) -> SweepViews:
-    """The ``sweep`` endpoint (same inputs as ``step``): (reading Markdown, JSON, figure)."""
-    config = validated(values)
-    sweep = run_sweep(config, validated_data(values, config))
+def sweep_views(sweep: SweepReport) -> SweepViews:
+    """The sweep's outputs: (reading Markdown, JSON, figure, CSV and JSON files)."""
     summary = sweep_summary(sweep)
     files = [downloads.sweep_csv(sweep), downloads.summary_json(summary, "sweep")]
-    return SweepViews(bullets(summary["reading"]), summary, as_plot(sweep_figure(sweep)), files)
+    return SweepViews(bullets(summary["reading"]), summary, sweep_figure(sweep), files)
 
 
-def inspect_event(number: Any) -> str:
-    """The ``inspect`` endpoint: how a number is stored in each registered dtype."""
+def inspection(number: Any) -> str:
+    """The inspector's table: how a number is stored in each registered dtype.
+
+    Raises ConfigError naming ``number`` for what is no real number within float range."""
     try:
         value = float(number) if isinstance(number, (int, float)) and number is not True else None
     except OverflowError:  # an int beyond float range, which JSON can carry
         value = None
     if number is False or value is None or math.isnan(value):
-        raise gr.Error(
-            f"number must be a real number within float range; got {shown(number)}",
-            title="Invalid number",
-            print_exception=False,
+        raise ConfigError(
+            "number", f"number must be a real number within float range; got {shown(number)}"
         )
     views = inspect_number(value)
     # One column per dtype and one row per property: short columns stay readable on a phone.
@@ -217,95 +205,3 @@ def inspect_event(number: Any) -> str:
 def preset_number(label: str) -> float:
     """The number of an inspector preset label."""
     return dict(PRESETS)[label]
-
-
-def build_tab() -> dict[str, gr.components.Component]:
-    """The Precision lab tab (call inside ``gr.Tabs``); returns its components by name."""
-    components: dict[str, Any] = {}
-    with gr.Tab(TAB_LABEL, id=TAB_LABEL) as tab:
-        components["activation_plot"] = plot_slot(ACTIVATION_LABEL)
-        gr.Markdown(SWEEP_INTRO)
-        components["sweep_button"] = gr.Button("Sweep the loss scale", variant="primary")
-        components["sweep_reading"] = gr.Markdown(elem_id="sweep-reading")
-        # No empty chart box before the first sweep: the chart appears once a sweep drew it.
-        with gr.Column(visible=False) as sweep_chart:
-            components["sweep_plot"] = plot_slot("Loss-scale sweep")
-        components["sweep_chart"] = sweep_chart
-        with gr.Accordion("Sweep numbers (JSON, CSV)", open=False):
-            components["sweep_json"] = gr.JSON(label="sweep")
-            components["sweep_files"] = gr.File(label="sweep downloads", file_count="multiple")
-        gr.Markdown(INSPECTOR_INTRO)
-        with gr.Row():
-            components["number"] = gr.Textbox(
-                value="1.0001",
-                label="a number",
-                info="Decimal (1e-8), hexadecimal float (0x1p-24) or inf; Enter to inspect.",
-                elem_id="inspect-number",
-                max_lines=1,
-            )
-            components["number_presets"] = gr.Dropdown(
-                [label for label, _ in PRESETS], label="examples", value=None
-            )
-        components["inspection"] = gr.Markdown(elem_id="inspection")
-        # The `inspect` API endpoint's own input: a number, as scripts send it.
-        components["inspect_api"] = gr.Number(visible=False)
-    components[f"tab:{TAB_LABEL}"] = tab
-    return components
-
-
-def build_counts() -> gr.Markdown:
-    """The magnitude counts (entries lost to zero, subnormal, non-finite), above the tabs."""
-    return gr.Markdown(elem_id="magnitudes")
-
-
-def build_figure() -> dict[str, gr.components.Component]:
-    """The magnitude figure and its caption, above the tabs: the lab's key figure."""
-    with gr.Column(elem_id="magnitude-figure"):
-        plot = plot_slot(MAGNITUDE_LABEL)
-        gr.Markdown(PRECISION_LAB, elem_id="magnitude-caption")
-    return {"magnitude_plot": plot}
-
-
-def wire(demo: gr.Blocks, components: dict[str, Any], inputs: list[Any]) -> None:
-    """The lab's own events: the sweep button and the inspector."""
-    components["sweep_button"].click(
-        run_sweep_event,
-        inputs=inputs,
-        outputs=[components[name] for name in SweepViews._fields],
-        api_name="sweep",
-        preprocess=False,
-        concurrency_limit=1,
-        concurrency_id="heavy",  # the sweep and the training run share one lane
-        show_progress="full",
-    ).success(  # a private event, so the sweep endpoint's outputs stay the figure itself
-        lambda: gr.Column(visible=True),
-        outputs=components["sweep_chart"],
-        api_visibility="private",
-        queue=False,
-        show_progress="hidden",
-    )
-    number, presets = components["number"], components["number_presets"]
-    inspection = components["inspection"]
-    gr.on(
-        triggers=[demo.load, number.submit, number.blur],
-        fn=inspect_text,
-        inputs=number,
-        outputs=inspection,
-        api_visibility="private",
-        preprocess=False,
-        trigger_mode="always_last",
-    )
-    presets.input(
-        lambda label: (repr(preset_number(label)), inspect_event(preset_number(label))),
-        presets,
-        [number, inspection],
-        api_name="preset_number",
-        api_visibility="private",
-    )
-    components["inspect_api"].change(
-        inspect_event,
-        inputs=components["inspect_api"],
-        outputs=inspection,
-        api_name="inspect",
-        preprocess=False,
-    )

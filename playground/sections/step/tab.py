@@ -1,9 +1,9 @@
-"""The step section of the page: the losses and their reading, and the gradient charts.
+"""The step section: the losses and their reading, and the gradient charts, as plain values.
 
-Rule: ``views(report)`` turns a StepReport into this section's named outputs (``texts`` and
-``FIGURES`` give them one by one, so the page can draw only what is visible); ``build_headline``
-and ``build_tabs`` lay out the components that show them, keyed by the same names, so the page
-frame wires outputs to components by name and never by position.
+Rule: ``views(report)`` turns a StepReport into this section's named outputs: Markdown, the
+JSON summary and a Plotly dict per chart (``texts`` and ``FIGURES`` give them one by one, so
+the page can draw only what is visible). ``TABS`` names the charts each of its tabs holds; the
+page (``ui.tabs.step``) lays out the components under the same names.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-import gradio as gr
-
-from playground.core.report import StepReport
+from playground.core.step_report import StepReport
 from playground.sections.step.charts import (
     gradient_histograms,
     gradient_scatter,
@@ -22,7 +20,6 @@ from playground.sections.step.charts import (
     update_size_histogram,
 )
 from playground.sections.step.summary import reading, summarize
-from playground.ui.controls import as_plot, plot_slot
 from playground.views.numbers import bullets
 
 INTRO = """
@@ -42,15 +39,15 @@ PYTORCH_LINE = (
 
 
 class StepViews(NamedTuple):
-    """This section's outputs, in the API's order."""
+    """This section's outputs, in the API's order (each chart a Plotly figure dict)."""
 
     headline: str
     summary: dict[str, Any]
-    loss_plot: Any
-    histogram_plot: Any
-    scatter_plot: Any
-    error_plot: Any
-    update_plot: Any
+    loss_plot: dict[str, Any]
+    histogram_plot: dict[str, Any]
+    scatter_plot: dict[str, Any]
+    error_plot: dict[str, Any]
+    update_plot: dict[str, Any]
 
 
 PLOT_LABELS = {
@@ -134,13 +131,8 @@ def views(report: StepReport, data_name: str | None = None) -> StepViews:
     return StepViews(
         headline=text,
         summary=summary,
-        **{name: as_plot(draw(report)) for name, draw in FIGURES.items()},
+        **{name: draw(report) for name, draw in FIGURES.items()},
     )
-
-
-def build_headline() -> gr.Markdown:
-    """The losses and their reading, at the top of the results."""
-    return gr.Markdown(elem_id="headline", label="losses")
 
 
 # The tabs of this section: tab label -> the charts it holds (each a key of FIGURES).
@@ -150,14 +142,3 @@ TABS = {
     "Float32 comparison": ("scatter_plot", "error_plot"),
     "Update sizes": ("update_plot",),
 }
-
-
-def build_tabs() -> dict[str, gr.components.Component]:
-    """The section's tabs (call inside ``gr.Tabs``), each tab's id its label; charts by name."""
-    components = {}
-    for label, names in TABS.items():
-        with gr.Tab(label, id=label) as tab:
-            for name in names:
-                components[name] = plot_slot(PLOT_LABELS[name])
-        components[f"tab:{label}"] = tab
-    return components

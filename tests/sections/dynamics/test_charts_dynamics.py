@@ -1,14 +1,13 @@
-"""The training-dynamics charts: the lost-update meter's axis, and no empty boxes before a run."""
+"""The training-dynamics charts: the lost-update meter's axis (the tab's hidden chart column is
+tested beside the tab, in tests/ui/tabs/test_dynamics_endpoint.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
-import gradio as gr
 import numpy as np
 import pytest
-from gradio.components.plot import PlotData
 
 from playground import StepConfig
 from playground.core.train import run_dynamics
@@ -36,33 +35,6 @@ def test_lost_update_axis_follows_the_data_from_zero_in_percent(dynamics):
     assert pure["y"] == pytest.approx((100 * dynamics.pure_lost_share).tolist())
     assert masters["y"] == pytest.approx((100 * dynamics.mixed_lost_share).tolist())
     assert all("% of entries" in trace["hovertemplate"] for trace in figure["data"])
-
-
-def test_training_charts_wait_hidden_until_a_run_draws_them():
-    # The page first: a section's tab imports ui.controls, whose package imports the page.
-    import playground.ui  # noqa: F401
-    from playground.sections.dynamics import tab
-
-    with gr.Blocks():
-        components = tab.build_tab()
-    charts = components["dynamics_charts"]
-    assert charts.visible is False
-    for name in tab.PLOT_LABELS:
-        assert components[name].parent is charts
-    shown = tab.show_charts()
-    assert isinstance(shown, gr.Column) and shown.visible is True
-
-
-def test_the_dynamics_endpoint_still_returns_the_figures_themselves(dynamics):
-    # Showing the charts is a separate private event: the API's outputs are plain figures.
-    import playground.ui  # noqa: F401
-    from playground.sections.dynamics.tab import run_dynamics_event
-
-    values = {"n": 32, "d_in": 8, "d_out": 4, "steps": 12, "mode": "static", "period": 100}
-    views = run_dynamics_event(**values)
-    for plot in (views.loss_curves, views.lost_updates, views.scale_curve):
-        assert isinstance(plot, PlotData) and plot.type == "plotly"
-        assert json.loads(plot.plot)["data"]
 
 
 def test_lost_update_axis_shows_zero_to_one_percent_when_nothing_is_lost(dynamics):

@@ -12,15 +12,15 @@ from gradio.components.plot import PlotData
 
 from playground import StepConfig, run_report
 from playground.core.settings import defaults
-from playground.ui.page import (
-    EXAMPLES,
-    FIGURE_LABELS,
-    INPUT_ORDER,
-    LOSS_SCALE_PRESETS,
-    build_demo,
-    preset_loss_scale,
-    run_step,
-)
+from playground.ui.arguments import STEP
+from playground.ui.endpoints import FIGURE_LABELS, run_step
+from playground.ui.examples import EXAMPLES
+from playground.ui.page import build_demo
+from playground.ui.page_events import LOSS_SCALE_PRESETS
+from playground.ui.wiring import preset_loss_scale
+
+# The settings a positional call passes before the uploaded data file.
+INPUT_ORDER = STEP.before_data
 
 SMALL = StepConfig(n=32, d_in=8, d_out=4, lr=0.1, loss_scale=1024.0)
 # run_step returns (headline Markdown, JSON summary, magnitude counters Markdown, *figures).

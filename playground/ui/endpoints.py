@@ -1,0 +1,101 @@
+"""The page's API endpoints for one step: ``step``, ``downloads``, ``export`` and ``ping``.
+
+Rule: each endpoint takes ``arguments.STEP``'s inputs, validates them with the core (gr.Error
+naming the field and its range on a bad one), and returns a NamedTuple whose field order is the
+API's output order; the page wires components to outputs by those names. The sections' plain
+values become Gradio's here: each figure dict a gr.Plot's PlotData.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from playground.core.report import run_report
+from playground.core.settings import ConfigError
+from playground.sections.lab import tab as lab_tab
+from playground.sections.step import tab as step_tab
+from playground.ui.arguments import STEP, core_errors, validated, validated_data
+from playground.ui.widgets import plotted
+from playground.views import downloads, export
+
+# Every chart the step event fills, by output name: its label (the step's charts, then the
+# lab's two), in output order.
+PLOT_LABELS = step_tab.PLOT_LABELS | {
+    "magnitude_plot": lab_tab.MAGNITUDE_LABEL,
+    "activation_plot": lab_tab.ACTIVATION_LABEL,
+}
+FIGURE_LABELS = tuple(PLOT_LABELS.values())
+
+
+class StepOutputs(NamedTuple):
+    """The ``step`` endpoint's outputs, in the API's order (the step's text, the lab's counters,
+    then every chart of the report)."""
+
+    headline: str
+    summary: dict[str, Any]
+    magnitudes: str
+    loss_plot: Any
+    histogram_plot: Any
+    scatter_plot: Any
+    error_plot: Any
+    update_plot: Any
+    magnitude_plot: Any
+    activation_plot: Any
+
+
+@STEP.handler
+def run_step(values: dict[str, Any]) -> StepOutputs:
+    """The ``step`` endpoint: (headline Markdown, JSON summary, magnitude counters, figures...).
+
+    Raises gr.Error with the core's message (field and allowed range) on invalid input.
+    """
+    config = validated(values)
+    data = validated_data(values, config)
+    report = run_report(config, data)
+    views = step_tab.views(report, data.name if data else None)
+    parts = views._asdict() | lab_tab.step_views(report)._asdict()
+    return plotted(StepOutputs(**parts), PLOT_LABELS)
+
+
+@STEP.handler
+def run_downloads(values: dict[str, Any]) -> list[str]:
+    """The ``downloads`` endpoint (same inputs as ``step``): the per-entry gradients as CSV and
+    the JSON summary, as files. Its own event, so the step itself never writes files."""
+    config = validated(values)
+    data = validated_data(values, config)
+    report = run_report(config, data)
+    _, summary = step_tab.texts(report, data.name if data else None)
+    with core_errors():
+        try:
+            return [downloads.gradients_csv(report), downloads.summary_json(summary, "summary")]
+        except ValueError as error:  # a model too large for a CSV
+            raise ConfigError("n", str(error)) from None
+
+
+class ExportOutputs(NamedTuple):
+    """The ``export`` endpoint's outputs: the script's text and the same as a .py file."""
+
+    script: str
+    script_file: str
+
+
+@STEP.handler
+def run_export(values: dict[str, Any]) -> ExportOutputs:
+    """The ``export`` endpoint (same inputs as ``step``): a standalone script that reruns this
+    step and its float32 twin with jax, flax, optax and numpy only, and prints their new losses
+    as its last line of JSON."""
+    config = validated(values)
+    with core_errors():
+        if values.get("data") is not None:
+            raise ConfigError(
+                "data",
+                "data: the exported script rebuilds the synthetic batch; clear your uploaded file "
+                "to export",
+            )
+        script = export.export_script(config)
+    return ExportOutputs(script, downloads.text_file(script, export.export_filename(config)))
+
+
+def ping() -> str:
+    """A trivial endpoint on the same server, the baseline of bench/bench_app.py."""
+    return "pong"

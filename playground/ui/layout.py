@@ -1,0 +1,164 @@
+"""The page's layout, top to bottom: intro and lessons; the controls beside the results (the
+headline and the key figure first, then each section's tabs); the JSON, downloads and code.
+
+Rule: the controls column is read from the settings table (each control with its notice); the
+model accordion holds the fields the model registry names as options, between ``model`` and
+``optimizer``; the tabs are each registered section's, in the registry's order. Every component
+the events need comes back by name in a typed record.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from playground.core.models import MODELS
+from playground.core.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
+from playground.sections.step import tab as step_tab
+from playground.ui import page_events
+from playground.ui.components import Page
+from playground.ui.examples import LESSONS
+from playground.ui.sections import SECTIONS
+from playground.ui.tabs import lab, step
+from playground.ui.url_state import UrlRow, build_url_row
+from playground.ui.widgets import DEFAULTS, control, field_notice
+
+LOSS_SCALE_MIN_EXPONENT = math.ceil(math.log2(LOSS_SCALE_MIN))
+LOSS_SCALE_MAX_EXPONENT = math.floor(math.log2(LOSS_SCALE_MAX))
+# The fields of the "Model and optimizer" accordion: the model, every model's options, then the
+# optimizer.
+MODEL_FIELDS = (
+    "model",
+    *dict.fromkeys(option for spec in MODELS.values() for option in spec.options),
+    "optimizer",
+)
+# The scaled recipe's own settings.
+SCALING_FIELDS = ("fp8_scaling", "amax_history")
+
+
+@dataclass
+class ApiParts:
+    """The components of the endpoints below the results: downloads, the script, the step's
+    own trigger, and the URL row."""
+
+    prepare: gr.Button
+    files: gr.File
+    export_button: gr.Button
+    script: gr.Code
+    script_file: gr.File
+    step_api: gr.Button
+    url: UrlRow
+
+
+def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple[Any, Any]:
+    """The settings, each with its notice; returns the loss-scale exponent and preset controls."""
+
+    def add(name: str) -> None:
+        controls[name] = control(name)
+        notices[name] = field_notice(name)
+
+    with gr.Group():
+        add("model_seed")
+        add("data_seed")
+    for name in ("n", "d_in", "d_out", "lr", "loss_scale"):
+        add(name)
+    exponent = gr.Slider(
+        LOSS_SCALE_MIN_EXPONENT,
+        LOSS_SCALE_MAX_EXPONENT,
+        value=page_events.exponent_of(DEFAULTS["loss_scale"]),
+        step=1,
+        label="loss scale as a power of two: log2 S",
+        info="Release to set S = 2^k.",
+        elem_id="loss-scale-exponent",
+        elem_classes=["commit-slider"],
+    )
+    presets = gr.Radio(
+        list(page_events.LOSS_SCALE_PRESETS),
+        label="loss scale presets",
+        value=page_events.preset_of(DEFAULTS["loss_scale"]),
+        elem_id="loss-scale-presets",
+    )
+    add("compute_dtype")
+    with gr.Accordion("Data magnitudes", open=False):
+        add("input_scale")
+        add("target_scale")
+    controls["data"] = gr.File(
+        label="your data (CSV): the last D_out columns are the targets",
+        file_types=[".csv"],
+        elem_id="data",
+    )
+    notices["data"] = field_notice("data")
+    with gr.Accordion("Model and optimizer", open=False):
+        for name in MODEL_FIELDS:
+            add(name)
+    with gr.Accordion("Float8 scaling", open=False):
+        for name in SCALING_FIELDS:
+            add(name)
+    return exponent, presets
+
+
+def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
+    """Lay the page out inside ``demo``; its components by name."""
+    gr.Markdown(step_tab.INTRO, elem_id="intro")
+    gr.Markdown(step_tab.PYTORCH_LINE, elem_id="pytorch-line")
+    with gr.Row(elem_id="examples"):
+        example_buttons = [
+            gr.Button(lesson.label, size="sm", elem_id=f"example-{index}")
+            for index, lesson in enumerate(LESSONS)
+        ]
+    controls: dict[str, Any] = {}
+    notices: dict[str, Any] = {}
+    sections: dict[str, Any] = {}
+    with gr.Row(equal_height=False, elem_id="workspace"):
+        with gr.Column(scale=1, min_width=300, elem_id="controls"):
+            exponent, presets = _controls_column(controls, notices)
+        with gr.Column(scale=3, min_width=320, elem_id="results"):
+            status = gr.Markdown(visible=False, elem_id="status")
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=2, min_width=300):
+                    headline = step.build_headline()
+                with gr.Column(scale=3, min_width=300):
+                    magnitudes = lab.build_counts()
+            charts = {"magnitude_plot": lab.build_figure()}
+            reading = gr.Markdown(elem_id="reading")
+            caption = gr.Markdown(elem_id="example-caption", visible=False)
+            with gr.Tabs(elem_id="sections", overflow_behavior="wrap") as tabs:
+                for section in SECTIONS:
+                    sections[section.label] = section.build()
+                    charts |= sections[section.label].charts
+    with gr.Accordion("All numbers (JSON, as returned by the API) and downloads", open=False):
+        summary = gr.JSON(label="summary")
+        prepare = gr.Button("Prepare the gradients CSV and the JSON summary")
+        files = gr.File(label="downloads", file_count="multiple", elem_id="downloads")
+    with gr.Accordion("The code: rerun this step in a notebook", open=False):
+        export_button = gr.Button("Export this step as a standalone script")
+        script = gr.Code(language="python", label="script", elem_id="export-script")
+        script_file = gr.File(label="script (.py)", elem_id="export-file")
+    # The `step` API endpoint's own trigger: scripts call it, the page never clicks it.
+    step_api = gr.Button(visible=False)
+    url = build_url_row()
+    page = Page(
+        demo=demo,
+        controls=controls,
+        notices=notices,
+        loss_scale_exponent=exponent,
+        loss_scale_presets=presets,
+        example_buttons=example_buttons,
+        status=status,
+        headline=headline,
+        magnitudes=magnitudes,
+        reading=reading,
+        caption=caption,
+        tabs=tabs,
+        summary=summary,
+        last_valid=gr.State(None),
+        open_tab=gr.State(page_events.FIRST_TAB),
+        drawn=gr.State({}),
+        notices_shown=gr.State([]),
+        charts=charts,
+        sections=sections,
+    )
+    return page, ApiParts(prepare, files, export_button, script, script_file, step_api, url)

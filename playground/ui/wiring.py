@@ -1,0 +1,135 @@
+"""The page's private step events (``ui.page_events``): commit, then the open tab's charts.
+
+Rule: each event's outputs are the keys ``page_events`` lists for it, resolved by the Page
+record, and its progress shows on the headline only: the browser then marks and updates only
+what the event can change. The first commit is chained after the URL is read (``.then``), so
+the page's first numbers are the URL's settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from playground.ui import page_events
+from playground.ui.arguments import STEP
+from playground.ui.assets import scroll_js
+from playground.ui.components import Control, Key, Page
+from playground.ui.examples import LESSONS
+from playground.ui.widgets import commit_triggers
+
+# One lane for the page's step events: one at a time, never part of the API.
+LANE = {"concurrency_limit": 1, "concurrency_id": "page-step", "api_visibility": "private"}
+
+
+def preset_loss_scale(label: str) -> float:
+    """The loss scale of a preset label."""
+    return page_events.LOSS_SCALE_PRESETS[label]
+
+
+def _answer(page: Page, updates: dict[Key, Any]) -> Any:
+    """An event's answer by component; a lone skip when it changes nothing (an empty dict
+    would be read as one value)."""
+    return {page[key]: value for key, value in updates.items()} or gr.skip()
+
+
+def wire_page_events(page: Page, url_read: Any) -> None:
+    """Wire the commit, the loss-scale controls, the lessons and the tabs (see the rule)."""
+    inputs = page.inputs(STEP.order)
+
+    def outputs(keys: tuple[Key, ...]) -> list[Any]:
+        return [page[key] for key in keys]
+
+    def on_commit(*args: Any) -> Any:
+        return _answer(page, page_events.commit(STEP.values(args[:-2]), *args[-2:]))
+
+    def on_tab(last_value: Any, tab_value: Any, drawn_value: Any) -> Any:
+        return _answer(page, page_events.tab_charts(last_value, tab_value, drawn_value))
+
+    def then_charts(event: Any) -> None:
+        # The charts follow the results (the last valid inputs, a server-side state), so an
+        # event that also sets inputs (an example, a preset) never races its own update.
+        event.then(
+            on_tab,
+            [page.last_valid, page.open_tab, page.drawn],
+            outputs(page_events.TAB_OUTPUTS),
+            show_progress="hidden",
+            **LANE,
+        )
+
+    # A slider's release is its own event, sent with the values at release ("multiple"):
+    # deferred behind a running commit, like the other inputs' ("always_last"), it would read
+    # the box after the slider clamped it, and N = 1e40 would run as 4096 with no notice.
+    sliders = [component for component in inputs if isinstance(component, gr.Slider)]
+    triggers = [
+        trigger
+        for component in inputs
+        if component not in sliders
+        for trigger in commit_triggers(component)
+    ]
+    once = {
+        "trigger_mode": "always_last",
+        "preprocess": False,
+        "show_progress": "minimal",
+        "show_progress_on": [page.headline],
+    }
+    commit_inputs = [*inputs, page.last_valid, page.notices_shown]
+    commit_outputs = outputs(page_events.COMMIT_OUTPUTS)
+    then_charts(url_read.then(on_commit, commit_inputs, commit_outputs, **once, **LANE))
+    then_charts(gr.on(triggers, on_commit, commit_inputs, commit_outputs, **once, **LANE))
+    released = [slider.release for slider in sliders]
+    each = once | {"trigger_mode": "multiple"}
+    then_charts(gr.on(released, on_commit, commit_inputs, commit_outputs, **each, **LANE))
+    _wire_loss_scale(page, inputs, once, then_charts)
+    _wire_lessons(page, once, then_charts)
+
+    def remember(selected: gr.SelectData) -> str:
+        return selected.value
+
+    then_charts(page.tabs.select(remember, None, page.open_tab, show_progress="hidden", **LANE))
+
+
+def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any) -> None:
+    """The power-of-two control and the presets: each sets the loss scale and commits."""
+
+    def scale_from(value: float, args: tuple) -> Any:
+        values = STEP.values(args[:-2]) | {"loss_scale": value}
+        return _answer(
+            page, {Control("loss_scale"): value} | page_events.commit(values, *args[-2:])
+        )
+
+    def on_exponent(exponent: Any, *args: Any) -> Any:
+        return scale_from(2.0 ** int(exponent), args)
+
+    def on_preset(label: Any, *args: Any) -> Any:
+        return scale_from(preset_loss_scale(label), args)
+
+    scale_outputs = [page[key] for key in page_events.SCALE_OUTPUTS]
+    for source, trigger, handler, api_name in (
+        (page.loss_scale_exponent, "release", on_exponent, "preset_loss_scale_exponent"),
+        (page.loss_scale_presets, "input", on_preset, "preset_loss_scale"),
+    ):
+        event = getattr(source, trigger)(
+            handler,
+            [source, *inputs, page.last_valid, page.notices_shown],
+            scale_outputs,
+            api_name=api_name,
+            **once,
+            **LANE,
+        )
+        then_charts(event)
+
+
+def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
+    """Each lesson button: its settings at once, one run, its caption, then scroll to it."""
+    lesson_outputs = [page[key] for key in page_events.LESSON_OUTPUTS]
+    for button, lesson in zip(page.example_buttons, LESSONS, strict=True):
+
+        def on_lesson(last_value: Any, shown_value: Any, lesson=lesson) -> Any:
+            return _answer(page, page_events.run_lesson(lesson, last_value, shown_value))
+
+        event = button.click(
+            on_lesson, [page.last_valid, page.notices_shown], lesson_outputs, **once, **LANE
+        )
+        then_charts(event.then(fn=None, js=scroll_js(lesson.target)))
