@@ -2,9 +2,10 @@
 
 Rule: a limit is written here once and the settings table (``playground.core.fields``) reads
 it. Work is counted in a model's multiply-adds of one forward pass over the batch
-(``StepConfig.model_work``, from the model's registry entry); a request is refused before any JAX code runs when its work times
-its repetitions (sweep scales, training steps) exceeds a budget. The shape caps and both budgets
-come from environment variables, so bigger hardware can raise them without a code change.
+(``StepConfig.model_work``, from the model's registry entry); a request is refused before any
+JAX code runs when its work times its repetitions (sweep scales, training steps) exceeds a
+budget. The shape caps and both budgets come from environment variables, so bigger hardware
+can raise them without a code change.
 
 Example::
 

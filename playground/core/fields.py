@@ -27,9 +27,9 @@ from playground.core.caps import (
     SEED_MAX,
     WORK_BUDGET,
 )
-from playground.core.dtypes import COMPUTE_DTYPES
 from playground.core.models import ACTIVATIONS, DEFAULT_MODEL, MODELS
 from playground.core.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
+from playground.core.policy import COMPUTE_DTYPES
 
 SCALING_MODES = ("none", "static", "dynamic")
 FP8_SCALINGS = ("none", "current", "delayed")
