@@ -255,7 +255,7 @@ def reading(report: StepReport) -> list[str]:
     tiny = dtype_facts("float32").smallest_normal
     losses = (report.mixed_initial_loss, report.mixed_new_loss)
     losses += (report.float32_initial_loss, report.float32_new_loss)
-    if subnormals_flushed_here("float32") and any(0 < loss < tiny * 1e6 for loss in losses):
+    if any(0 < loss < tiny * 1e6 for loss in losses) and subnormals_flushed_here("float32"):
         sentences.append(
             f"These losses lie near float32's smallest normal number ({tiny:.3g}): some of "
             "their squared residuals may lie below it, where this backend flushes them to zero, "
