@@ -3,12 +3,13 @@
 Rule: a float8 step measures three tensors per matmul (``core.float8``: its input and kernel,
 cast to E4M3 forward, and the gradient arriving at its output, cast to E5M2 backward). Each
 becomes a ``Float8Tensor`` of the step report, layer by layer in parameter order, and the
-recipe's summary hook lists them, field by field, under the JSON key ``float8``::
+recipe's summary hook lists them, field by field (the summary shows the list under the recipe's
+name)::
 
-    float8_summary(report) = {"float8": [vars(tensor) for tensor in report.float8]}
+    float8_summary(report) = [vars(tensor) for tensor in report.float8]
 
-A report of another recipe has no quantized tensor, so the hook gives ``{"float8": []}`` there:
-the JSON carries the same keys whatever the compute dtype.
+A report of another recipe has no quantized tensor, so the hook gives an empty list there: the
+JSON carries the same keys whatever the compute dtype.
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ class QuantizedReport(Protocol):
     float8: tuple[Float8Tensor, ...]
 
 
-def float8_summary(report: QuantizedReport) -> dict[str, list[dict[str, Any]]]:
+def float8_summary(report: QuantizedReport) -> list[dict[str, Any]]:
     """The float8 recipe's summary hook (see the rule): one dict per quantized tensor (layer,
     role, format, amax, scale, saturated, flushed, size). The floats are as measured (an amax
     may be inf or NaN after an overflow); the page writes them as JSON numbers."""
-    return {"float8": [dict(vars(tensor)) for tensor in report.float8]}
+    return [dict(vars(tensor)) for tensor in report.float8]

@@ -12,9 +12,9 @@ format's largest value: 500 is NaN in a plain float8_e4m3fn cast, 448 when satur
 
 Example::
 
-    >>> bit_view(1e-9, "float16").category
+    >>> bit_view(1e-9, "float8_e4m3fn").category
     'zero'
-    >>> bit_view(-2.0, "bfloat16").sign_bit, bit_view(-2.0, "bfloat16").exponent_bits
+    >>> bit_view(-2.0, "float32").sign_bit, bit_view(-2.0, "float32").exponent_bits
     ('1', '10000000')
 """
 

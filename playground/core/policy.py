@@ -56,7 +56,8 @@ class Recipe:
     scalings: the per-tensor scalings it takes (the ``fp8_scaling`` setting); () for none.
     saturates: whether its casts clip a finite value beyond the format's largest to it (where a
       plain ``astype`` gives inf, or NaN in a format without an infinity).
-    summary: its hook: StepReport -> the recipe's extra JSON keys (floats as measured), or None.
+    summary: its hook: StepReport -> what the summary shows under the recipe's name (JSON-able
+      but for non-finite floats, as measured), or None.
     """
 
     name: str
@@ -66,7 +67,7 @@ class Recipe:
     dot_general: Callable[..., jax.Array] | None = None
     scalings: tuple[str, ...] = ()
     saturates: bool = False
-    summary: Callable[[Any], dict[str, Any]] | None = None
+    summary: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         for fmt in (self.forward_format, self.gradient_format, self.cast_dtype):
@@ -240,12 +241,7 @@ FLOAT32_TWIN = Policy(FULL_PRECISION)
 
 
 def recipe_summaries(report: Any) -> dict[str, Any]:
-    """Every recipe's summary hook run on ``report`` (a StepReport), merged: another recipe's
-    hook finds nothing of its own there and gives its empty value, so the keys stay the same
-    whatever the compute dtype."""
-    return {
-        key: value
-        for chosen in RECIPES.values()
-        if chosen.summary is not None
-        for key, value in chosen.summary(report).items()
-    }
+    """Every recipe's summary hook run on ``report`` (a StepReport), by recipe name: another
+    recipe's hook finds nothing of its own there and gives its empty value, so the keys stay the
+    same whatever the compute dtype."""
+    return {r.name: r.summary(report) for r in RECIPES.values() if r.summary is not None}

@@ -54,7 +54,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         },
         "magnitudes": report.magnitudes,
         "activations": [activation_summary(a) for a in report.activations],
-        **_json_floats(recipe_summaries(report)),  # each recipe's keys (float8: its tensors)
+        **_json_floats(recipe_summaries(report)),  # by recipe name (float8: its tensors)
         "causes": causes(report),
         "reading": reading(report) if sentences is None else sentences,
     }
