@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -143,7 +144,8 @@ class Policy:
 
     Rule, for a step of ``model`` on (x, y)::
 
-        params    : param_dtype (float32 masters; a rounded copy never overwrites them)
+        params    : param_dtype (float32 masters, which a rounded copy never overwrites;
+                    without_masters(): stored in compute.forward_format instead)
         forward   : temporary = cast_to_compute(model)  # params -> compute.cast_dtype, and
                                                         # compute.dot_general in every matmul
                     every matmul's operands in compute.forward_format
@@ -185,10 +187,18 @@ class Policy:
         chosen = recipe(compute_dtype)
         return cls(chosen, fp8_scaling if chosen.scalings else None)
 
+    def without_masters(self) -> Policy:
+        """This policy with the parameters stored in the forward format (float8: E4M3) instead
+        of float32 masters: the training dynamics' pure run."""
+        return dataclasses.replace(self, param_dtype=self.compute.forward_format)
+
     @property
     def loss_dtype(self) -> str:
         """The dtype the temporary model's activations and loss are computed in."""
         return self.compute.cast_dtype
+
+    def cast_to_param(self, values: jax.Array) -> jax.Array:
+        return values.astype(self.param_dtype)
 
     def cast_to_compute(self, values: jax.Array) -> jax.Array:
         return values.astype(self.compute.cast_dtype)

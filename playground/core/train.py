@@ -160,8 +160,8 @@ def _three_runs(
     """
     network = build_model(model, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed)))
     graphdef, master = nnx.split(network, nnx.Param)
-    # The pure run's stored format: the recipe's forward format (float8: E4M3).
-    pure = jax.tree.map(lambda p: p.astype(precision.compute.forward_format), master)
+    # The pure run stores its parameters in the recipe's forward format (float8: E4M3).
+    pure = jax.tree.map(precision.without_masters().cast_to_param, master)
     history = None
     if precision.compute.quantizes:
         history = AmaxHistory.fresh(len(matmul_layers(network)), amax_history)

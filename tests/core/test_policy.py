@@ -146,6 +146,17 @@ def test_saturates_says_whether_a_value_past_the_format_becomes_its_largest(name
         assert not np.any(np.isfinite(out))
 
 
+@pytest.mark.parametrize("name", COMPUTE_DTYPES)
+def test_without_masters_the_parameters_are_stored_in_the_forward_format(name):
+    values = _values(recipe(name).forward_format, seed=5)
+    stored = _policy(name).without_masters().cast_to_param(jnp.asarray(values))
+    assert stored.dtype == NUMPY_TYPES[recipe(name).forward_format]
+    np.testing.assert_array_equal(
+        np.asarray(stored).astype(np.float64), _rounded(values, recipe(name).forward_format)
+    )
+    assert _policy(name).cast_to_param(jnp.asarray(values)).dtype == jnp.float32  # the masters
+
+
 def test_plain_dtype_names_the_exercises_cast_and_none_for_a_scaled_recipe():
     assert [recipe(name).plain_dtype for name in COMPUTE_DTYPES] == ["bfloat16", "float16", None]
     assert EXERCISE.compute.plain_dtype == "bfloat16" and FLOAT32_TWIN.loss_dtype == "float32"
