@@ -19,6 +19,22 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 APP_TESTS = pathlib.Path(__file__).resolve().parent / "app"
+COMPILATION_CACHE_BYTES = 2**30
+
+
+def pytest_configure(config):
+    """Compiling XLA programs is most of the suite's time, and the same programs are compiled in
+    each xdist worker, in the launched app and in the scripts the tests run: every one of these
+    processes shares one JAX compilation cache on disk, in pytest's cache directory (cleared by
+    ``--cache-clear``), so a program compiles once per run and, on a later run, not at all.
+    An executable read back is the one compiled from the same program and flags, so no number
+    changes. A size limit turns on the cache's file lock, which the concurrent processes need.
+    Set before any test module imports jax; a JAX_COMPILATION_CACHE_DIR already set is kept."""
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or getattr(config, "cache", None) is None:
+        return
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(config.cache.mkdir("jax-compilation"))
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"  # eager ops' programs too
+    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(COMPILATION_CACHE_BYTES)
 
 
 @pytest.hookimpl(tryfirst=True)
