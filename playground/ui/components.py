@@ -4,29 +4,33 @@ Rule: a page event answers with a dict keyed by what it changes: a ``Notice``, `
 ``Chart`` key for one member of a family (the notice under field ``lr``, the control of ``lr``,
 the chart ``loss_plot``), or the name of one of the Page's own components (``"headline"``).
 ``Page[key]`` is the component a key names, so the wiring never builds a name from a prefix.
+Keys of different kinds never compare equal (``Notice("n") != Control("n")``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import gradio as gr
 
 
-class Notice(NamedTuple):
+@dataclass(frozen=True)
+class Notice:
     """The notice under a field's control."""
 
     field: str
 
 
-class Control(NamedTuple):
+@dataclass(frozen=True)
+class Control:
     """A field's control."""
 
     field: str
 
 
-class Chart(NamedTuple):
+@dataclass(frozen=True)
+class Chart:
     """A chart of the report, by its output name."""
 
     name: str
