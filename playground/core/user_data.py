@@ -2,9 +2,12 @@
 
 Rule, for the text of a file and the setting d_out:
 
-    at most MAX_BYTES; cells split by commas (the csv module's dialect)
+    at most MAX_BYTES; cells split by commas (the csv module's dialect); a line ends at LF,
+      CRLF or a lone CR (old Mac exports); a cell holds at most the csv module's field limit
     the first row is a header when none of its cells is a number, and data otherwise
     every data row has as many cells as the first; every cell is a finite float32 number
+      written in ASCII decimal notation (``-1.5``, ``.5``, ``2e-3``; no ``1_000``, no
+      non-ASCII digits, no hex), or a non-finite word that is then refused as not finite
     1 <= data rows <= the n setting's maximum; the last d_out columns are y, the rest x, with
       1 <= columns of x <= the d_in setting's maximum and d_out <= the d_out setting's maximum
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,11 +59,41 @@ def _refuse(message: str) -> ConfigError:
     return ConfigError("data", f"data (your CSV file): {message}")
 
 
+# ASCII decimal notation only: Python's float() also reads "1_000", Arabic-Indic and
+# full-width digits, which a spreadsheet would not show as the number float() makes of them.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_NON_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.ASCII | re.IGNORECASE)
+
+
 def _number(text: str) -> float | None:
+    """The value of a cell in ASCII decimal notation (or a non-finite word), else None."""
+    cell = text.strip(" \t")
+    if _DECIMAL.fullmatch(cell) or _NON_FINITE.fullmatch(cell):
+        return float(cell)
+    return None
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The non-blank rows of ``text``; a csv module error becomes a refusal naming the row (and
+    the column, for a cell over the field limit) in this module's words."""
+    reader = csv.reader(io.StringIO(text, newline=None))  # newline=None: CR, LF, CRLF end lines
+    rows = []
     try:
-        return float(text)
-    except ValueError:
-        return None
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                rows.append(row)
+    except csv.Error:
+        line = reader.line_num
+        raw = text.splitlines()[line - 1] if line else ""
+        limit = csv.field_size_limit()
+        long_cells = [c for c, cell in enumerate(raw.split(","), 1) if len(cell) > limit]
+        if long_cells:
+            raise _refuse(
+                f"row {line}, column {long_cells[0]} has more than {limit:,} characters; a "
+                "cell holds one number"
+            ) from None
+        raise _refuse(f"row {line} cannot be read as comma-separated cells") from None
+    return rows
 
 
 def parse_csv(content: bytes, d_out: int, name: str = "data.csv") -> UserData:
@@ -70,7 +104,7 @@ def parse_csv(content: bytes, d_out: int, name: str = "data.csv") -> UserData:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise _refuse(f"the file is not UTF-8 text (byte {error.start + 1})") from None
-    rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    rows = _rows(text)
     if not rows:
         raise _refuse("the file is empty")
     first_data = 1 if all(_number(cell) is None for cell in rows[0]) else 0
