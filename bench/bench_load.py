@@ -25,7 +25,6 @@ about 10 minutes on 2 vCPUs; it always exits 0. The server process is always sto
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -33,7 +32,6 @@ import statistics
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,32 +41,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 
 from app_server import AppServer  # noqa: E402
-
-STEP_FIELDS = (
-    "model_seed",
-    "n",
-    "d_in",
-    "d_out",
-    "lr",
-    "loss_scale",
-    "data_seed",
-    "input_scale",
-    "target_scale",
-    "compute_dtype",
+from http_calls import (  # noqa: E402
+    DEFAULT_STEP,
+    RUN_FIELDS,
+    STEP_FIELDS,
+    Answer,
+    attempt,
+    visitor,
 )
-DYNAMICS_FIELDS = (*STEP_FIELDS, "steps", "mode", "period")
-DEFAULTS = {
-    "model_seed": 0,
-    "n": 256,
-    "d_in": 64,
-    "d_out": 16,
-    "lr": 0.1,
-    "loss_scale": 1024.0,
-    "data_seed": 0,
-    "input_scale": 1.0,
-    "target_scale": 1.0,
-    "compute_dtype": "bfloat16",
-}
+
+DYNAMICS_FIELDS = (*STEP_FIELDS, *RUN_FIELDS)
+DEFAULTS = dict(zip(STEP_FIELDS, DEFAULT_STEP, strict=True))
 LARGEST_SHAPE = {"n": 4096, "d_in": 1024, "d_out": 1024}
 MAX_STEPS = 1000  # the settings table's limit; the server names a lower one per shape
 MEDIUM = {"n": 1024, "d_in": 256, "d_out": 128}
@@ -97,73 +80,6 @@ def args(fields=STEP_FIELDS, **changes: Any) -> list[Any]:
     """Positional API inputs: the defaults with ``changes``."""
     values = DEFAULTS | {"steps": 200, "mode": "static", "period": 100} | changes
     return [values[name] for name in fields]
-
-
-def visitor(address: str) -> dict[str, str]:
-    return {"X-Forwarded-For": address}
-
-
-# ---- raw HTTP --------------------------------------------------------------------------------
-
-
-@dataclass
-class Answer:
-    kind: str  # "complete", "error", "http" (POST refused), "eof", "timeout", "exception"
-    status: int
-    payload: Any
-    seconds: float = 0.0
-
-    @property
-    def message(self) -> str:
-        if self.kind == "complete":
-            return ""
-        if isinstance(self.payload, dict):
-            return str(self.payload.get("error") or "")
-        return "" if self.payload is None else str(self.payload)
-
-
-def call(
-    url: str,
-    api: str,
-    data: list[Any],
-    headers: dict[str, str] | None = None,
-    http: httpx.Client | None = None,
-    timeout: float = CALL_TIMEOUT,
-) -> Answer:
-    """POST the inputs, read the event stream to its result; never raises."""
-    own = http is None
-    http = http or httpx.Client(timeout=timeout)
-    start = time.perf_counter()
-    deadline = time.monotonic() + timeout
-    try:
-        posted = http.post(
-            f"{url}gradio_api/call/{api}", json={"data": data}, headers=headers or {}
-        )
-        if posted.status_code != 200:
-            answer = Answer("http", posted.status_code, posted.text)
-        else:
-            answer = Answer("eof", 200, None)
-            event = None
-            stream_url = f"{url}gradio_api/call/{api}/{posted.json()['event_id']}"
-            with http.stream("GET", stream_url, headers=headers or {}) as stream:
-                for line in stream.iter_lines():  # heartbeats keep arriving while it runs
-                    if time.monotonic() > deadline:
-                        answer = Answer("timeout", 200, f"no result within {timeout:.0f} s")
-                        break
-                    if line.startswith("event:"):
-                        event = line.partition(":")[2].strip()
-                    elif line.startswith("data:") and event in ("complete", "error"):
-                        answer = Answer(event, stream.status_code, json.loads(line[5:]))
-                        break
-    except httpx.TimeoutException:
-        answer = Answer("timeout", 0, f"no answer within {timeout:.0f} s")
-    except httpx.HTTPError as error:
-        answer = Answer("exception", 0, repr(error))
-    finally:
-        if own:
-            http.close()
-    answer.seconds = time.perf_counter() - start
-    return answer
 
 
 def must(answer: Answer, what: str) -> Answer:
@@ -216,20 +132,20 @@ def memory(url: str, pid: int) -> None:
     with httpx.Client(timeout=CALL_TIMEOUT) as http:
         log("memory: warm-up (default /step, 5 shapes, 2 sweeps, 1 dynamics)")
         for _ in range(3):
-            must(call(url, "step", args(), who, http), "warm-up /step")
+            must(attempt(url, "step", args(), who, http), "warm-up /step")
         for n in range(90, 95):
-            must(call(url, "step", args(n=n, d_in=16, d_out=4), who, http), "warm-up /step")
+            must(attempt(url, "step", args(n=n, d_in=16, d_out=4), who, http), "warm-up /step")
         for n in (8, 9):
             sweep = args(n=n, d_in=4, d_out=2, compute_dtype="float16")
-            must(call(url, "sweep", sweep, who, http), "warm-up /sweep")
+            must(attempt(url, "sweep", sweep, who, http), "warm-up /sweep")
         small = {"n": 32, "d_in": 8, "d_out": 4}
         dynamics = args(DYNAMICS_FIELDS, **small, steps=10, mode="static", period=100)
-        must(call(url, "dynamics", dynamics, who, http), "warm-up /dynamics")
+        must(attempt(url, "dynamics", dynamics, who, http), "warm-up /dynamics")
 
         before = settled_rss(pid)
         log(f"memory: RSS after warm-up {before:.0f} MB; 100 /step shapes n = 100..199 at 16x4")
         for n in range(100, 200):
-            must(call(url, "step", args(n=n, d_in=16, d_out=4), who, http), f"/step n={n}")
+            must(attempt(url, "step", args(n=n, d_in=16, d_out=4), who, http), f"/step n={n}")
             if n % 20 == 19:
                 log(f"  n = {n}: RSS {rss_mb(pid):.0f} MB")
         after_steps = settled_rss(pid)
@@ -237,7 +153,7 @@ def memory(url: str, pid: int) -> None:
         log(f"memory: {len(sweeps)} sweeps at distinct shapes (n = 10..12 at 4x2, both dtypes)")
         for n, dtype in sweeps:
             sweep = args(n=n, d_in=4, d_out=2, compute_dtype=dtype)
-            must(call(url, "sweep", sweep, who, http), f"/sweep n={n} {dtype}")
+            must(attempt(url, "sweep", sweep, who, http), f"/sweep n={n} {dtype}")
         after_sweeps = settled_rss(pid)
         grown = after_sweeps - before
         result_line(
@@ -254,7 +170,7 @@ def memory(url: str, pid: int) -> None:
         log("memory: 20 distinct /dynamics settings at 32x8x4")
         for steps, mode, period in settings:
             dynamics = args(DYNAMICS_FIELDS, **small, steps=steps, mode=mode, period=period)
-            must(call(url, "dynamics", dynamics, who, http), f"/dynamics {steps} {mode}")
+            must(attempt(url, "dynamics", dynamics, who, http), f"/dynamics {steps} {mode}")
         after = settled_rss(pid)
         result_line(
             "memory: 20 distinct /dynamics settings (steps, mode, period) at 32x8x4",
@@ -266,7 +182,7 @@ def memory(url: str, pid: int) -> None:
         log("memory: 700 /step calls at the default shape")
         at: dict[int, float] = {}
         for i in range(1, 701):
-            must(call(url, "step", args(), who, http), f"/step call {i}")
+            must(attempt(url, "step", args(), who, http), f"/step call {i}")
             if i in (1, 350, 700):
                 at[i] = settled_rss(pid)
             if i % 100 == 0:
@@ -290,7 +206,7 @@ def a_class(url: str) -> None:
         with httpx.Client(timeout=CALL_TIMEOUT) as http:
             start.wait()
             for _ in range(CLASS_CALLS):
-                answer = call(url, "step", args(), visitor(f"192.0.2.{i}"), http)
+                answer = attempt(url, "step", args(), visitor(f"192.0.2.{i}"), http)
                 with lock:
                     answers.append(answer)
 
@@ -326,9 +242,9 @@ def flood(url: str) -> None:
     heavy = args(DYNAMICS_FIELDS, **MEDIUM, steps=FLOOD_STEPS, mode="static", period=100)
     shape = "x".join(str(MEDIUM[name]) for name in ("n", "d_in", "d_out"))
     log(f"flood: warm-up /dynamics {shape}, {FLOOD_STEPS} steps")
-    warm = must(call(url, "dynamics", heavy, visitor("198.51.100.99")), "warm-up /dynamics")
-    warm_again = must(call(url, "dynamics", heavy, visitor("198.51.100.99")), "warm /dynamics")
-    alone = [must(call(url, "step", args(), other), "/step alone").seconds for _ in range(10)]
+    warm = must(attempt(url, "dynamics", heavy, visitor("198.51.100.99")), "warm-up /dynamics")
+    warm_again = must(attempt(url, "dynamics", heavy, visitor("198.51.100.99")), "warm /dynamics")
+    alone = [must(attempt(url, "step", args(), other), "/step alone").seconds for _ in range(10)]
     log(
         f"flood: /dynamics first {warm.seconds:.1f} s, warm {warm_again.seconds:.1f} s; "
         f"/step alone median {statistics.median(alone):.2f} s"
@@ -341,7 +257,7 @@ def flood(url: str) -> None:
     def flooding() -> None:
         with httpx.Client(timeout=CALL_TIMEOUT) as http:
             while time.monotonic() < stop:
-                answer = call(url, "dynamics", heavy, flooder, http)
+                answer = attempt(url, "dynamics", heavy, flooder, http)
                 with lock:
                     flood_answers.append(answer)
                 if answer.kind != "complete":
@@ -355,7 +271,7 @@ def flood(url: str) -> None:
     steps: list[Answer] = []
     with httpx.Client(timeout=CALL_TIMEOUT) as http:
         while time.monotonic() < stop:
-            steps.append(call(url, "step", args(), other, http))
+            steps.append(attempt(url, "step", args(), other, http))
             time.sleep(0.2)
     log("flood: window over; waiting for the flood's requests to drain")
     for thread in threads:
@@ -397,7 +313,7 @@ def largest_accepted(url: str, api: str, values: dict[str, Any], timeout: float)
     fields = DYNAMICS_FIELDS if api == "dynamics" else STEP_FIELDS
     who = visitor("192.0.2.202")
     for _ in range(6):
-        answer = call(url, api, [values[name] for name in fields], who, timeout=timeout)
+        answer = attempt(url, api, [values[name] for name in fields], who, timeout=timeout)
         match = RANGE.match(answer.message) if answer.kind in ("error", "http") else None
         if not match or match.group(1) not in values:
             return values, answer
@@ -417,8 +333,8 @@ def work_caps(server: AppServer) -> AppServer:
     largest = args(**LARGEST_SHAPE)
     who = visitor("192.0.2.202")
     log("caps: largest /step, first call and 3 warm calls")
-    first = must(call(url, "step", largest, who), "largest /step")
-    warm = [must(call(url, "step", largest, who), "largest /step").seconds for _ in range(3)]
+    first = must(attempt(url, "step", largest, who), "largest /step")
+    warm = [must(attempt(url, "step", largest, who), "largest /step").seconds for _ in range(3)]
     step_warm = statistics.median(warm)
     budget = CAP_FACTOR * step_warm
     info_line(

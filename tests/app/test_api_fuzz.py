@@ -26,44 +26,17 @@ whole file runs in about a minute.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# The public API, positionally: the ten step inputs; /dynamics adds steps, mode, period; then
-# every endpoint takes the model and optimizer settings, and last the uploaded data file.
-MODEL_FIELDS = ("model", "hidden_layers", "hidden_width", "activation", "optimizer")
-STEP_FIELDS = (
-    "model_seed",
-    "n",
-    "d_in",
-    "d_out",
-    "lr",
-    "loss_scale",
-    "data_seed",
-    "input_scale",
-    "target_scale",
-    "compute_dtype",
-)
-# Settings added after the data file, appended after it (so positional calls keep working).
-FLOAT8_FIELDS = ("fp8_scaling", "amax_history")
-DYNAMICS_FIELDS = (
-    *STEP_FIELDS, "steps", "mode", "period", *MODEL_FIELDS, "data", *FLOAT8_FIELDS,
-    "pure_rounding",
-)  # fmt: skip
-FIELDS = {
-    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS),
-    "sweep": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS),
-    "dynamics": DYNAMICS_FIELDS,
-    "inspect": ("number",),
-}
+from http_calls import DEFAULT_STEP, FIELDS, Answer, Raw, call
+
 OUTPUTS = {"step": 10, "sweep": 4, "dynamics": 6, "inspect": 1}
 TINY = [0, 8, 4, 2, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]  # 8 x 4 x 2
 MODEL = ["linear", 2, 64, "relu", "sgd", None]  # the defaults, and no uploaded data
@@ -74,7 +47,6 @@ BASE = {
     "dynamics": [*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest"],
     "inspect": [1.5],
 }
-DEFAULT_STEP = [0, 256, 64, 16, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
 
 FLOAT32_MAX = 3.4028234663852886e38
 FLOAT32_SMALLEST = 1.401298464324817e-45
@@ -123,14 +95,9 @@ COSTLY_VALID = {
 
 MAX_MESSAGE = 2000
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x7f[0-9a-fA-F]{6,}")
-TIMEOUT = 120.0
 
 REFUSE, EITHER = "refuse", "either"  # what a single-value case expects
 SHORT, LONG = "too few inputs", "too many inputs"
-
-
-class Raw(str):
-    """A JSON token written into the body as is (NaN, Infinity, 1e999, ...)."""
 
 
 class Long(str):
@@ -151,71 +118,6 @@ class LongList(list):
 
     def _repr_pretty_(self, printer, cycle) -> None:
         printer.text(repr(self))
-
-
-def request_body(data: list[Any]) -> str:
-    """``{"data": data}`` as JSON text; floats nan/inf become NaN/Infinity, Raw goes in as is."""
-    raws: dict[str, str] = {}
-
-    def mark(value: Any) -> Any:
-        if isinstance(value, Raw):
-            key = f"@@raw{len(raws)}@@"
-            raws[key] = str(value)
-            return key
-        return value
-
-    text = json.dumps({"data": [mark(value) for value in data]}, allow_nan=True)
-    for key, token in raws.items():
-        text = text.replace(json.dumps(key), token)
-    return text
-
-
-@dataclass
-class Answer:
-    kind: str  # "complete", "error" (SSE error event), "http" (POST refused), "eof"
-    status: int
-    payload: Any  # outputs (complete), error data (error), response text (http)
-
-    @property
-    def message(self) -> str:
-        """The refusal's text ("" for a completed call)."""
-        if self.kind == "complete":
-            return ""
-        if self.kind == "http":
-            return str(self.payload)
-        if isinstance(self.payload, dict):
-            return str(self.payload.get("error") or "")
-        return "" if self.payload is None else str(self.payload)
-
-
-def call(
-    base_url: str,
-    api: str,
-    data: list[Any] | None = None,
-    *,
-    body: str | None = None,
-    headers: dict[str, str] | None = None,
-    timeout: float = TIMEOUT,
-) -> Answer:
-    """One raw API call: POST the inputs, then read the event stream to its end."""
-    text = request_body(data) if body is None else body
-    with httpx.Client(timeout=timeout) as http:
-        posted = http.post(
-            f"{base_url}gradio_api/call/{api}",
-            content=text,
-            headers={"content-type": "application/json", **(headers or {})},
-        )
-        if posted.status_code != 200:
-            return Answer("http", posted.status_code, posted.text)
-        event_id = posted.json()["event_id"]
-        event = None
-        with http.stream("GET", f"{base_url}gradio_api/call/{api}/{event_id}") as stream:
-            for line in stream.iter_lines():
-                if line.startswith("event:"):
-                    event = line.partition(":")[2].strip()
-                elif line.startswith("data:") and event in ("complete", "error"):
-                    return Answer(event, stream.status_code, json.loads(line[5:]))
-        return Answer("eof", posted.status_code, None)
 
 
 def names(message: str, field: str) -> bool:
@@ -437,7 +339,7 @@ def check(app_url: str, app_server, case: Case) -> Answer:
 
 
 def fuzz(examples: int) -> settings:
-    """Hypothesis settings of one endpoint's fuzz test; the four add up to EXAMPLES."""
+    """Hypothesis settings of one endpoint's fuzz test (its count from EXAMPLES)."""
     return settings(
         max_examples=examples,
         deadline=None,
@@ -445,10 +347,9 @@ def fuzz(examples: int) -> settings:
     )
 
 
-EXAMPLES = {"step": 60, "sweep": 40, "dynamics": 40, "inspect": 40}
 # 180 cases in all (300 before the float8 inputs and the page tests grew the suite past its
 # 8-minute budget): every endpoint still gets dozens of refusals and answers per run.
-assert sum(EXAMPLES.values()) >= 180
+EXAMPLES = {"step": 60, "sweep": 40, "dynamics": 40, "inspect": 40}
 
 
 @fuzz(EXAMPLES["step"])

@@ -16,17 +16,15 @@ A visitor is the first address of the X-Forwarded-For header (uvicorn trusts the
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
 import pytest
 
+from http_calls import DEFAULT_STEP, TIMEOUT, Answer, attempt, call, visitor
+
 HEAVY_REFUSAL = "one heavy run at a time"
-DEFAULT_STEP = [0, 256, 64, 16, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
 MEDIUM = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
 # About 2 s warm on 2 idle vCPUs (100 steps took 0.3 s here): long enough to overlap a second
 # request sent 0.5 s later, short enough to flood.
@@ -36,63 +34,7 @@ FLOOD = 6
 B_LIMIT = 3.0
 B_MIN_CALLS = 5
 B_MAX_CALLS = 60
-TIMEOUT = 180.0
 FLOOD_DEADLINE = 150.0  # the flood test gives up (and fails) after this long
-
-
-def visitor(address: str) -> dict[str, str]:
-    return {"X-Forwarded-For": address}
-
-
-@dataclass
-class Answer:
-    kind: str  # "complete", "error" (SSE error event), "http" (POST refused), "eof"
-    status: int
-    payload: Any
-    seconds: float = 0.0
-
-    @property
-    def message(self) -> str:
-        if self.kind == "complete":
-            return ""
-        if self.kind == "http":
-            return str(self.payload)
-        if isinstance(self.payload, dict):
-            return str(self.payload.get("error") or "")
-        return "" if self.payload is None else str(self.payload)
-
-
-def post(url: str, api: str, data: list[Any], headers: dict[str, str]) -> tuple[int, str]:
-    """POST the inputs; (200, event_id) or (status, response text)."""
-    with httpx.Client(timeout=TIMEOUT) as http:
-        response = http.post(f"{url}gradio_api/call/{api}", json={"data": data}, headers=headers)
-    if response.status_code != 200:
-        return response.status_code, response.text
-    return 200, response.json()["event_id"]
-
-
-def result(url: str, api: str, event_id: str, headers: dict[str, str]) -> Answer:
-    """Read an event's stream to its complete or error message."""
-    event = None
-    with (
-        httpx.Client(timeout=TIMEOUT) as http,
-        http.stream("GET", f"{url}gradio_api/call/{api}/{event_id}", headers=headers) as stream,
-    ):
-        for line in stream.iter_lines():
-            if line.startswith("event:"):
-                event = line.partition(":")[2].strip()
-            elif line.startswith("data:") and event in ("complete", "error"):
-                return Answer(event, stream.status_code, json.loads(line[5:]))
-    return Answer("eof", 200, None)
-
-
-def call(url: str, api: str, data: list[Any], headers: dict[str, str]) -> Answer:
-    """One API call, timed from the POST to the result."""
-    start = time.perf_counter()
-    status, body = post(url, api, data, headers)
-    answer = result(url, api, body, headers) if status == 200 else Answer("http", status, body)
-    answer.seconds = time.perf_counter() - start
-    return answer
 
 
 def describe(answer: Answer) -> str:
@@ -178,10 +120,7 @@ def test_a_flooding_visitor_does_not_slow_another_visitors_steps(warm):
     lock = threading.Lock()
 
     def heavy() -> None:
-        try:
-            answer = call(warm, "dynamics", DYNAMICS, flooder)
-        except httpx.HTTPError as error:
-            answer = Answer("exception", 0, repr(error))
+        answer = attempt(warm, "dynamics", DYNAMICS, flooder)
         with lock:
             flood_answers.append(answer)
 

@@ -1,0 +1,166 @@
+"""Raw calls to the launched app's HTTP API, as any HTTP client would make them.
+
+The Gradio 6 protocol, without gradio_client, so each request can carry its own visitor
+(X-Forwarded-For) and any body, even one a client library would refuse to send::
+
+    POST {url}gradio_api/call/<api>   {"data": [...]}   -> {"event_id": ...}
+    GET  {url}gradio_api/call/<api>/<event_id>           -> SSE "event: complete|error"
+
+``call`` sends one request and reads its stream to the result; it raises on a broken
+connection or a result later than ``timeout`` (a test should fail then). ``attempt`` never
+raises: it answers "timeout" or "exception" instead, for load measurements that count them.
+
+Inputs are positional, in the public API's order (``FIELDS``), as a caller sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+# The public API, positionally: the ten step inputs; /dynamics adds steps, mode, period; then
+# every endpoint takes the model and optimizer settings, and last the uploaded data file.
+STEP_FIELDS = (
+    "model_seed",
+    "n",
+    "d_in",
+    "d_out",
+    "lr",
+    "loss_scale",
+    "data_seed",
+    "input_scale",
+    "target_scale",
+    "compute_dtype",
+)
+MODEL_FIELDS = ("model", "hidden_layers", "hidden_width", "activation", "optimizer")
+RUN_FIELDS = ("steps", "mode", "period")
+# Settings added after the data file, appended after it (so positional calls keep working).
+FLOAT8_FIELDS = ("fp8_scaling", "amax_history")
+FIELDS = {
+    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS),
+    "sweep": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS),
+    "dynamics": (*STEP_FIELDS, *RUN_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS, "pure_rounding"),
+    "inspect": ("number",),
+}
+DEFAULT_STEP = [0, 256, 64, 16, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
+TIMEOUT = 180.0
+
+
+def visitor(address: str) -> dict[str, str]:
+    """The headers of a request from ``address`` (the app reads the first forwarded address)."""
+    return {"X-Forwarded-For": address}
+
+
+class Raw(str):
+    """A JSON token written into the body as is (NaN, Infinity, 1e999, ...)."""
+
+
+def request_body(data: list[Any]) -> str:
+    """``{"data": data}`` as JSON text; floats nan/inf become NaN/Infinity, Raw goes in as is."""
+    raws: dict[str, str] = {}
+
+    def mark(value: Any) -> Any:
+        if isinstance(value, Raw):
+            key = f"@@raw{len(raws)}@@"
+            raws[key] = str(value)
+            return key
+        return value
+
+    text = json.dumps({"data": [mark(value) for value in data]}, allow_nan=True)
+    for key, token in raws.items():
+        text = text.replace(json.dumps(key), token)
+    return text
+
+
+@dataclass
+class Answer:
+    """kind: "complete", "error" (SSE error event), "http" (POST refused), "eof" (the stream
+    ended without a result); from ``attempt`` also "timeout" and "exception". payload: the
+    outputs (complete), the error data (error), the response text (http)."""
+
+    kind: str
+    status: int
+    payload: Any
+    seconds: float = 0.0  # from the POST to the result
+
+    @property
+    def message(self) -> str:
+        """The refusal's text ("" for a completed call)."""
+        if self.kind == "complete":
+            return ""
+        if self.kind == "http":
+            return str(self.payload)
+        if isinstance(self.payload, dict):
+            return str(self.payload.get("error") or "")
+        return "" if self.payload is None else str(self.payload)
+
+
+def call(
+    url: str,
+    api: str,
+    data: list[Any] | None = None,
+    headers: dict[str, str] | None = None,
+    http: httpx.Client | None = None,
+    *,
+    body: str | None = None,
+    timeout: float = TIMEOUT,
+) -> Answer:
+    """POST the inputs (or ``body`` as is), then read the event stream to its result.
+
+    ``http`` reuses a client's connections; raises ``TimeoutError`` when no result arrives
+    within ``timeout`` seconds (heartbeats keep the stream alive meanwhile)."""
+    client = http or httpx.Client(timeout=timeout)
+    headers = headers or {}
+    start = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    try:
+        posted = client.post(
+            f"{url}gradio_api/call/{api}",
+            content=request_body(data or []) if body is None else body,
+            headers={"content-type": "application/json", **headers},
+        )
+        answer = Answer("http", posted.status_code, posted.text)
+        if posted.status_code == 200:
+            answer = Answer("eof", 200, None)
+            event = None
+            stream_url = f"{url}gradio_api/call/{api}/{posted.json()['event_id']}"
+            with client.stream("GET", stream_url, headers=headers) as stream:
+                for line in stream.iter_lines():
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"/{api}: no result within {timeout:.0f} s")
+                    if line.startswith("event:"):
+                        event = line.partition(":")[2].strip()
+                    elif line.startswith("data:") and event in ("complete", "error"):
+                        answer = Answer(event, stream.status_code, json.loads(line[5:]))
+                        break
+    finally:
+        if http is None:
+            client.close()
+    answer.seconds = time.perf_counter() - start
+    return answer
+
+
+def attempt(
+    url: str,
+    api: str,
+    data: list[Any],
+    headers: dict[str, str] | None = None,
+    http: httpx.Client | None = None,
+    *,
+    timeout: float = TIMEOUT,
+) -> Answer:
+    """``call``, but a late result is a "timeout" answer and a broken connection an
+    "exception" answer (both timed), never an exception."""
+    start = time.perf_counter()
+    try:
+        return call(url, api, data, headers, http, timeout=timeout)
+    except (TimeoutError, httpx.TimeoutException):
+        answer = Answer("timeout", 0, f"no result within {timeout:.0f} s")
+    except httpx.HTTPError as error:
+        answer = Answer("exception", 0, repr(error))
+    answer.seconds = time.perf_counter() - start
+    return answer
