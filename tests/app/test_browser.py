@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from browser_waits import headline, wait_for_new_headline
 from playground import StepConfig, run_report
 from playground.core.settings import defaults
 
@@ -22,20 +23,6 @@ def _open(browser, url: str, width: int, height: int):
     return page
 
 
-def _mixed_new_loss_text(page) -> str:
-    return page.locator("#headline #mixed-new-loss").inner_text().strip()
-
-
-def _wait_for_new_headline(page, old: str) -> str:
-    page.wait_for_function(
-        "old => { const e = document.querySelector('#headline #mixed-new-loss');"
-        " return e !== null && e.textContent.trim() !== old; }",
-        arg=old,
-        timeout=TIMEOUT_MS,
-    )
-    return _mixed_new_loss_text(page)
-
-
 def _expected(**changes) -> str:
     """The mixed new loss as the headline prints it, computed in this process."""
     report = run_report(StepConfig(**(defaults() | changes)))
@@ -45,7 +32,7 @@ def _expected(**changes) -> str:
 def test_page_recomputes_when_inputs_change(browser, app_url):
     page = _open(browser, app_url, 1280, 900)
     try:
-        first = _mixed_new_loss_text(page)
+        first = headline(page)
         assert first == _expected()
         assert page.locator(".js-plotly-plot").count() >= 1
         assert "bfloat16 compute" in page.locator("#headline").inner_text()
@@ -53,7 +40,7 @@ def test_page_recomputes_when_inputs_change(browser, app_url):
         lr = page.locator("#lr input")
         lr.fill("0.5")
         lr.press("Enter")  # a number applies on Enter
-        second = _wait_for_new_headline(page, first)
+        second = wait_for_new_headline(page, first, TIMEOUT_MS)
         assert second == _expected(lr=0.5)
 
         page.locator("#compute_dtype").get_by_role("radio", name="float16", exact=True).check()
@@ -61,7 +48,7 @@ def test_page_recomputes_when_inputs_change(browser, app_url):
             "() => document.querySelector('#headline').innerText.includes('float16 compute')",
             timeout=TIMEOUT_MS,
         )
-        third = _wait_for_new_headline(page, second)
+        third = wait_for_new_headline(page, second, TIMEOUT_MS)
         assert third == _expected(lr=0.5, compute_dtype="float16")
         assert "bfloat16" not in page.locator("#headline").inner_text()
 
@@ -90,7 +77,7 @@ def _select_tab(page, name: str) -> None:
 def test_phone_width_has_no_horizontal_overflow(browser, app_url):
     page = _open(browser, app_url, 390, 844)
     try:
-        assert _mixed_new_loss_text(page) == _expected()
+        assert headline(page) == _expected()
         scroll_width, inner_width = _widths(page)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "phone.png"), full_page=True)

@@ -23,6 +23,7 @@ import pytest
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS, _expected
 
+from browser_waits import headline, wait_for_headline, wait_for_notice_or_headline, wait_in_view
 from playground import StepConfig, run_report
 from playground.core.settings import ConfigError, check_setting, defaults, settings
 from playground.sections.lab import tab as lab_tab
@@ -87,7 +88,7 @@ def _load(session: Session, query: str = "", charts: bool = True) -> None:
     first two charts."""
     page = session.page
     page.goto(session.url + query)
-    _wait_headline(page, _expected())
+    wait_for_headline(page, _expected())
     if charts:
         page.wait_for_function(f"n => ({DRAWN_TITLES})().length >= n", arg=2, timeout=TIMEOUT_MS)
     session.joins.clear()
@@ -99,14 +100,6 @@ def desk(browser, app_url):
     _load(session)
     yield session
     session.page.close()
-
-
-def _wait_headline(page, text: str) -> None:
-    expect(page.locator("#headline #mixed-new-loss")).to_have_text(text, timeout=TIMEOUT_MS)
-
-
-def _headline(page) -> str:
-    return page.locator("#headline #mixed-new-loss").inner_text().strip()
 
 
 def _message(name: str, value) -> str:
@@ -168,7 +161,7 @@ def test_the_headline_counts_and_magnitude_figure_fit_the_first_screen(desk):
 def test_after_load_only_the_key_figure_and_the_open_tab_are_drawn(desk):
     page = desk.page
     report = run_report(StepConfig(**defaults()))
-    assert _headline(page) == f"{report.mixed_new_loss:.7g}"
+    assert headline(page) == f"{report.mixed_new_loss:.7g}"
     titles = [
         draw(report)["layout"]["title"]["text"]
         for draw in (step_tab.FIGURES["loss_plot"], lab_tab.magnitude_histogram)
@@ -227,21 +220,21 @@ def test_the_magnitude_chart_axis_title_clears_its_legend(desk):
 def test_a_number_applies_on_enter_or_on_leaving_it_never_per_keystroke(desk):
     page = desk.page
     _load(desk, charts=False)
-    before = _headline(page)
+    before = headline(page)
     lr = page.locator("#lr input")
     lr.fill("")
     lr.press_sequentially("0.5")
     page.wait_for_timeout(SETTLE_MS)
     step_runs = set(_step_events(desk.url))
     assert [j for j in desk.joins if j in step_runs] == []  # nothing was sent while typing
-    assert _headline(page) == before
+    assert headline(page) == before
 
     lr.press("Enter")
-    _wait_headline(page, _expected(lr=0.5))
+    wait_for_headline(page, _expected(lr=0.5))
 
     lr.fill("0.25")
     page.locator("#intro").click()  # leaving the field commits it
-    _wait_headline(page, _expected(lr=0.25))
+    wait_for_headline(page, _expected(lr=0.25))
     shown = [before, _expected(lr=0.5), _expected(lr=0.25)]
     assert page.evaluate("window.seen") == [f"{loss}|bfloat16" for loss in shown]
 
@@ -256,11 +249,11 @@ def test_a_slider_box_applies_on_leaving_it_or_on_enter(desk):
     page.wait_for_timeout(SETTLE_MS)
     assert [j for j in desk.joins if j in step_events] == []  # typing alone sends nothing
     box.press("Tab")
-    _wait_headline(page, _expected(n=FRESH_N))
+    wait_for_headline(page, _expected(n=FRESH_N))
 
     box.fill(str(defaults()["n"]))
     box.press("Enter")
-    _wait_headline(page, _expected())
+    wait_for_headline(page, _expected())
     assert page.locator("#n input[type=range]").input_value() == str(defaults()["n"])
 
 
@@ -277,7 +270,7 @@ def test_arrow_keys_on_a_slider_then_leaving_it_apply_it(desk):
     )
     page.wait_for_timeout(SETTLE_MS)
     assert any(j in _step_events(desk.url) for j in desk.joins), "no run after the keyboard"
-    _wait_headline(page, _expected(n=defaults()["n"] + 1))
+    wait_for_headline(page, _expected(n=defaults()["n"] + 1))
 
 
 # Every clip-path of every chart whose url() names another document than this one: such a
@@ -305,7 +298,7 @@ def test_charts_stay_clipped_after_the_url_is_rewritten(desk):
     lr = page.locator("#lr input")
     lr.fill("0.5")
     lr.press("Enter")
-    _wait_headline(page, _expected(lr=0.5))
+    wait_for_headline(page, _expected(lr=0.5))
     # A viewport capture (an element capture resizes the page, and the resize redraws the charts).
     page.evaluate("document.getElementById('magnitude-figure').scrollIntoView()")
     page.wait_for_timeout(SETTLE_MS)
@@ -345,7 +338,7 @@ def _expect_notice(page, name: str, message: str, shown_value: str) -> None:
 
 
 def _expect_current(page, expected: str) -> None:
-    _wait_headline(page, expected)
+    wait_for_headline(page, expected)
     expect(page.locator("#status")).to_be_hidden(timeout=TIMEOUT_MS)
     assert page.locator(".field-notice:visible").count() == 0
     assert set(_stale(page)["opacity"]) == {"1"}
@@ -360,7 +353,7 @@ def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(des
     n.fill("1e40")
     n.press("Tab")
     _expect_notice(page, "n", _message("n", 1e40), str(defaults()["n"]))
-    assert _headline(page) == default
+    assert headline(page) == default
     n.fill(str(FRESH_N))
     n.press("Tab")
     _expect_current(page, _expected(n=FRESH_N))
@@ -369,7 +362,7 @@ def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(des
     lr.fill("-1")
     lr.press("Enter")
     _expect_notice(page, "lr", _message("lr", -1), _fmt(defaults()["lr"]))
-    assert _headline(page) == _expected(n=FRESH_N)
+    assert headline(page) == _expected(n=FRESH_N)
     page.screenshot(path=str(ARTIFACTS / "page_stale_desktop.png"))
 
     lr.fill("")  # a cleared field
@@ -384,17 +377,6 @@ def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(des
     assert page.evaluate("window.seen") == [f"{loss}|bfloat16" for loss in shown]
 
 
-def _notice_or_run(page, largest: str) -> None:
-    """Wait until N's notice shows or the headline shows ``largest`` (N clamped and run)."""
-    page.wait_for_function(
-        "largest => { const notice = document.querySelector('#n-notice');"
-        " const loss = document.querySelector('#headline #mixed-new-loss');"
-        " return (notice && notice.offsetParent !== null)"
-        " || (loss && loss.textContent.trim() === largest); }",
-        arg=largest,
-    )
-
-
 def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     page = desk.page
     _load(desk, charts=False)
@@ -404,9 +386,9 @@ def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     n.fill("1e40")  # lr's commit starts here ...
     n.press("Tab")  # ... and N's follows while it runs
     largest = _expected(lr=0.3, n=int(settings()["n"].high))
-    _notice_or_run(page, largest)
+    wait_for_notice_or_headline(page, "n", largest)
     assert page.locator("#n-notice").is_visible(), (
-        f"N = 1e40 ran as N = {n.input_value()} (headline {_headline(page)}) with no notice"
+        f"N = 1e40 ran as N = {n.input_value()} (headline {headline(page)}) with no notice"
     )
 
 
@@ -418,7 +400,7 @@ def test_a_refused_slider_value_stays_what_its_notice_names(desk):
     n.press("Tab")
     largest = _expected(n=int(settings()["n"].high))
     # Either the notice names the refused value, or the clamped value is run.
-    _notice_or_run(page, largest)
+    wait_for_notice_or_headline(page, "n", largest)
     assert page.locator("#n-notice").is_visible(), "N = 1e40 ran without a notice"
     # The slider clamps the box after sending 1e40; the page puts back the value the results
     # show, and the notice says so.
@@ -431,15 +413,6 @@ def test_a_refused_slider_value_stays_what_its_notice_names(desk):
 
 
 # -- examples: one run each, a computed caption, the lesson brought into view ---------------------
-
-
-def _in_view(page, elem_id: str) -> None:
-    page.wait_for_function(
-        "id => { const r = document.getElementById(id).getBoundingClientRect();"
-        " return r.height > 0 && r.top >= -2 && r.top < window.innerHeight - 40; }",
-        arg=elem_id,
-        timeout=TIMEOUT_MS,
-    )
 
 
 def _caption_numbers(index: int, report) -> list[str]:
@@ -472,7 +445,7 @@ def test_each_example_applies_its_inputs_together_runs_once_and_teaches(desk):
         desk.joins.clear()
         page.locator(f"#example-{index}").click()
 
-        _wait_headline(page, expected)
+        wait_for_headline(page, expected)
         text = re.sub(r"\s+", " ", caption_text(lesson, report).replace("**", ""))
         page.wait_for_function(
             "text => { const e = document.querySelector('#example-caption');"
@@ -481,7 +454,7 @@ def test_each_example_applies_its_inputs_together_runs_once_and_teaches(desk):
             arg=text,
             timeout=TIMEOUT_MS,
         )
-        _in_view(page, lesson.target)
+        wait_in_view(page, lesson.target)
         if lesson.tab:
             selected = page.locator("#sections").get_by_role("tab", selected=True)
             expect(selected).to_have_text(lesson.tab, timeout=TIMEOUT_MS)
@@ -510,7 +483,7 @@ def test_each_example_applies_its_inputs_together_runs_once_and_teaches(desk):
     lr = page.locator("#lr input")
     lr.fill("0.2")
     lr.press("Enter")
-    _wait_headline(page, _expected(lr=0.2))
+    wait_for_headline(page, _expected(lr=0.2))
     expect(caption).to_be_hidden(timeout=TIMEOUT_MS)
 
 
@@ -537,7 +510,7 @@ def _expect_scale(page, scale: float, dtype: str) -> None:
         arg=[_fmt(scale), exponent, preset],
         timeout=TIMEOUT_MS,
     )
-    _wait_headline(page, _expected(compute_dtype=dtype, loss_scale=scale))
+    wait_for_headline(page, _expected(compute_dtype=dtype, loss_scale=scale))
 
 
 def test_the_loss_scale_its_power_of_two_and_the_presets_stay_in_sync(desk):

@@ -76,6 +76,8 @@ def test_each_bad_file_is_refused_through_the_api(client, tmp_path: Path):
 def test_uploads_through_the_page_name_the_cell_then_drive_the_step(browser, app_url, tmp_path):
     from test_browser import _open
 
+    from browser_waits import headline, wait_for_headline
+
     bad, good = tmp_path / "bad.csv", tmp_path / "good.csv"
     bad.write_text("x,y,t\n1,2,3\n4,oops,6\n")
     good.write_text(_csv(ROWS))
@@ -88,28 +90,27 @@ def test_uploads_through_the_page_name_the_cell_then_drive_the_step(browser, app
 
     page = _open(browser, app_url, 1400, 1000)
     try:
-        shown = page.locator("#headline #mixed-new-loss").inner_text()
+        shown = headline(page)
         upload(page, bad)
         # The bad file is named in the notice under the file input, the results marked stale.
         notice = page.locator("#data-notice")
         expect(notice).to_contain_text("row 3, column 2 is 'oops', not a number", timeout=90_000)
         expect(page.locator("#status .stale-banner")).to_contain_text("fix `data`")
         assert page.locator(".toast-body").count() == 0
-        assert page.locator("#headline #mixed-new-loss").inner_text() == shown
+        assert headline(page) == shown
     finally:
         page.close()
     # A fresh page: D_out = 2 first (its synthetic result shown), then the file, so each run
     # starts from settings that are already in place.
     page = _open(browser, app_url, 1400, 1000)
     try:
-        value = page.locator("#headline #mixed-new-loss")
         synthetic = run_report(StepConfig(d_out=2)).mixed_new_loss
         page.locator("#d_out input[type=number]").fill("2")
         page.locator("#d_out input[type=number]").press("Tab")  # a slider's box applies when left
-        expect(value).to_have_text(f"{synthetic:.7g}", timeout=90_000)
+        wait_for_headline(page, f"{synthetic:.7g}", 90_000)
         upload(page, good)
         expected = run_report(StepConfig(d_out=2), parse_csv(good.read_bytes(), 2))
-        expect(value).to_have_text(f"{expected.mixed_new_loss:.7g}", timeout=90_000)
+        wait_for_headline(page, f"{expected.mixed_new_loss:.7g}", 90_000)
         expect(page.locator("#headline")).to_contain_text("good.csv")
         page.screenshot(path=str(Path(__file__).resolve().parents[1] / "artifacts" / "upload.png"))
     finally:

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from browser_waits import headline, wait_for_headline
 from playground import StepConfig, run_report
 from playground.core.settings import ConfigError, check_setting, defaults, settings
 from playground.ui.url_state import WRITE_DELAY_MS, read_query
@@ -39,20 +40,8 @@ def _open(page, url: str, expected: str):
     page.set_default_timeout(TIMEOUT_MS)
     page.add_init_script(RECORD_HEADLINES)
     page.goto(url)
-    _wait_for_headline(page, expected)
+    wait_for_headline(page, expected)
     return page
-
-
-def _wait_for_headline(page, expected: str) -> None:
-    page.wait_for_function(
-        "text => { const e = document.querySelector('#headline #mixed-new-loss');"
-        " return e !== null && e.textContent.trim() === text; }",
-        arg=expected,
-    )
-
-
-def _mixed(page) -> str:
-    return page.locator("#headline #mixed-new-loss").inner_text().strip()
 
 
 def _query(page) -> dict[str, str]:
@@ -97,7 +86,7 @@ def test_settings_are_read_from_the_url_then_written_back_on_change(browser, app
             "n": "64",
         }
         assert page.evaluate("history.length") == history  # replaced, not pushed
-        _wait_for_headline(page, _expected(**(SHARED | {"lr": 0.2})))
+        wait_for_headline(page, _expected(**(SHARED | {"lr": 0.2})))
     finally:
         page.close()
 
@@ -114,7 +103,7 @@ def test_invalid_url_values_are_named_and_their_defaults_used(browser, app_url):
         assert _message("model", "<b>*x*</b>") in text  # shown as written, not as markup
         assert page.locator(".toast-body.warning").count() == 1
         assert page.locator(".toast-body.error").count() == 0
-        _wait_for_headline(page, _expected())
+        wait_for_headline(page, _expected())
         assert page.evaluate("window.headlines") == [_expected()]
         assert page.locator("#lr input").input_value() == "0.1"
         assert page.locator("#n input[type=number]").input_value() == "256"
@@ -177,9 +166,9 @@ def test_the_url_names_only_committed_settings(browser, app_url):
                 timeout=WRITE_DELAY_MS + 3000,
             )
         assert "lr" not in _query(page), f"uncommitted lr written: {page.url}"
-        assert _mixed(page) == _expected()
+        assert headline(page) == _expected()
         lr.press("Enter")
-        _wait_for_headline(page, _expected(lr=0.3))
+        wait_for_headline(page, _expected(lr=0.3))
         page.wait_for_function("() => new URLSearchParams(location.search).get('lr') === '0.3'")
     finally:
         page.close()

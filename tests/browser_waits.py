@@ -1,0 +1,59 @@
+"""Waits on the page in a real browser (Playwright), written once for every browser test.
+
+The page answers a committed input by running the step; the run is over when the headline's
+mixed new loss (``#headline #mixed-new-loss``) shows its new value. Each wait polls the page
+until its condition holds and, past its timeout (the page's default unless given), fails
+naming what the page shows instead.
+"""
+
+from __future__ import annotations
+
+from playwright.sync_api import Error as PlaywrightError
+
+HEADLINE = "#headline #mixed-new-loss"
+_SHOWN = f"document.querySelector('{HEADLINE}')"
+
+
+def headline(page) -> str:
+    """The mixed new loss as the headline shows it now."""
+    return page.locator(HEADLINE).inner_text().strip()
+
+
+def _wait(page, condition: str, arg, timeout: float | None, waiting_for: str) -> None:
+    try:
+        page.wait_for_function(condition, arg=arg, timeout=timeout)
+    except PlaywrightError as error:
+        shown = page.evaluate(f"() => {_SHOWN}?.textContent.trim() ?? null")
+        raise AssertionError(f"waited for {waiting_for}; the headline shows {shown!r}") from error
+
+
+def wait_for_headline(page, text: str, timeout: float | None = None) -> None:
+    """Wait until the headline shows ``text``."""
+    condition = f"text => {_SHOWN}?.textContent.trim() === text"
+    _wait(page, condition, text, timeout, f"the headline to show {text!r}")
+
+
+def wait_for_new_headline(page, old: str, timeout: float | None = None) -> str:
+    """Wait until the headline shows anything but ``old`` (a run has ended); return it."""
+    condition = f"old => {{ const e = {_SHOWN}; return !!e && e.textContent.trim() !== old; }}"
+    _wait(page, condition, old, timeout, f"the headline to change from {old!r}")
+    return headline(page)
+
+
+def wait_for_notice_or_headline(page, field: str, text: str, timeout: float | None = None) -> None:
+    """Wait until ``field``'s notice shows (a refused value) or the headline shows ``text``."""
+    condition = (
+        "([field, text]) => { const notice = document.getElementById(field + '-notice');"
+        " return (notice !== null && notice.offsetParent !== null)"
+        f" || {_SHOWN}?.textContent.trim() === text; }}"
+    )
+    _wait(page, condition, [field, text], timeout, f"{field}'s notice or the headline {text!r}")
+
+
+def wait_in_view(page, elem_id: str, timeout: float | None = None) -> None:
+    """Wait until the element ``elem_id`` has a height and its top is on the screen."""
+    condition = (
+        "id => { const r = document.getElementById(id).getBoundingClientRect();"
+        " return r.height > 0 && r.top >= -2 && r.top < window.innerHeight - 40; }"
+    )
+    _wait(page, condition, elem_id, timeout, f"#{elem_id} to scroll into view")
