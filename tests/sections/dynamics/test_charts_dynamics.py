@@ -14,6 +14,15 @@ from playground.core.train import run_dynamics
 from playground.sections.dynamics.charts import dynamics_loss_figure, lost_update_figure
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
+# Float8 with delayed scaling: the steps after each doubling of S saturate (test_train_float8.py).
+SPIKES = StepConfig(
+    **SMALL,
+    compute_dtype="float8",
+    fp8_scaling="delayed",
+    amax_history=1,
+    mode="dynamic",
+    period=5,
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +76,16 @@ def test_the_pure_curves_name_their_rounding(rounding, words):
     assert "saturated" not in json.dumps(meter["data"])  # no float8, no saturation trace
     expected = "compensation buffer" if rounding == "kahan" else "p + delta == p"
     assert expected in meter["layout"]["title"]["text"]
+
+
+@pytest.fixture(scope="module")
+def spikes():
+    return run_dynamics(SPIKES, steps=12)
+
+
+def test_the_meter_draws_the_saturated_share_beside_the_lost_updates(spikes):
+    figure = lost_update_figure(spikes)
+    (saturated,) = [t for t in figure["data"] if "saturated" in t["name"]]
+    assert saturated["x"] == list(range(1, spikes.steps + 1))  # step k's share at update k + 1
+    assert saturated["y"] == pytest.approx((100 * spikes.mixed_saturated_share).tolist())
+    assert max(figure["layout"]["yaxis"]["range"]) > 100 * spikes.mixed_saturated_share.max()
