@@ -8,7 +8,8 @@ Rules, read from the source with ``ast`` (imports inside functions count too):
 - No import cycle between modules. Importing ``a.b.c`` also runs the packages ``a`` and ``a.b``,
   so an import reaches the ``__init__`` of every package it enters (the packages the importer
   already sits in are loaded before it and add no edge).
-- ``ui/__init__.py`` pulls nothing of the page in: no page module, no section.
+- ``ui/__init__.py`` and the widget helpers (``ui/widgets.py``, a leaf) pull nothing of the page
+  in: no page module, no section.
 - Gradio only in ``ui``: never in ``sections`` or ``views``; ``sections`` never import jax, optax
   or flax (they present, never compute); ``core`` never imports gradio or plotly.
 - A compute dtype's name is tested only in the recipe registry (``core/policy.py``) and the
@@ -26,6 +27,8 @@ import json
 import pathlib
 import subprocess
 import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "playground"
@@ -181,13 +184,15 @@ def test_no_import_closes_a_cycle():
     assert not cycles, "modules that import each other (in a cycle):\n" + "\n".join(described)
 
 
-def test_ui_package_does_not_pull_the_page_in():
+# The ui package itself and its leaf of widget helpers, which the page's parts build on.
+@pytest.mark.parametrize("start", ["playground.ui", "playground.ui.widgets"])
+def test_ui_package_and_its_widgets_do_not_pull_the_page_in(start):
     pulled = sorted(
         name
-        for name in reached("playground.ui")
+        for name in reached(start)
         if name == "playground.ui.page" or name.startswith("playground.sections")
     )
-    assert not pulled, f"importing playground.ui runs {pulled}"
+    assert not pulled, f"importing {start} runs {pulled}"
 
 
 # layer -> libraries its modules never import
