@@ -13,6 +13,8 @@ Example::
     1000
     >>> steps_within_budget(4096 * 1024 * 1024)
     8
+    >>> steps_within_budget(2**36)  # one step is over the budget: none fits
+    0
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ def _env_number(name: str, default: float) -> float:
 #               bfloat16's 127 scales up to N x D_in x D_out = 2^29)
 #   dynamics    steps x N x D_in x D_out <= WORK_BUDGET (8 steps at the largest shape; all
 #               MAX_STEPS at 1024 x 256 x 128)
+#   step        the mixed step and its float32 twin <= STEP_BUDGET, in ``core.cost``'s work
+#               (the largest linear step is 2^33; an MLP's N is capped to fit)
 # PLAYGROUND_MAX_N, PLAYGROUND_MAX_WIDTH and PLAYGROUND_WORK_FACTOR (which multiplies both
 # budgets) raise them for bigger hardware, e.g. PLAYGROUND_WORK_FACTOR=16 on a 16-core CPU or a
 # GPU Space.
@@ -55,12 +59,13 @@ MAX_WIDTH = int(_env_number("PLAYGROUND_MAX_WIDTH", 1024))
 WORK_FACTOR = _env_number("PLAYGROUND_WORK_FACTOR", 1)
 SWEEP_BUDGET = int(2**36 * WORK_FACTOR)
 WORK_BUDGET = int(2**35 * WORK_FACTOR)
+STEP_BUDGET = int(2**35 * WORK_FACTOR)
 # torch GradScaler's growth_interval and jmp's period; the page's default is shorter so that
 # growth shows within a short run.
 LIBRARY_PERIOD = 2000
 
 
 def steps_within_budget(work: int) -> int:
-    """The most training steps of ``work`` multiply-adds each that fit WORK_BUDGET: at least
-    one (a single step is always allowed) and at most MAX_STEPS."""
-    return int(min(MAX_STEPS, max(1, WORK_BUDGET // work)))
+    """The most training steps of ``work`` multiply-adds each that fit WORK_BUDGET, at most
+    MAX_STEPS; 0 when a single step is over it (the run is then refused, not run anyway)."""
+    return int(min(MAX_STEPS, WORK_BUDGET // work))

@@ -42,6 +42,7 @@ from playground.core.caps import (
     WORK_FACTOR,
     steps_within_budget,
 )
+from playground.core.cost import RECIPE_FACTOR, check_step
 from playground.core.fields import FP8_SCALINGS, PURE_ROUNDINGS, SCALING_MODES, SettingsTable
 from playground.core.models import MODELS, ModelChoice
 
@@ -77,13 +78,15 @@ class StepConfig(SettingsTable):
     """A validated, immutable description of one playground run: the fields of
     :class:`~playground.core.fields.SettingsTable`, each checked against its Bounds when built.
 
-    Caps: the largest run (4096 x 1024 x 1024) does about 50 GFLOP of matmuls and holds well
-    under 200 MB of arrays, so it finishes in well under a second on a 2-vCPU machine.
+    Caps: each field's own range, then one step's work and memory (``core.cost.check_step``:
+    ConfigError naming ``n`` or the model's size, with what fits). The largest linear step
+    (4096 x 1024 x 1024) takes about 0.3 s warm on a 2-vCPU machine and adds about 290 MB.
     """
 
     def __post_init__(self) -> None:
         for name, bounds in settings().items():
             object.__setattr__(self, name, bounds.check(name, getattr(self, name)))
+        check_step(self)  # one step's work and memory (``core.cost``), before any JAX code
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -105,11 +108,19 @@ class StepConfig(SettingsTable):
 
     @property
     def max_steps(self) -> int:
-        """The most training steps allowed for this model and shape (see WORK_BUDGET)."""
-        return steps_within_budget(self.model_work)
+        """The most training steps allowed for this model, shape and recipe (see WORK_BUDGET;
+        float8's scaling counts, ``core.cost.RECIPE_FACTOR``); 0 when one step is over it."""
+        return steps_within_budget(math.ceil(self.model_work * RECIPE_FACTOR[self.compute_dtype]))
 
     def check_run(self) -> StepConfig:
         """Self, after checking the cross-field cap of a training run; ConfigError on ``steps``."""
+        if self.max_steps == 0:
+            raise ConfigError(
+                "n",
+                f"n (batch rows N): one training step of this model ({self.model_work:,} "
+                f"multiply-adds) is over the run's cap of 2^{math.log2(WORK_BUDGET):.3g}; got "
+                f"{self.n}. A smaller N or smaller widths fit.",
+            )
         if self.steps > self.max_steps:
             shape = " x ".join(map(str, self.shape))
             raise ConfigError(

@@ -1,0 +1,175 @@
+"""The cost model: how much work and memory one request of each endpoint takes, and its caps.
+
+Rule: every endpoint's request is priced from its settings before any JAX code runs, and one
+over a cap is refused with a ConfigError that names the field, the cap and what fits.
+
+    pass work   N x the model's multiply-adds per row (``ModelSpec.work``), times the recipe's
+                factor (float8 scales, clips and casts every tensor: RECIPE_FACTOR), plus the
+                optimizer's element-wise work on its state (OPTIMIZER_STATE arrays per
+                parameter) over every parameter entry
+    /step       two passes (the mixed step and its float32 twin) <= STEP_BUDGET; /downloads and
+                the page's commit are a /step, and /downloads also needs at most
+                MAX_GRADIENT_ROWS parameter entries (one CSV row each), checked before the step
+    /dynamics   steps x the model's multiply-adds x the recipe's factor <= WORK_BUDGET
+                (``caps.steps_within_budget``; none when one step does not fit)
+    /sweep      scales x the model's multiply-adds <= SWEEP_BUDGET (``core.sweep``)
+    /export and /inspect compute nothing: their work is their settings' own caps
+    memory      the bytes one request adds at its peak: a fixed part (compiled programs and
+                their buffers), per parameter entry (its float32 copies in both runs, the
+                gradients, the optimizer's state and the report's per-entry arrays) and per
+                activation entry (N x every width), <= MEMORY_BUDGET
+
+The constants were measured on a 2-vCPU machine (bench/bench_load.py prints the rows): the
+largest linear /step (4096 x 1024 x 1024) takes about 0.3 s warm and adds about 290 MB; an MLP
+of 8 hidden layers of 1024 adds about 1.0 GB at N = 1024 and 1.1 GB at N = 4096, so the
+parameter entries, not the batch, set its memory. The model over-counts both, so the
+slowest accepted request stays within 8x the largest linear /step and adds at most 1 GB.
+
+Example::
+
+    >>> from playground.core.models import ModelChoice
+    >>> parameter_entries(ModelChoice("mlp", 2, 8), 3, 2)  # (3 + 1) x 8 + (8 + 1) x 8 + (8 + 1) x 2
+    122
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Protocol
+
+from playground.core.bounds import ConfigError
+from playground.core.caps import STEP_BUDGET, WORK_FACTOR
+from playground.core.models import MODELS, ModelChoice
+
+# Work per multiply-add of a pass, by compute dtype: float8's per-tensor scaling adds an amax,
+# a multiply, a clip and a cast of every tensor (measured: +5-25% over bfloat16).
+RECIPE_FACTOR = {"bfloat16": 1.0, "float16": 1.0, "float8": 1.25}
+# Float32 arrays the optimizer keeps per parameter entry (optax: momentum's trace; adam's two
+# moments).
+OPTIMIZER_STATE = {"sgd": 0, "momentum": 1, "adam": 2}
+# Element-wise work per parameter entry and state array of one pass, in multiply-adds.
+ELEMENTWISE = 8
+# The gradients download has one CSV row per parameter entry (about 107 bytes each).
+MAX_GRADIENT_ROWS = 2**20 + 2**10
+# Memory: one request may add at most this much to the server's peak (bytes); the parts of the
+# estimate are upper bounds of the measured ones.
+MEMORY_BUDGET = int(2**30 * WORK_FACTOR)
+FIXED_BYTES = 192 * 2**20  # compiled programs, their buffers, the report's figures
+PARAMETER_BYTES = 112  # float32 copies in both runs, gradients, report arrays (measured ~100)
+STATE_BYTES = 8  # each optimizer state array, in both runs
+ACTIVATION_BYTES = 8  # per activation entry (measured ~5)
+
+
+class Priced(Protocol):
+    """What the cost model reads of a request's settings (a ``StepConfig``)."""
+
+    n: int
+    d_in: int
+    d_out: int
+    compute_dtype: str
+    optimizer: str
+
+    @property
+    def model_choice(self) -> ModelChoice: ...
+
+    @property
+    def model_work(self) -> int: ...
+
+
+def parameter_entries(choice: ModelChoice, d_in: int, d_out: int) -> int:
+    """Entries of every parameter: each dense layer's kernel (a x b) and bias (b)."""
+    widths = MODELS[choice.name].widths(choice, d_in, d_out)
+    return sum(a * b + b for a, b in itertools.pairwise(widths))
+
+
+def pass_work(config: Priced) -> float:
+    """Multiply-adds of one training pass of ``config`` (see the module rule)."""
+    entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
+    elementwise = entries * ELEMENTWISE * (1 + OPTIMIZER_STATE[config.optimizer])
+    return config.model_work * RECIPE_FACTOR[config.compute_dtype] + elementwise
+
+
+def step_work(config: Priced) -> float:
+    """Multiply-adds of one /step: the mixed step and its float32 twin."""
+    return 2 * pass_work(config)
+
+
+def memory_bytes(config: Priced) -> int:
+    """Bytes one /step of ``config`` adds to the server's peak (an upper bound)."""
+    choice = config.model_choice
+    entries = parameter_entries(choice, config.d_in, config.d_out)
+    widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
+    per_entry = PARAMETER_BYTES + STATE_BYTES * OPTIMIZER_STATE[config.optimizer]
+    return FIXED_BYTES + entries * per_entry + config.n * sum(widths) * ACTIVATION_BYTES
+
+
+def check_step(config: Priced) -> None:
+    """ConfigError when one step of ``config`` is over the work or memory cap.
+
+    Memory is checked first: it does not depend on N, so its message names the model's size;
+    the work's message names the largest N that fits.
+    """
+    if memory_bytes(config) > MEMORY_BUDGET:
+        _refuse_memory(config)
+    work = step_work(config)
+    if work > STEP_BUDGET:
+        fits = max(0, math.floor(config.n * STEP_BUDGET / work))
+        while fits and step_work(_priced(config, n=fits)) > STEP_BUDGET:
+            fits -= 1
+        raise ConfigError(
+            "n",
+            f"n (batch rows N) must be at most {fits} for this model, optimizer and compute "
+            f"dtype: one step's work (the mixed step and its float32 twin, "
+            f"{work:,.0f} multiply-adds) may not exceed 2^{math.log2(STEP_BUDGET):.3g}, to keep "
+            f"one request to a few seconds; got {config.n}. A smaller N or smaller widths fit.",
+        )
+
+
+def check_downloads(config: Priced) -> None:
+    """ConfigError before any compute when the /downloads request cannot be served: its step
+    is over a cap (``check_step``), or its gradients CSV would have more than
+    MAX_GRADIENT_ROWS rows (one per parameter entry)."""
+    check_step(config)
+    rows = parameter_entries(config.model_choice, config.d_in, config.d_out)
+    if rows > MAX_GRADIENT_ROWS:
+        raise ConfigError(
+            "n",
+            f"The gradients download has one row per parameter entry: this model has "
+            f"{rows:,} entries (a file of about {rows * 107 / 1e6:,.0f} MB), more than the "
+            f"{MAX_GRADIENT_ROWS:,} allowed. A smaller model fits (smaller D_in x D_out, or "
+            "fewer or narrower hidden layers).",
+        )
+
+
+def _priced(config: Priced, **changes: int) -> Priced:
+    """``config`` with some fields replaced, for pricing only: no validation (which would
+    price it again)."""
+    clone = object.__new__(type(config))
+    clone.__dict__.update(config.__dict__ | changes)
+    return clone
+
+
+def _refuse_memory(config: Priced) -> None:
+    """ConfigError naming the model's size field and what fits under MEMORY_BUDGET."""
+    choice = config.model_choice
+    need = memory_bytes(config)
+    cap = f"{MEMORY_BUDGET / 2**20:,.0f} MB"
+    if choice.hidden_count:
+        fits = choice.hidden_layers - 1
+        while fits and memory_bytes(_priced(config, hidden_layers=fits)) > MEMORY_BUDGET:
+            fits -= 1
+        advice = (
+            f"at most {fits} hidden layers fit at this width and N"
+            if fits
+            else "a narrower hidden width or a smaller N fits"
+        )
+        field, label = "hidden_layers", "hidden layers"
+    else:
+        field, label, advice = "d_in", "input width D_in", "smaller widths or a smaller N fit"
+    raise ConfigError(
+        field,
+        f"{field} ({label}): this model, optimizer and batch would add about "
+        f"{need / 2**20:,.0f} MB to the server's memory, more than the {cap} one request may "
+        f"use; {advice}.",
+    )

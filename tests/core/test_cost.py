@@ -1,0 +1,116 @@
+"""The cost model (``playground.core.cost``) against counts written out here by hand.
+
+Each expected number is counted from the layers' shapes in the test itself (kernel a x b plus
+bias b per dense layer; N multiply-adds per kernel entry and pass; two passes a step), never
+by calling the function under test. A refusal must name the field and what fits, and what it
+says fits must be accepted.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from playground.core import cost
+from playground.core.models import ModelChoice
+from playground.core.optimizers import OPTIMIZERS
+from playground.core.policy import COMPUTE_DTYPES
+from playground.core.settings import ConfigError, StepConfig
+from playground.views import report_csv
+
+LARGEST_LINEAR = {"n": 4096, "d_in": 1024, "d_out": 1024}
+WIDE_MLP = {"model": "mlp", "hidden_width": 1024}
+
+
+def test_every_optimizer_and_recipe_is_priced():
+    assert set(cost.OPTIMIZER_STATE) == set(OPTIMIZERS)
+    assert set(cost.RECIPE_FACTOR) == set(COMPUTE_DTYPES)
+
+
+def test_parameter_entries_count_every_kernel_and_bias():
+    # linear 5 -> 3: kernel 15 + bias 3
+    assert cost.parameter_entries(ModelChoice("linear"), 5, 3) == 18
+    # mlp 5 -> 4 -> 4 -> 3: (20 + 4) + (16 + 4) + (12 + 3)
+    assert cost.parameter_entries(ModelChoice("mlp", 2, 4), 5, 3) == 59
+
+
+def test_the_largest_linear_step_by_hand():
+    config = StepConfig(**LARGEST_LINEAR)
+    matmul = 4096 * 1024 * 1024
+    entries = 1024 * 1024 + 1024
+    assert cost.step_work(config) == 2 * (matmul + entries * 8)
+    adam = config.replace(optimizer="adam")
+    assert cost.step_work(adam) == 2 * (matmul + entries * 8 * 3)
+    float8 = config.replace(compute_dtype="float8")
+    assert cost.step_work(float8) == 2 * (matmul * 1.25 + entries * 8)
+
+
+def test_memory_by_hand():
+    config = StepConfig(n=100, d_in=10, d_out=5, model="mlp", hidden_layers=2, hidden_width=20)
+    entries = (10 * 20 + 20) + (20 * 20 + 20) + (20 * 5 + 5)
+    activations = 100 * (10 + 20 + 20 + 5)
+    expected = 192 * 2**20 + entries * 112 + activations * 8
+    assert cost.memory_bytes(config) == expected
+    assert cost.memory_bytes(config.replace(optimizer="adam")) == expected + entries * 2 * 8
+
+
+def test_the_largest_linear_step_is_accepted_with_its_training_steps():
+    config = StepConfig(**LARGEST_LINEAR)
+    assert config.max_steps == 2**35 // (4096 * 1024 * 1024) == 8
+    assert StepConfig(**LARGEST_LINEAR, compute_dtype="float8").max_steps == int(8 / 1.25)
+
+
+def test_a_step_over_the_work_cap_names_n_and_what_fits():
+    settings = LARGEST_LINEAR | WIDE_MLP | {"hidden_layers": 3, "optimizer": "adam"}
+    with pytest.raises(ConfigError) as refused:
+        StepConfig(**settings)
+    assert refused.value.field == "n"
+    message = str(refused.value)
+    assert "2^35" in message and "got 4096" in message
+    fits = int(re.search(r"at most (\d+)", message).group(1))
+    # 2 passes x N x (1024 x 1024 x 4) multiply-adds, plus adam's 3 x 8 per parameter entry
+    entries = 4 * (1024 * 1024 + 1024)
+    assert 2 * (fits * 1024 * 1024 * 4 + entries * 24) <= 2**35
+    assert 2 * ((fits + 1) * 1024 * 1024 * 4 + entries * 24) > 2**35
+    StepConfig(**settings | {"n": fits})
+
+
+def test_a_model_over_the_memory_cap_names_its_layers_and_what_fits():
+    settings = LARGEST_LINEAR | WIDE_MLP | {"hidden_layers": 8, "n": 1024}
+    with pytest.raises(ConfigError) as refused:
+        StepConfig(**settings)
+    assert refused.value.field == "hidden_layers"
+    message = str(refused.value)
+    assert "1,024 MB" in message
+    fits = int(re.search(r"at most (\d+) hidden layers", message).group(1))
+    StepConfig(**settings | {"hidden_layers": fits})
+    with pytest.raises(ConfigError):
+        StepConfig(**settings | {"hidden_layers": fits + 1})
+
+
+def test_every_accepted_request_is_within_both_caps():
+    """Over the corners of every model, optimizer and recipe: an accepted config's step is
+    within 2^35 of work and 1 GB, and its training run within 2^35 (the run's cap)."""
+    for dtype in COMPUTE_DTYPES:
+        for optimizer in OPTIMIZERS:
+            for layers in (1, 4, 8):
+                for n in (1, 1024, 4096):
+                    settings = LARGEST_LINEAR | WIDE_MLP | {"hidden_layers": layers, "n": n}
+                    try:
+                        config = StepConfig(**settings, compute_dtype=dtype, optimizer=optimizer)
+                    except ConfigError:
+                        continue
+                    assert cost.step_work(config) <= 2**35
+                    assert cost.memory_bytes(config) <= 2**30
+                    factor = 1.25 if dtype == "float8" else 1.0
+                    assert config.max_steps * config.model_work * factor <= 2**35
+
+
+def test_downloads_are_refused_before_any_compute_past_the_csv_rows():
+    assert cost.MAX_GRADIENT_ROWS == report_csv.MAX_GRADIENT_ROWS
+    cost.check_downloads(StepConfig(**LARGEST_LINEAR))  # 1024 x 1024 + 1024 rows: the cap
+    two_layers = StepConfig(**LARGEST_LINEAR | WIDE_MLP | {"hidden_layers": 1})
+    with pytest.raises(ConfigError, match="one row per parameter entry") as refused:
+        cost.check_downloads(two_layers)
+    assert f"{2 * (1024 * 1024 + 1024):,} entries" in str(refused.value)
