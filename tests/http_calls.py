@@ -51,7 +51,8 @@ TIMEOUT = 180.0
 
 
 def visitor(address: str) -> dict[str, str]:
-    """The headers of a request from ``address`` (the app reads the first forwarded address)."""
+    """The headers of a request from ``address`` (behind one trusted proxy, the
+    right-hand X-Forwarded-For entry is the visitor)."""
     return {"X-Forwarded-For": address}
 
 
@@ -162,5 +163,60 @@ def attempt(
         answer = Answer("timeout", 0, f"no result within {timeout:.0f} s")
     except httpx.HTTPError as error:
         answer = Answer("exception", 0, repr(error))
+    answer.seconds = time.perf_counter() - start
+    return answer
+
+
+def fn_index(url: str, api_name: str) -> int:
+    """The fn_index of the event named ``api_name`` in the page's config (private ones too)."""
+    config = httpx.get(f"{url}config", timeout=30).json()
+    for dependency in config["dependencies"]:
+        if dependency.get("api_name") == api_name:
+            return dependency["id"]
+    raise KeyError(api_name)
+
+
+def join(
+    url: str,
+    index: int,
+    data: list[Any],
+    headers: dict[str, str] | None = None,
+    *,
+    session_hash: str,
+    timeout: float = TIMEOUT,
+) -> Answer:
+    """An event joined as the page joins it (``POST queue/join`` with a fn_index and a session),
+    then its result read from the session's stream (``GET queue/data``); timed like ``call``.
+
+    The answer is "complete" (payload: the output data) or "error" (the error's message), "http"
+    when the join is refused."""
+    headers = headers or {}
+    start = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    with httpx.Client(timeout=timeout) as client:
+        posted = client.post(
+            f"{url}gradio_api/queue/join",
+            json={"data": data, "fn_index": index, "session_hash": session_hash},
+            headers=headers,
+        )
+        answer = Answer("http", posted.status_code, posted.text)
+        if posted.status_code == 200:
+            event_id = posted.json()["event_id"]
+            answer = Answer("eof", 200, None)
+            stream_url = f"{url}gradio_api/queue/data?session_hash={session_hash}"
+            with client.stream("GET", stream_url, headers=headers) as stream:
+                for line in stream.iter_lines():
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"join {index}: no result within {timeout:.0f} s")
+                    if not line.startswith("data:"):
+                        continue
+                    message = json.loads(line[5:])
+                    if message.get("event_id") != event_id:
+                        continue
+                    if message.get("msg") == "process_completed":
+                        output = message.get("output") or {}
+                        kind = "complete" if message.get("success") else "error"
+                        answer = Answer(kind, 200, output.get("data", output.get("error")))
+                        break
     answer.seconds = time.perf_counter() - start
     return answer

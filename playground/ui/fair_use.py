@@ -1,9 +1,21 @@
-"""Fair use of a public Space: who a visitor is, and one heavy run each.
+"""Fair use of a public Space: who a visitor is, a share of the queue each, one heavy run each.
 
 Rules:
-  visitor     the first address of the X-Forwarded-For header (the client as the Space's proxy
-              saw it), else the connection's address. It is a fairness key, not a security one:
-              a client can write its own header.
+  visitor     with N = PLAYGROUND_TRUSTED_PROXIES proxies in front of the app, the N-th
+              X-Forwarded-For entry from the right (each proxy appends the address it saw;
+              entries further left are the client's own words); with 0, the connection's
+              peer address. Default: SPACE_PROXIES on a Hugging Face Space (``SPACE_ID`` set),
+              else 0.
+  share       a visitor may have at most SHARE events queued or running, across every lane
+              and however they were sent (``/call/<name>``, ``/queue/join`` with any fn_index,
+              the page's private events included); one more is refused at the door with
+              SHARE_REFUSAL (HTTP 429). A session's newer page event (a private one) replaces
+              its own still-queued event of the same kind, so a person using the page never
+              meets the share. The count is read from Gradio's queue itself, so a place is
+              freed when its event ends, whatever the outcome.
+  lanes       large work computes one request at a time, and every other lane takes more
+              requests at once than one visitor's share (``ui.launch``), so another visitor's
+              small request never waits behind large work.
   heavy runs  the sweep and the training run share one lane (one at a time for everyone), and a
               visitor may have at most one of them queued or running: a second is refused at
               the door, before it takes a place in the queue, with HEAVY_REFUSAL (HTTP 429).
@@ -19,12 +31,16 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import gradio as gr
+from gradio.server_messages import ProcessCompletedMessage
+from starlette.datastructures import Headers
 
 HEAVY_ENDPOINTS = frozenset({"sweep", "dynamics"})
 HEAVY_REFUSAL = (
@@ -32,17 +48,50 @@ HEAVY_REFUSAL = (
     "queued or running; send this one when it has finished"
 )
 HEAVY_TTL = 600.0  # seconds: well past the longest queue wait a capped run can cause
+SHARE = 4
+SHARE_REFUSAL = (
+    f"at most {SHARE} requests queued or running per visitor: {SHARE} of yours are still "
+    "queued or running; send this one when one of them has finished"
+)
+# Hugging Face's Space proxy appends the client's address to X-Forwarded-For; nothing else in
+# front of the app adds an entry.
+SPACE_PROXIES = 1
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def visitor(headers: Any, client_host: str | None) -> str:
-    """The visitor key of a request (see the module rule)."""
-    forwarded = headers.get("x-forwarded-for", "") if headers is not None else ""
-    first = forwarded.split(",")[0].strip()
-    return first or client_host or "unknown"
+def trusted_proxies(environ: Mapping[str, str] = os.environ) -> int:
+    """PLAYGROUND_TRUSTED_PROXIES, or its default (see the module rule)."""
+    value = environ.get("PLAYGROUND_TRUSTED_PROXIES", "").strip()
+    if not value:
+        return SPACE_PROXIES if environ.get("SPACE_ID") else 0
+    count = int(value)
+    if count < 0:
+        raise ValueError(f"PLAYGROUND_TRUSTED_PROXIES must be 0 or more; got {value}")
+    return count
+
+
+TRUSTED_PROXIES = trusted_proxies()
+
+
+def visitor(headers: Any, client_host: str | None, proxies: int | None = None) -> str:
+    """The visitor key of a request (see the module rule); every X-Forwarded-For header line
+    counts, in order, as one list."""
+    proxies = TRUSTED_PROXIES if proxies is None else proxies
+    if proxies == 0 or headers is None:
+        return client_host or "unknown"
+    lines = (
+        headers.getlist("x-forwarded-for")
+        if hasattr(headers, "getlist")
+        else [headers.get("x-forwarded-for", "")]
+    )
+    entries = [entry.strip() for line in lines for entry in line.split(",") if entry.strip()]
+    if len(entries) >= proxies:
+        return entries[-proxies]
+    # Fewer entries than proxies: the leftmost one was still written by a proxy.
+    return entries[0] if entries else client_host or "unknown"
 
 
 class HeavyRunGate:
@@ -71,17 +120,20 @@ GATE = HeavyRunGate()
 
 
 class HeavyRunMiddleware:
-    """ASGI middleware that applies the heavy-run rule where a run joins the queue.
+    """ASGI middleware that applies the share and the heavy-run rule where an event joins the
+    queue.
 
     It reads the body of ``POST .../queue/join`` (gradio_client and the page) and of
-    ``POST .../call/<api_name>`` (raw HTTP), finds the event's API name, and answers 429 with
-    HEAVY_REFUSAL when the visitor already has a heavy run; a refused or failed join frees the
-    place again.
+    ``POST .../call/<api_name>`` (raw HTTP), finds the event, replaces the session's queued
+    page event of the same kind, and answers 429 with SHARE_REFUSAL when the visitor has SHARE
+    events in the queue, or HEAVY_REFUSAL when it already has a heavy run; a refused or failed
+    join frees the heavy place again.
     """
 
-    def __init__(self, app: Callable, api_names: Callable[[], dict[int, str]]):
+    def __init__(self, app: Callable, blocks: gr.Blocks):
         self.app = app
-        self.api_names = api_names  # fn_index -> api_name, read from the page when needed
+        self.blocks = blocks
+        self.joining: Counter[str] = Counter()  # joins past the door, not yet answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
@@ -93,11 +145,16 @@ class HeavyRunMiddleware:
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        name = self._api_name(path, body)
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        who = visitor(headers, (scope.get("client") or (None,))[0])
+        fn, session = self._event(path, body)
+        name = getattr(fn, "api_name", None)
+        who = visitor(Headers(scope=scope), (scope.get("client") or (None,))[0])
+        if fn is not None and session and fn.api_visibility == "private":
+            await self._replace_queued(fn, session)
+        if len(self._visitor_events(who)) + self.joining[who] >= SHARE:
+            await _refuse(send, SHARE_REFUSAL)
+            return
         if name in HEAVY_ENDPOINTS and not GATE.enter(who):
-            await _refuse(send)
+            await _refuse(send, HEAVY_REFUSAL)
             return
         replayed = False
 
@@ -114,20 +171,60 @@ class HeavyRunMiddleware:
                 GATE.leave(who)
             await send(message)
 
-        await self.app(scope, replay, watch)
-
-    def _api_name(self, path: str, body: bytes) -> str | None:
-        if "/call/" in path:
-            return path.rstrip("/").rsplit("/call/", 1)[1]
+        self.joining[who] += 1
         try:
-            fn_index = json.loads(body).get("fn_index")
-        except (ValueError, AttributeError):
-            return None
-        return self.api_names().get(fn_index)
+            await self.app(scope, replay, watch)
+        finally:
+            self.joining[who] -= 1
+            if not self.joining[who]:
+                del self.joining[who]
+
+    def _event(self, path: str, body: bytes) -> tuple[Any, str | None]:
+        """The event's BlockFunction (None if unknown) and the body's session hash."""
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        payload = payload if isinstance(payload, dict) else {}
+        session = payload.get("session_hash")
+        session = session if isinstance(session, str) else None
+        fns = self.blocks.fns
+        if "/call/" in path:
+            api_name = path.rstrip("/").rsplit("/call/", 1)[1]
+            found = [fn for fn in fns.values() if fn.api_name == api_name]
+            return (found[0] if found else None), session
+        fn_index = payload.get("fn_index")
+        return (fns.get(fn_index) if isinstance(fn_index, int) else None), session
+
+    def _visitor_events(self, who: str) -> list[Any]:
+        """The visitor's events in Gradio's queue: waiting in any lane, or running."""
+        queue = self.blocks._queue
+        waiting = [e for lane in queue.event_queue_per_concurrency_id.values() for e in lane.queue]
+        running = [e for job in queue.active_jobs if job for e in job]
+        return [event for event in waiting + running if _event_visitor(event) == who]
+
+    async def _replace_queued(self, fn: Any, session: str) -> None:
+        """Drop the session's still-queued events of ``fn``, each answered as done (as
+        Gradio's /cancel answers), so the newer one takes their place."""
+        queue = self.blocks._queue
+        lane = queue.event_queue_per_concurrency_id.get(fn.concurrency_id)
+        for event in [e for e in (lane.queue if lane else []) if e.session_hash == session]:
+            if event.fn is not fn and event.fn._id != fn._id:
+                continue
+            await queue.remove_from_queue(event._id)
+            if session in queue.pending_messages_per_session:
+                done = ProcessCompletedMessage(output={}, success=True, event_id=event._id)
+                queue.pending_messages_per_session[session].put_nowait(done)
 
 
-async def _refuse(send: Send) -> None:
-    payload = json.dumps({"error": HEAVY_REFUSAL, "detail": HEAVY_REFUSAL}).encode()
+def _event_visitor(event: Any) -> str:
+    request = getattr(event, "request", None)
+    client = getattr(request, "client", None)
+    return visitor(getattr(request, "headers", None), getattr(client, "host", None))
+
+
+async def _refuse(send: Send, text: str) -> None:
+    payload = json.dumps({"error": text, "detail": text}).encode()
     await send(
         {
             "type": "http.response.start",

@@ -1,37 +1,53 @@
 """How the page is served: a public Space that shares nothing but this page, with bounds.
 
-Rule: uploads are bounded to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, queued runs to
-one at a time per event, and heavy runs to one per visitor (``ui.fair_use``).
+Rules:
+  bounds      uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, each visitor to a
+              share of the queue and one heavy run (``ui.fair_use``).
+  lanes       a request whose work (``core.cost``) is over LARGE_WORK waits for the one large
+              lane before it computes (``in_lane``, from ``ui.public.PublicBlocks``); every
+              lane but the heavy one takes LANE_SLOTS requests at once, more than one
+              visitor's share, so another visitor's small request always finds a place and
+              never waits behind large work. The heavy lane (sweeps and training runs) runs
+              one at a time, and a session's own page events (private ones) one at a time, in
+              order, as their one-slot lane ran them before.
 """
 
 from __future__ import annotations
 
+import asyncio
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import gradio as gr
 from starlette.middleware import Middleware
 
+from playground.core.cost import step_work
+from playground.core.settings import StepConfig, settings
+from playground.core.sweep import sweep_exponents
 from playground.ui.assets import CSS, JS
-from playground.ui.fair_use import HeavyRunMiddleware
+from playground.ui.fair_use import SHARE, HeavyRunMiddleware
 
 # Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
 MAX_FILE_SIZE = "2mb"
 # Sessions whose state Gradio keeps (oldest dropped first); each holds a copy of the page's
 # outputs, about 0.2 MB, so this bounds that memory near 40 MB.
 SESSION_CAPACITY = 200
+# Work (core.cost's multiply-adds) above which a request takes the large lane: an eighth of the
+# largest linear step (2^33), a few tens of milliseconds.
+LARGE_WORK = 2**30
+# Requests each lane but the heavy one runs at once: more than one visitor's share.
+LANE_SLOTS = SHARE + 2
 
 
 def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
     """Options for ``demo.launch``: a public Space that shares nothing but this page.
 
-    Bounded: uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, and one heavy run per
-    visitor (``ui.fair_use.HeavyRunMiddleware``, which reads each event's API name from the
-    page's config, as Gradio serves it to clients).
+    Bounded: uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, a share of the queue
+    and one heavy run per visitor (``ui.fair_use.HeavyRunMiddleware``, which reads the events
+    and the queue from ``demo``), and the lanes opened (``open_lanes``).
     """
-    api_names = {
-        dependency["id"]: dependency.get("api_name")
-        for dependency in demo.get_config_file()["dependencies"]
-    }
+    open_lanes(demo)
     return {
         "share": False,
         "show_error": True,
@@ -42,14 +58,79 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
         "theme": gr.themes.Soft(),
         "css": CSS,
         "js": JS,
-        "app_kwargs": {"middleware": [Middleware(HeavyRunMiddleware, api_names=lambda: api_names)]},
+        "app_kwargs": {
+            "middleware": [
+                Middleware(HeavyRunMiddleware, blocks=demo),
+            ]
+        },
     }
 
 
 def queue_kwargs() -> dict[str, Any]:
-    """One run at a time per event (the sweep and the training share one heavy lane).
+    """The queue's bound and the default lane (``open_lanes`` opens the lanes).
 
-    The queue's bound is generous because no visitor can hold more than one heavy place in it
+    The bound is generous because no visitor can hold more than its share of it
     (``ui.fair_use``): it only stops a crowd, never one visitor's flood.
     """
     return {"max_size": 256, "default_concurrency_limit": 1}
+
+
+def open_lanes(blocks: gr.Blocks) -> None:
+    """Every lane but the heavy one takes LANE_SLOTS requests at once (see the module rule).
+    Called before the app serves, so every session's copy of the events has them."""
+    for fn in blocks.fns.values():
+        if fn.concurrency_id != "heavy" and fn.concurrency_limit in (1, "default"):
+            fn.concurrency_limit = LANE_SLOTS
+
+
+LARGE_LANE: asyncio.Lock | None = None  # made in the server's event loop, on first use
+# One lock per session with a page event running or waiting; dropped when none holds it.
+SESSION_LANES: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+def event_work(fn: Any, inputs: list[Any]) -> float:
+    """The work (``core.cost``) of running ``fn`` on these raw inputs: the settings among them
+    (each input component's elem_id is its field), priced as the endpoint computes them; 0 when
+    they are no valid settings (the handler then refuses them before any compute)."""
+    table = settings()
+    fields = {
+        component.elem_id: value
+        for component, value in zip(fn.inputs, inputs, strict=False)
+        if getattr(component, "elem_id", None) in table
+    }
+    if not fields:
+        return 0.0
+    try:
+        config = StepConfig(**fields)
+    except (ValueError, TypeError):
+        return 0.0
+    if fn.api_name == "sweep":
+        return step_work(config) * sweep_exponents(config.compute_dtype).size / 2
+    if fn.api_name == "dynamics":
+        return step_work(config) * config.steps * 1.5
+    return step_work(config)
+
+
+async def in_lane(
+    fn: Any, inputs: list[Any], call: Callable[[], Awaitable[Any]], session: str | None = None
+) -> Any:
+    """``call()`` in ``fn``'s lane (see the module rule): after the session's earlier page
+    events when ``fn`` is a private one, and after the large lane when its work on ``inputs``
+    is over LARGE_WORK. Gradio's validators (no lane) pass straight through."""
+    if fn.concurrency_id is None:
+        return await call()
+    if session and fn.api_visibility == "private":
+        lock = SESSION_LANES.setdefault(session, asyncio.Lock())
+        async with lock:
+            return await _sized(fn, inputs, call)
+    return await _sized(fn, inputs, call)
+
+
+async def _sized(fn: Any, inputs: list[Any], call: Callable[[], Awaitable[Any]]) -> Any:
+    global LARGE_LANE
+    if event_work(fn, inputs) <= LARGE_WORK:
+        return await call()
+    if LARGE_LANE is None:
+        LARGE_LANE = asyncio.Lock()
+    async with LARGE_LANE:
+        return await call()

@@ -10,6 +10,8 @@ Rules:
               Gradio's, which prints Python objects.
   files       a file input must name a file in Gradio's upload folder, checked before Gradio
               copies it into its cache (so a raw call cannot make the server read other files).
+  lanes       each event's handler is called in its lane (``ui.launch.in_lane``): large work
+              waits for the one large lane, so it never sits in front of small requests.
   skips       an output answered with gr.skip() (an update naming no property) is sent as
               such without touching the session: Gradio would rebuild that component for the
               session (about 1 ms each), which made an event with many outputs, most of them
@@ -28,6 +30,7 @@ from gradio.blocks import Block, convert_component_dict_to_list
 from gradio.utils import get_upload_folder, is_in_or_equal
 
 from playground.core.settings import shown
+from playground.ui.launch import in_lane
 
 
 def _is_skip(value: Any) -> bool:
@@ -80,6 +83,21 @@ class PublicBlocks(gr.Blocks):
                     print_exception=False,
                 )
         return await super().preprocess_data(block_fn, inputs, *args, **kwargs)
+
+    async def call_function(self, block_fn: Any, processed_input: list[Any], *args, **kwargs):
+        """Gradio's call, in the event's lane (see the module rule).
+
+        No public hook runs between an event leaving Gradio's queue and its handler: a lane
+        held inside the handler would keep a worker thread waiting."""
+        fn = self.fns[block_fn] if isinstance(block_fn, int) else block_fn
+        requests = kwargs.get("requests", args[1] if len(args) > 1 else None)
+        session = getattr(requests, "session_hash", None)
+        parent = super()
+
+        async def call() -> Any:
+            return await parent.call_function(block_fn, processed_input, *args, **kwargs)
+
+        return await in_lane(fn, processed_input, call, session)
 
     async def postprocess_data(self, block_fn: Any, predictions: Any, state: Any) -> list[Any]:
         """Gradio's postprocessing for the outputs that change; skips pass straight through.

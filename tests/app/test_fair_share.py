@@ -1,0 +1,195 @@
+"""A share of the queue per visitor, and a visitor key a client cannot forge.
+
+The key rule (unit, no app): with N trusted proxies the visitor is the N-th X-Forwarded-For
+entry from the right (every header line counts, in order), with 0 the connection's peer; the
+default is 1 on a Hugging Face Space (SPACE_ID set), else 0.
+
+Against one app launched with PLAYGROUND_TRUSTED_PROXIES=1 (traffic to 127.0.0.1 only;
+visitors are documentation addresses, RFC 5737), while one visitor sends 300 of the largest
+accepted MLP /step calls, 8 raw joins of the page's commit event with the same inputs and 10
+training runs with rotated left-hand X-Forwarded-For values:
+  - an honest visitor's /step and page commit each answer within HONEST_LIMIT seconds, and
+    none of its calls gets HTTP 503;
+  - its sweep waits only for the runs already admitted (one heavy run per visitor), never a
+    backlog: it finishes within SWEEP_LIMIT seconds;
+  - every refusal of the flooding visitor is HTTP 429 naming its limit, and at most one of its
+    ten training runs is admitted.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from starlette.datastructures import Headers
+
+from app_server import AppServer
+from http_calls import DEFAULT_STEP, Answer, call, fn_index, join, request_body, visitor
+from playground.ui.fair_use import trusted_proxies
+from playground.ui.fair_use import visitor as visitor_key
+
+# The largest /step the cost model accepts (2^35 of its work; bench/bench_load.py times it):
+# an MLP of 3 hidden layers of 1024 with adam and float8, N = 3257.
+LARGEST_MLP = [0, 3257, 1024, 1024, 0.1, 1024.0, 0, 1.0, 1.0, "float8", "mlp", 3, 1024, "relu"]
+LARGEST_MLP += ["adam"]
+SMALL_SWEEP = [0, 64, 16, 4, 0.1, 1024.0, 0, 1.0, 1.0, "float16"]
+# About 1 s warm: the flooding visitor's training runs.
+DYNAMICS = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", 300, "static", 100]
+HONEST = "198.51.100.7"
+FLOODER = "192.0.2.66"
+HONEST_LIMIT = 3.0
+SWEEP_LIMIT = 30.0
+SHARE_TEXT = "at most 4 requests queued or running per visitor"
+HEAVY_TEXT = "one heavy run at a time"
+
+
+def _headers(forwarded: str | list[str]) -> Headers:
+    lines = [forwarded] if isinstance(forwarded, str) else forwarded
+    return Headers(raw=[(b"x-forwarded-for", line.encode()) for line in lines])
+
+
+@pytest.mark.parametrize(
+    ("proxies", "forwarded", "expected"),
+    [
+        (0, "192.0.2.1, 198.51.100.2", "127.0.0.9"),  # the peer, whatever the header says
+        (1, "192.0.2.1, 198.51.100.2", "198.51.100.2"),  # the entry our one proxy appended
+        (1, ["192.0.2.1", "198.51.100.2"], "198.51.100.2"),  # two header lines are one list
+        (2, "192.0.2.1, 198.51.100.2, 192.0.2.3", "198.51.100.2"),
+        (2, "198.51.100.2", "198.51.100.2"),  # fewer entries: the leftmost a proxy wrote
+        (1, "", "127.0.0.9"),  # no header at all: the peer
+    ],
+)
+def test_the_visitor_is_the_nth_entry_from_the_right(proxies, forwarded, expected):
+    assert visitor_key(_headers(forwarded), "127.0.0.9", proxies) == expected
+
+
+def test_a_client_cannot_choose_its_key_by_writing_on_the_left():
+    keys = {
+        visitor_key(_headers(f"192.0.2.{index}, {FLOODER}"), "127.0.0.1", 1) for index in range(10)
+    }
+    assert keys == {FLOODER}
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, 0),
+        ({"SPACE_ID": "someone/playground"}, 1),
+        ({"SPACE_ID": "someone/playground", "PLAYGROUND_TRUSTED_PROXIES": "0"}, 0),
+        ({"PLAYGROUND_TRUSTED_PROXIES": "2"}, 2),
+    ],
+)
+def test_trusted_proxies_default_to_the_space(environ, expected):
+    assert trusted_proxies(environ) == expected
+
+
+def test_a_negative_proxy_count_is_refused():
+    with pytest.raises(ValueError, match="PLAYGROUND_TRUSTED_PROXIES"):
+        trusted_proxies({"PLAYGROUND_TRUSTED_PROXIES": "-1"})
+
+
+@pytest.fixture(scope="module")
+def proxied_url() -> Iterator[str]:
+    """The app behind one trusted proxy, warm for every shape used here."""
+    saved = os.environ.get("PLAYGROUND_TRUSTED_PROXIES")
+    os.environ["PLAYGROUND_TRUSTED_PROXIES"] = "1"
+    try:
+        server = AppServer(log_name="fair_share.log").start()
+    finally:
+        if saved is None:
+            os.environ.pop("PLAYGROUND_TRUSTED_PROXIES")
+        else:
+            os.environ["PLAYGROUND_TRUSTED_PROXIES"] = saved
+    try:
+        url = server.url
+        for api, data, who in (
+            ("step", DEFAULT_STEP, HONEST),
+            ("sweep", SMALL_SWEEP, HONEST),
+            ("step", LARGEST_MLP, FLOODER),
+            ("dynamics", DYNAMICS, FLOODER),
+        ):
+            answer = call(url, api, data, visitor(who))
+            assert answer.kind == "complete", f"warm-up /{api}: {answer.message[:300]}"
+        yield url
+    finally:
+        server.stop()
+
+
+def _commit_inputs(step: list) -> list:
+    """The page's commit inputs: the step's settings, the model's, no data, float8's, then the
+    page's two states (Gradio keeps those server-side)."""
+    model = step[10:15] if len(step) > 10 else ["linear", 2, 64, "relu", "sgd"]
+    return [*step[:10], *model, None, "current", 16, None, None]
+
+
+def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
+    url = proxied_url
+    commit = fn_index(url, "on_commit")
+    flood: Counter[int] = Counter()
+    refusals: list[str] = []
+    started = threading.Event()
+
+    def post(client: httpx.Client, path: str, body: str, forwarded: str) -> None:
+        response = client.post(
+            f"{url}gradio_api/{path}",
+            content=body,
+            headers={"content-type": "application/json", "X-Forwarded-For": forwarded},
+        )
+        flood[response.status_code] += 1
+        if response.status_code != 200:
+            refusals.append(f"{path}: {response.status_code} {response.text[:200]}")
+        started.set()
+
+    def flooder() -> None:
+        with httpx.Client(timeout=30) as client:
+            for index in range(10):  # training runs, each with another left-hand entry
+                body = request_body(DYNAMICS)
+                post(client, "call/dynamics", body, f"192.0.2.{100 + index}, {FLOODER}")
+            for _ in range(8):  # the page's private commit event, joined raw
+                body = httpx.Request(
+                    "POST",
+                    url,
+                    json={
+                        "data": _commit_inputs(LARGEST_MLP),
+                        "fn_index": commit,
+                        "session_hash": uuid.uuid4().hex[:11],
+                    },
+                ).content.decode()
+                post(client, "queue/join", body, FLOODER)
+            for _ in range(300):
+                post(client, "call/step", request_body(LARGEST_MLP), FLOODER)
+                time.sleep(0.01)  # the flood lasts the honest visitor's calls (about 3 s)
+
+    thread = threading.Thread(target=flooder, daemon=True)
+    thread.start()
+    assert started.wait(30), "the flood never started"
+    honest: list[tuple[str, Answer]] = []
+    who = visitor(HONEST)
+    for index in range(3):
+        honest.append(("step", call(url, "step", DEFAULT_STEP, who, timeout=60)))
+        session = f"honest{index}"
+        honest.append(
+            ("commit", join(url, commit, _commit_inputs(DEFAULT_STEP), who, session_hash=session))
+        )
+    sweep = call(url, "sweep", SMALL_SWEEP, who, timeout=120)
+    thread.join(120)
+    assert not thread.is_alive(), "the flood did not end"
+
+    for name, answer in honest:
+        assert answer.status != 503, f"honest {name}: HTTP 503 {answer.message[:200]}"
+        assert answer.kind == "complete", f"honest {name}: {answer.kind} {answer.message[:200]}"
+        assert answer.seconds < HONEST_LIMIT, f"honest {name} took {answer.seconds:.2f} s"
+    assert sweep.kind == "complete", f"honest sweep: {sweep.message[:200]}"
+    assert sweep.seconds < SWEEP_LIMIT, f"honest sweep waited {sweep.seconds:.1f} s"
+    assert set(flood) <= {200, 429}, f"flood answers: {dict(flood)}"
+    assert flood[200] >= 4, f"the flooding visitor never had its share: {dict(flood)}"
+    assert flood[429] >= 318 - 4 - 40, f"flood answers: {dict(flood)}"  # a few places free up
+    assert all(SHARE_TEXT in text or HEAVY_TEXT in text for text in refusals), refusals[:3]
+    admitted_runs = 10 - sum(text.startswith("call/dynamics") for text in refusals)
+    assert admitted_runs <= 1, f"{admitted_runs} of the 10 training runs were admitted"
