@@ -12,7 +12,10 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
                 MAX_GRADIENT_ROWS parameter entries (one CSV row each), checked before the step
     /dynamics   steps x the model's multiply-adds x the recipe's factor <= WORK_BUDGET
                 (``caps.steps_within_budget``; none when one step does not fit)
-    /sweep      scales x the model's multiply-adds <= SWEEP_BUDGET (``core.sweep``)
+    /sweep      scales x (the model's multiply-adds x the recipe's factor + SWEEP_ELEMENTWISE
+                per parameter entry: each scale's gradients, error norms and masks) <=
+                SWEEP_BUDGET, and its memory (a batch of 8 scales' gradients at once) <=
+                MEMORY_BUDGET (``check_sweep``, from ``core.sweep``)
     /export and /inspect compute nothing: their work is their settings' own caps
     memory      the bytes one request adds at its peak: a fixed part (compiled programs and
                 their buffers), per parameter entry (its float32 copies in both runs, the
@@ -36,10 +39,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from typing import Protocol
 
 from playground.core.bounds import ConfigError
-from playground.core.caps import STEP_BUDGET, WORK_FACTOR
+from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
 from playground.core.models import MODELS, ModelChoice
 
 # Work per multiply-add of a pass, by compute dtype: float8's per-tensor scaling adds an amax,
@@ -59,6 +63,14 @@ FIXED_BYTES = 192 * 2**20  # compiled programs, their buffers, the report's figu
 PARAMETER_BYTES = 112  # float32 copies in both runs, gradients, report arrays (measured ~100)
 STATE_BYTES = 8  # each optimizer state array, in both runs
 ACTIVATION_BYTES = 8  # per activation entry (measured ~5)
+# A sweep, per parameter entry and scale: the gradient, its error against the float32 twin's,
+# the underflow and overflow masks (measured: about 170 multiply-adds' time).
+SWEEP_ELEMENTWISE = 192
+# A sweep's memory per parameter entry: the gradients of a batch of 8 scales (lax.map) and the
+# float32 twin's (measured: 1.48 GB added for 6.3 M entries at N = 64); per activation entry,
+# the batch's 8 scales.
+SWEEP_ENTRY_BYTES = 240
+SWEEP_BATCH = 8
 
 
 class Priced(Protocol):
@@ -102,6 +114,52 @@ def memory_bytes(config: Priced) -> int:
     widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
     per_entry = PARAMETER_BYTES + STATE_BYTES * OPTIMIZER_STATE[config.optimizer]
     return FIXED_BYTES + entries * per_entry + config.n * sum(widths) * ACTIVATION_BYTES
+
+
+def sweep_work(config: Priced, scales: int) -> float:
+    """Multiply-adds of a sweep of ``config`` over ``scales`` loss scales (see the rule)."""
+    entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
+    per_scale = config.model_work * RECIPE_FACTOR[config.compute_dtype]
+    return scales * (per_scale + entries * SWEEP_ELEMENTWISE)
+
+
+def sweep_memory_bytes(config: Priced) -> int:
+    """Bytes a sweep of ``config`` adds to the server's peak (an upper bound)."""
+    choice = config.model_choice
+    entries = parameter_entries(choice, config.d_in, config.d_out)
+    widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
+    activations = config.n * sum(widths) * ACTIVATION_BYTES * SWEEP_BATCH
+    return FIXED_BYTES + entries * SWEEP_ENTRY_BYTES + activations
+
+
+def check_sweep(config: Priced, scales: int) -> None:
+    """ConfigError when a sweep of ``config`` over ``scales`` scales is over the memory cap
+    (naming the model's size) or the work cap (naming ``n`` and the largest N that fits)."""
+    if sweep_memory_bytes(config) > MEMORY_BUDGET:
+        _refuse_memory(config, sweep_memory_bytes, "a sweep of this model and batch")
+    work = sweep_work(config, scales)
+    if work <= SWEEP_BUDGET:
+        return
+    fits = max(0, math.floor(config.n * SWEEP_BUDGET / work))
+    while fits and sweep_work(_priced(config, n=fits), scales) > SWEEP_BUDGET:
+        fits -= 1
+    per_row = config.model_work // config.n
+    cap = f"2^{math.log2(SWEEP_BUDGET):.3g}"
+    if fits == 0:
+        field, label = _size_field(config)
+        raise ConfigError(
+            field,
+            f"{field} ({label}): no N fits a {config.compute_dtype} sweep of this model: its "
+            f"{scales} scales x its parameter entries' own work exceed {cap}, to keep one "
+            "request to a few seconds. Fewer or narrower hidden layers, or smaller widths, fit.",
+        )
+    raise ConfigError(
+        "n",
+        f"n (batch rows N) must be at most {fits} for a {config.compute_dtype} sweep of this "
+        f"model: its {scales} scales x the model's multiply-adds (N x {per_row:,}, and "
+        f"{SWEEP_ELEMENTWISE} per parameter entry) may not exceed {cap}, to keep one request "
+        f"to a few seconds; got {config.n}. A smaller N or smaller widths fit.",
+    )
 
 
 def check_step(config: Priced) -> None:
@@ -150,26 +208,32 @@ def _priced(config: Priced, **changes: int) -> Priced:
     return clone
 
 
-def _refuse_memory(config: Priced) -> None:
+def _size_field(config: Priced) -> tuple[str, str]:
+    """The field that sets the model's size: its hidden layers, or D_in for the linear one."""
+    if config.model_choice.hidden_count:
+        return "hidden_layers", "hidden layers"
+    return "d_in", "input width D_in"
+
+
+def _refuse_memory(
+    config: Priced, need: Callable[[Priced], int] = memory_bytes, what: str = "one step"
+) -> None:
     """ConfigError naming the model's size field and what fits under MEMORY_BUDGET."""
-    choice = config.model_choice
-    need = memory_bytes(config)
-    cap = f"{MEMORY_BUDGET / 2**20:,.0f} MB"
-    if choice.hidden_count:
-        fits = choice.hidden_layers - 1
-        while fits and memory_bytes(_priced(config, hidden_layers=fits)) > MEMORY_BUDGET:
+    field, label = _size_field(config)
+    if field == "hidden_layers":
+        fits = config.model_choice.hidden_layers - 1
+        while fits and need(_priced(config, hidden_layers=fits)) > MEMORY_BUDGET:
             fits -= 1
         advice = (
             f"at most {fits} hidden layers fit at this width and N"
             if fits
             else "a narrower hidden width or a smaller N fits"
         )
-        field, label = "hidden_layers", "hidden layers"
     else:
-        field, label, advice = "d_in", "input width D_in", "smaller widths or a smaller N fit"
+        advice = "smaller widths or a smaller N fit"
     raise ConfigError(
         field,
-        f"{field} ({label}): this model, optimizer and batch would add about "
-        f"{need / 2**20:,.0f} MB to the server's memory, more than the {cap} one request may "
-        f"use; {advice}.",
+        f"{field} ({label}): {what} would add about {need(config) / 2**20:,.0f} MB to the "
+        f"server's memory, more than the {MEMORY_BUDGET / 2**20:,.0f} MB one request may use "
+        f"(this model, optimizer and batch); {advice}.",
     )

@@ -32,12 +32,13 @@ from flax import nnx
 
 from playground.core import metrics
 from playground.core.compiled import freeze, run_compiled
+from playground.core.cost import check_sweep
 from playground.core.dtypes import dtype_facts
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, build_model
 from playground.core.optimizers import build_optimizer
 from playground.core.policy import FLOAT32_TWIN, Policy, policy_for, recipe
-from playground.core.settings import SWEEP_BUDGET, ConfigError, StepConfig, settings
+from playground.core.settings import StepConfig, settings
 from playground.core.step import step_trace
 from playground.core.user_data import UserData, fitted
 
@@ -126,21 +127,9 @@ def _curves_over_scales(
 
 
 def check_sweep_work(config: StepConfig, scales: int) -> None:
-    """ConfigError on ``n`` when scales x N x D_in x D_out exceeds the sweep's work cap.
-
-    The message names the cap and the largest N that fits at this width and dtype.
-    """
-    per_row = config.model_work // config.n
-    if scales * config.model_work <= SWEEP_BUDGET:
-        return
-    fits = max(1, SWEEP_BUDGET // (scales * per_row))
-    raise ConfigError(
-        "n",
-        f"n (batch rows N) must be at most {fits} for a {config.compute_dtype} sweep of this "
-        f"model: its {scales} scales x the model's multiply-adds (N x {per_row:,}) may not exceed "
-        f"2^{math.log2(SWEEP_BUDGET):.3g}, to keep one request to a few seconds; got "
-        f"{config.n}. A smaller N or smaller widths fit.",
-    )
+    """ConfigError when the sweep is over the cost model's work or memory cap
+    (``core.cost.check_sweep``): the message names the field, the cap and what fits."""
+    check_sweep(config, scales)
 
 
 def run_sweep(config: StepConfig, data: UserData | None = None) -> SweepReport:

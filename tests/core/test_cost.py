@@ -114,3 +114,28 @@ def test_downloads_are_refused_before_any_compute_past_the_csv_rows():
     with pytest.raises(ConfigError, match="one row per parameter entry") as refused:
         cost.check_downloads(two_layers)
     assert f"{2 * (1024 * 1024 + 1024):,} entries" in str(refused.value)
+
+
+def test_a_sweep_counts_its_scales_and_every_parameter_entry():
+    config = StepConfig(n=300, d_in=1024, d_out=1024)
+    entries = 1024 * 1024 + 1024
+    # 127 bfloat16 scales x (N x 1024 x 1024 multiply-adds + 192 per parameter entry)
+    assert cost.sweep_work(config, 127) == 127 * (300 * 1024 * 1024 + entries * 192)
+    cost.check_sweep(config, 127)
+    with pytest.raises(ConfigError) as refused:
+        cost.check_sweep(config.replace(n=4096), 127)
+    fits = int(re.search(r"at most (\d+)", str(refused.value)).group(1))
+    assert 127 * (fits * 1024 * 1024 + entries * 192) <= 2**36
+    assert 127 * ((fits + 1) * 1024 * 1024 + entries * 192) > 2**36
+
+
+def test_a_sweep_whose_gradients_overflow_memory_names_the_layers():
+    # 5 hidden layers of 1024: 6 x (1024 x 1024 + 1024) entries, 240 bytes each, > 1 GB
+    config = StepConfig(n=64, d_in=1024, d_out=1024, model="mlp", hidden_layers=5)
+    config = config.replace(hidden_width=1024)
+    assert 192 * 2**20 + 6 * (1024 * 1024 + 1024) * 240 > 2**30
+    with pytest.raises(ConfigError) as refused:
+        cost.check_sweep(config, 127)
+    assert refused.value.field == "hidden_layers"
+    fits = int(re.search(r"at most (\d+) hidden layers", str(refused.value)).group(1))
+    assert cost.sweep_memory_bytes(config.replace(hidden_layers=fits)) <= 2**30
