@@ -10,8 +10,10 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
     /step       two passes (the mixed step and its float32 twin) <= STEP_BUDGET; /downloads and
                 the page's commit are a /step, and /downloads also needs at most
                 MAX_GRADIENT_ROWS parameter entries (one CSV row each), checked before the step
-    /dynamics   steps x the model's multiply-adds x the recipe's factor <= WORK_BUDGET
-                (``caps.steps_within_budget``; none when one step does not fit)
+    /dynamics   steps x (the model's multiply-adds x the recipe's factor + RUN_ELEMENTWISE
+                per parameter entry + RUN_STEP_OVERHEAD) <= WORK_BUDGET (``run_step_work``,
+                ``caps.steps_within_budget``; none when one step does not fit): its three runs'
+                optimizer updates, roundings and per-step records cost per entry and per step
     /sweep      scales x (the model's multiply-adds x the recipe's factor + SWEEP_ELEMENTWISE
                 per parameter entry: each scale's gradients, error norms and masks) <=
                 SWEEP_BUDGET, and its memory (a batch of 8 scales' gradients at once) <=
@@ -71,6 +73,10 @@ SWEEP_ELEMENTWISE = 192
 # the batch's 8 scales.
 SWEEP_ENTRY_BYTES = 240
 SWEEP_BATCH = 8
+# A training run, per parameter entry and step (three runs' optimizer updates, roundings and
+# checks: measured about 300 multiply-adds' time) and per step (the loop and its records).
+RUN_ELEMENTWISE = 320
+RUN_STEP_OVERHEAD = 2**23
 
 
 class Priced(Protocol):
@@ -114,6 +120,13 @@ def memory_bytes(config: Priced) -> int:
     widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
     per_entry = PARAMETER_BYTES + STATE_BYTES * OPTIMIZER_STATE[config.optimizer]
     return FIXED_BYTES + entries * per_entry + config.n * sum(widths) * ACTIVATION_BYTES
+
+
+def run_step_work(config: Priced) -> int:
+    """The work one training step of ``config`` counts against the run's cap (see the rule)."""
+    entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
+    matmuls = config.model_work * RECIPE_FACTOR[config.compute_dtype]
+    return math.ceil(matmuls + entries * RUN_ELEMENTWISE + RUN_STEP_OVERHEAD)
 
 
 def sweep_work(config: Priced, scales: int) -> float:

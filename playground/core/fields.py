@@ -136,8 +136,9 @@ class SettingsTable:
             "training steps",
             1,
             MAX_STEPS,
-            f"SGD steps per run; at most 2^{math.log2(WORK_BUDGET):.3g} / (N x D_in x D_out) of "
-            "them, to keep one run to a few seconds.",
+            f"SGD steps per run; at most 2^{math.log2(WORK_BUDGET):.3g} / (one step's work: "
+            "N x the model's multiply-adds, plus its parameter updates) of them, to keep one run "
+            "to a few seconds.",
             integer=True,
             group="dynamics",
         ),

@@ -42,7 +42,7 @@ from playground.core.caps import (
     WORK_FACTOR,
     steps_within_budget,
 )
-from playground.core.cost import RECIPE_FACTOR, check_step
+from playground.core.cost import check_step, run_step_work
 from playground.core.fields import FP8_SCALINGS, PURE_ROUNDINGS, SCALING_MODES, SettingsTable
 from playground.core.models import MODELS, ModelChoice
 
@@ -108,26 +108,26 @@ class StepConfig(SettingsTable):
 
     @property
     def max_steps(self) -> int:
-        """The most training steps allowed for this model, shape and recipe (see WORK_BUDGET;
-        float8's scaling counts, ``core.cost.RECIPE_FACTOR``); 0 when one step is over it."""
-        return steps_within_budget(math.ceil(self.model_work * RECIPE_FACTOR[self.compute_dtype]))
+        """The most training steps allowed for this model, shape and recipe: WORK_BUDGET over
+        one step's work (``core.cost.run_step_work``); 0 when one step is over it."""
+        return steps_within_budget(run_step_work(self))
 
     def check_run(self) -> StepConfig:
         """Self, after checking the cross-field cap of a training run; ConfigError on ``steps``."""
         if self.max_steps == 0:
             raise ConfigError(
                 "n",
-                f"n (batch rows N): one training step of this model ({self.model_work:,} "
-                f"multiply-adds) is over the run's cap of 2^{math.log2(WORK_BUDGET):.3g}; got "
-                f"{self.n}. A smaller N or smaller widths fit.",
+                f"n (batch rows N): one training step of this model ({run_step_work(self):,} "
+                f"multiply-adds of work) is over the run's cap of "
+                f"2^{math.log2(WORK_BUDGET):.3g}; got {self.n}. A smaller N or smaller widths fit.",
             )
         if self.steps > self.max_steps:
             shape = " x ".join(map(str, self.shape))
             raise ConfigError(
                 "steps",
                 f"steps (training steps) must be an integer in [1, {self.max_steps}] at "
-                f"N x D_in x D_out = {shape} for this model (steps x its multiply-adds, "
-                f"{self.model_work:,} a step, <= 2^{math.log2(WORK_BUDGET):.3g}); got "
+                f"N x D_in x D_out = {shape} for this model (steps x its work, "
+                f"{run_step_work(self):,} a step, <= 2^{math.log2(WORK_BUDGET):.3g}); got "
                 f"{self.steps}. Fewer steps or a smaller shape fit.",
             )
         return self

@@ -57,8 +57,20 @@ def test_memory_by_hand():
 
 def test_the_largest_linear_step_is_accepted_with_its_training_steps():
     config = StepConfig(**LARGEST_LINEAR)
-    assert config.max_steps == 2**35 // (4096 * 1024 * 1024) == 8
-    assert StepConfig(**LARGEST_LINEAR, compute_dtype="float8").max_steps == int(8 / 1.25)
+    entries = 1024 * 1024 + 1024
+    # a training step: the matmuls, 320 per parameter entry, 2^23 for the step itself
+    assert config.max_steps == 2**35 // (4096 * 1024 * 1024 + entries * 320 + 2**23) == 7
+    float8 = StepConfig(**LARGEST_LINEAR, compute_dtype="float8")
+    assert float8.max_steps == 2**35 // (4096 * 1024 * 1024 * 1.25 + entries * 320 + 2**23)
+
+
+def test_a_wide_model_at_a_small_batch_pays_for_its_parameter_updates():
+    # 85 steps of this model took 12 s (6.3 M entries); its entries now bound the run.
+    config = StepConfig(n=64, d_in=1024, d_out=1024, model="mlp", hidden_layers=5)
+    config = config.replace(hidden_width=1024, optimizer="adam")
+    entries = 6 * (1024 * 1024 + 1024)
+    matmuls = 64 * (1024 * 1024 * 6)
+    assert config.max_steps == 2**35 // (matmuls + entries * 320 + 2**23) == 14
 
 
 def test_a_step_over_the_work_cap_names_n_and_what_fits():
@@ -104,7 +116,9 @@ def test_every_accepted_request_is_within_both_caps():
                     assert cost.step_work(config) <= 2**35
                     assert cost.memory_bytes(config) <= 2**30
                     factor = 1.25 if dtype == "float8" else 1.0
-                    assert config.max_steps * config.model_work * factor <= 2**35
+                    entries = cost.parameter_entries(config.model_choice, 1024, 1024)
+                    step = config.model_work * factor + entries * 320 + 2**23
+                    assert config.max_steps * step <= 2**35
 
 
 def test_downloads_are_refused_before_any_compute_past_the_csv_rows():

@@ -101,13 +101,16 @@ def test_steps_are_one_compiled_call_reused_across_rates_and_scales():
 
 def test_work_cap_scales_the_step_limit_with_the_shape():
     largest = StepConfig(n=4096, d_in=1024, d_out=1024)
-    assert StepConfig(n=1024, d_in=256, d_out=128).max_steps == 1000
-    # steps x N x D_in x D_out <= 2^35: a few seconds of training on 2 vCPUs.
-    assert largest.max_steps == 2**35 // (4096 * 1024 * 1024) == 8
+    # steps x (N x D_in x D_out + 320 per parameter entry + 2^23) <= 2^35 (core.cost): a few
+    # seconds of training on 2 vCPUs.
+    medium = 1024 * 256 * 128 + (256 * 128 + 128) * 320 + 2**23
+    assert StepConfig(n=1024, d_in=256, d_out=128).max_steps == 2**35 // medium == 654
+    step = 4096 * 1024 * 1024 + (1024 * 1024 + 1024) * 320 + 2**23
+    assert largest.max_steps == 2**35 // step == 7
     with pytest.raises(ConfigError) as caught:
-        run_dynamics(largest, 9)
+        run_dynamics(largest, 8)
     assert caught.value.field == "steps"
-    assert "[1, 8]" in str(caught.value) and "4096 x 1024 x 1024" in str(caught.value)
+    assert "[1, 7]" in str(caught.value) and "4096 x 1024 x 1024" in str(caught.value)
     # An MLP counts every layer's multiply-adds: 2 hidden layers of 1024 at 1024 x 1024 in/out.
     mlp = largest.replace(model="mlp", hidden_layers=2, hidden_width=1024)
     assert mlp.model_work == 4096 * 3 * 1024 * 1024 and mlp.max_steps == 2
