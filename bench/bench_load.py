@@ -14,10 +14,13 @@ own X-Forwarded-For visitor; only documentation addresses, 192.0.2.x and 198.51.
            under 3 s;
   flood    while one visitor floods /dynamics (FLOOD concurrent requests, for FLOOD_SECONDS),
            another visitor's /step calls: p95 and max under 3 s, no HTTP 503;
-  caps     the slowest single request at the largest allowed settings (/step 4096 x 1024 x
-           1024, the largest /dynamics and the largest sweep the server accepts, first calls)
-           against 8 x the largest /step's warm time. Measured last: a request past its
-           time limit is abandoned and the server restarted.
+  fair     with PLAYGROUND_TRUSTED_PROXIES=1, one visitor sends 300 of the largest accepted
+           MLP /step calls, 8 raw joins of the page's commit event and 10 training runs with
+           rotated left-hand X-Forwarded-For values: another visitor's /step and page commit
+           within 3 s, no 503, its sweep not behind a backlog, the flood answered 200 or 429;
+  caps     each endpoint's largest request that the cost model (core/cost.py) accepts, priced
+           in-process: first and warm time against 8 x the largest linear /step's warm time,
+           and what its first call adds to the server's peak memory (VmHWM) against 1 GB.
 
 Progress goes to stderr, result lines (measured value, target, PASS/FAIL) to stdout. Takes
 about 10 minutes on 2 vCPUs; it always exits 0. The server process is always stopped.
@@ -39,10 +42,12 @@ import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tests"))
+sys.path.insert(0, str(REPO_ROOT))
 
 from app_server import AppServer  # noqa: E402
 from http_calls import (  # noqa: E402
     DEFAULT_STEP,
+    FIELDS,
     RUN_FIELDS,
     STEP_FIELDS,
     Answer,
@@ -53,8 +58,15 @@ from http_calls import (  # noqa: E402
 DYNAMICS_FIELDS = (*STEP_FIELDS, *RUN_FIELDS)
 DEFAULTS = dict(zip(STEP_FIELDS, DEFAULT_STEP, strict=True))
 LARGEST_SHAPE = {"n": 4096, "d_in": 1024, "d_out": 1024}
-MAX_STEPS = 1000  # the settings table's limit; the server names a lower one per shape
 MEDIUM = {"n": 1024, "d_in": 256, "d_out": 128}
+# The MLP whose step the cost model prices highest at full widths: its N is the largest accepted.
+LARGEST_MLP_SETTINGS = LARGEST_SHAPE | {
+    "model": "mlp",
+    "hidden_layers": 3,
+    "hidden_width": 1024,
+    "compute_dtype": "float8",
+    "optimizer": "adam",
+}
 
 STEP_SHAPES_MB, DYNAMICS_SETTINGS_MB, REPEAT_MB = 80.0, 40.0, 20.0
 CLASS_VISITORS, CLASS_CALLS, LATENCY_TARGET = 30, 5, 3.0
@@ -304,90 +316,239 @@ def flood(url: str) -> None:
     )
 
 
-RANGE = re.compile(r"^(\w+) \(.*?\bin \[(-?\d+), (\d+)\]")
+# ---- the cost model's largest requests --------------------------------------------------------
 
 
-def largest_accepted(url: str, api: str, values: dict[str, Any], timeout: float):
-    """Send the request; while it is refused naming a field and its range [low, high], set the
-    field to ``high`` and resend (a few times at most). Returns (values sent, answer)."""
-    fields = DYNAMICS_FIELDS if api == "dynamics" else STEP_FIELDS
-    who = visitor("192.0.2.202")
-    for _ in range(6):
-        answer = attempt(url, api, [values[name] for name in fields], who, timeout=timeout)
-        match = RANGE.match(answer.message) if answer.kind in ("error", "http") else None
-        if not match or match.group(1) not in values:
-            return values, answer
-        log(f"  /{api} refused: {answer.message[:160]}")
-        values = values | {match.group(1): int(match.group(3))}
-    return values, answer
+def memory_mb(pid: int, field: str) -> float:
+    """VmRSS or VmHWM (the peak since the last reset) of the server process, in MB."""
+    with open(f"/proc/{pid}/status") as status:
+        match = re.search(rf"^{field}:\s+(\d+) kB", status.read(), re.MULTILINE)
+    return int(match.group(1)) / 1024 if match else float("nan")
 
 
-def describe(values: dict[str, Any], api: str) -> str:
-    shape = "x".join(str(values[name]) for name in ("n", "d_in", "d_out"))
-    extra = f", {values['steps']} steps, {values['mode']}" if api == "dynamics" else ""
-    return f"{shape} {values['compute_dtype']}{extra}"
+def reset_peak(pid: int) -> None:
+    """Reset the process's VmHWM to its current RSS (Linux: "5" to /proc/<pid>/clear_refs)."""
+    with open(f"/proc/{pid}/clear_refs", "w") as refs:
+        refs.write("5")
 
 
-def work_caps(server: AppServer) -> AppServer:
-    url = server.url
-    largest = args(**LARGEST_SHAPE)
-    who = visitor("192.0.2.202")
-    log("caps: largest /step, first call and 3 warm calls")
-    first = must(attempt(url, "step", largest, who), "largest /step")
-    warm = [must(attempt(url, "step", largest, who), "largest /step").seconds for _ in range(3)]
-    step_warm = statistics.median(warm)
-    budget = CAP_FACTOR * step_warm
-    info_line(
-        f"caps: /step 4096x1024x1024: first call {first.seconds:.2f} s, warm {step_warm:.2f} s "
-        f"(median of 3); {CAP_FACTOR:.0f} x warm = {budget:.1f} s"
-    )
-    timeout = max(90.0, 4 * budget)
-    slowest = [("/step first call", first.seconds, "")]
-    heavy = [
-        (
-            "dynamics",
-            DEFAULTS | LARGEST_SHAPE | {"steps": MAX_STEPS, "mode": "dynamic", "period": 2000},
-        ),
-        ("sweep", DEFAULTS | LARGEST_SHAPE | {"compute_dtype": "bfloat16"}),
+def largest_n(accepts) -> int:
+    """The largest N in [1, 4096] that ``accepts(n)`` (monotone: True up to some N)."""
+    low, high = 1, 4096
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if accepts(middle) else (low, middle - 1)
+    return low
+
+
+def largest_requests() -> list[tuple[str, str, list[Any]]]:
+    """(row name, endpoint, positional inputs): the largest request of each endpoint that the
+    cost model (core/cost.py, with each endpoint's own cap) accepts."""
+    from playground.core.settings import ConfigError, StepConfig
+    from playground.core.sweep import check_sweep_work, sweep_exponents
+
+    def valid(**settings: Any) -> StepConfig | None:
+        try:
+            return StepConfig(**settings)
+        except ConfigError:
+            return None
+
+    def sweep_fits(settings: dict[str, Any], n: int) -> bool:
+        config = valid(**settings | {"n": n})
+        if config is None:
+            return False
+        try:
+            check_sweep_work(config, sweep_exponents(config.compute_dtype).size)
+        except ConfigError:
+            return False
+        return True
+
+    mlp = dict(LARGEST_MLP_SETTINGS)
+    mlp |= {"n": largest_n(lambda n: valid(**mlp | {"n": n}) is not None)}
+    # The most parameter entries a step accepts: the widest MLP at a small batch.
+    wide = LARGEST_SHAPE | {"model": "mlp", "hidden_width": 1024, "optimizer": "adam", "n": 64}
+    wide |= {"hidden_layers": max(h for h in range(1, 9) if valid(**wide | {"hidden_layers": h}))}
+    linear = dict(LARGEST_SHAPE)
+    rows = [
+        ("/step largest linear", "step", linear),
+        (f"/step largest MLP ({describe(mlp)})", "step", mlp),
+        (f"/step widest MLP ({describe(wide)})", "step", wide),
+        ("/downloads largest linear", "downloads", linear),
+        ("/export largest linear", "export", linear),
     ]
-    for api, values in heavy:
-        log(f"caps: the largest /{api} the server accepts (gives up after {timeout:.0f} s)")
-        values, answer = largest_accepted(url, api, values, timeout)
-        what = describe(values, api)
-        if answer.kind == "complete":
-            measured = f"{answer.seconds:.1f} s"
-        elif answer.kind == "timeout":
-            measured = f"> {timeout:.0f} s (abandoned)"
-        else:
-            measured = f"refused: {answer.message[:160]}"
-        ok = answer.kind in ("complete", "timeout") and answer.seconds <= budget
-        result_line(
-            f"caps: largest allowed /{api} ({what}), first call",
-            measured,
-            f"<= {CAP_FACTOR:.0f} x largest /step warm = {budget:.1f} s",
-            ok if answer.kind in ("complete", "timeout") else None,
-        )
-        if answer.kind in ("complete", "timeout"):
-            slowest.append((f"/{api} {what}", answer.seconds, answer.kind))
-        if answer.kind == "timeout" and api != heavy[-1][0]:
-            log("caps: restarting the server (the abandoned request is still running)")
-            server.stop()
-            server = AppServer(log_name="bench_load_server.log").start()
-            url = server.url
-    name, seconds, kind = max(slowest, key=lambda item: item[1])
-    result_line(
-        "caps: slowest single request at the largest allowed settings",
-        f"{'> ' if kind == 'timeout' else ''}{seconds:.1f} s ({name})",
-        f"<= {CAP_FACTOR:.0f} x largest /step warm = {budget:.1f} s",
-        seconds <= budget,
+    for name, settings in (("linear", linear), ("MLP", mlp), ("widest MLP", wide)):
+        steps = StepConfig(**settings).max_steps
+        run = settings | {"steps": steps, "mode": "dynamic", "period": 2000}
+        rows.append((f"/dynamics {name} ({describe(run)})", "dynamics", run))
+    for dtype in ("bfloat16", "float8"):
+        settings = linear | {"compute_dtype": dtype}
+        settings |= {"n": largest_n(lambda n, s=settings: sweep_fits(s, n))}
+        rows.append((f"/sweep largest linear ({describe(settings)})", "sweep", settings))
+    for layers in range(8, 0, -1):  # the deepest MLP of width 1024 that a sweep accepts
+        deep = mlp | {"hidden_layers": layers, "n": 1}
+        if sweep_fits(deep, 1):
+            deep |= {"n": largest_n(lambda n, d=deep: sweep_fits(d, n))}
+            rows.append((f"/sweep deepest MLP ({describe(deep)})", "sweep", deep))
+            break
+    return [(name, api, api_inputs(api, settings)) for name, api, settings in rows] + [
+        ("/inspect", "inspect", [1e-8])
+    ]
+
+
+def describe(settings: dict[str, Any]) -> str:
+    parts = [f"N={settings['n']}", f"{settings.get('d_in', 64)}x{settings.get('d_out', 16)}"]
+    if settings.get("model") == "mlp":
+        parts.append(f"mlp {settings['hidden_layers']}x{settings['hidden_width']}")
+    parts += [settings.get("compute_dtype", "bfloat16"), settings.get("optimizer", "sgd")]
+    if "steps" in settings:
+        parts.append(f"{settings['steps']} steps")
+    return " ".join(str(part) for part in parts)
+
+
+def api_inputs(api: str, settings: dict[str, Any]) -> list[Any]:
+    """Positional inputs of ``api`` (the public order of tests/http_calls.FIELDS)."""
+    values = (
+        DEFAULTS
+        | {"steps": 200, "mode": "static", "period": 100}
+        | {"model": "linear", "hidden_layers": 2, "hidden_width": 64, "activation": "relu"}
+        | {"optimizer": "sgd", "data": None, "fp8_scaling": "current", "amax_history": 16}
+        | {"pure_rounding": "nearest"}
+        | settings
     )
-    return server
+    return [values[name] for name in FIELDS["dynamics" if api == "dynamics" else "step"]]
+
+
+def work_caps(server: AppServer) -> None:
+    """Each endpoint's largest accepted request: its first and warm time against 8 x the
+    largest linear /step's warm time, and what its first call adds to the server's peak
+    memory (VmHWM, reset just before, over VmRSS then) against 1 GB."""
+    url, pid = server.url, server.process.pid
+    who = visitor("192.0.2.202")
+    rows = largest_requests()
+    budget = None
+    for name, api, inputs in rows:
+        reset_peak(pid)
+        before = memory_mb(pid, "VmRSS")
+        first = attempt(url, api, inputs, who, timeout=CALL_TIMEOUT)
+        added = memory_mb(pid, "VmHWM") - before
+        warm = attempt(url, api, inputs, who, timeout=CALL_TIMEOUT)
+        if first.kind != "complete" or warm.kind != "complete":
+            result_line(
+                f"caps: {name}",
+                f"refused: {(warm.message or first.message)[:200]}",
+                "accepted",
+                False,
+            )
+            continue
+        if budget is None:  # the first row is the largest linear /step
+            budget = CAP_FACTOR * warm.seconds
+            info_line(f"caps: {name} warm {warm.seconds:.2f} s; 8 x = {budget:.2f} s")
+        result_line(
+            f"caps: {name} time",
+            f"first {first.seconds:.2f} s, warm {warm.seconds:.2f} s",
+            f"warm <= {CAP_FACTOR:.0f} x largest linear /step warm = {budget:.2f} s",
+            warm.seconds <= budget,
+        )
+        result_line(
+            f"caps: {name} peak memory added", f"{added:.0f} MB", "<= 1024 MB", added <= 1024
+        )
+
+
+# ---- a fair share per visitor -------------------------------------------------------------
+
+
+def fair_share(url: str) -> None:
+    """One visitor sends 300 of the largest accepted MLP /step calls, 8 raw joins of the page's
+    commit event and 10 training runs with rotated left-hand X-Forwarded-For values (the app
+    runs with PLAYGROUND_TRUSTED_PROXIES=1); meanwhile another visitor's /step and commit
+    (10 each) answer within 3 s with no 503, and its sweep waits only for the runs admitted."""
+    import uuid
+
+    from http_calls import fn_index, join, request_body
+
+    mlp_inputs = next(
+        inputs for name, api, inputs in largest_requests() if "/step largest MLP" in name
+    )
+    commit = fn_index(url, "on_commit")
+    statuses: dict[int, int] = {}
+    flooder = "192.0.2.66"
+    run = api_inputs("dynamics", MEDIUM | {"steps": 300})
+
+    def page_inputs(inputs: list[Any]) -> list[Any]:
+        return [*inputs, None, None]
+
+    def flood_once() -> None:
+        with httpx.Client(timeout=60) as client:
+
+            def post(path: str, content: str, forwarded: str) -> None:
+                response = client.post(
+                    f"{url}gradio_api/{path}",
+                    content=content,
+                    headers={"content-type": "application/json", "X-Forwarded-For": forwarded},
+                )
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+            for index in range(10):
+                post("call/dynamics", request_body(run), f"192.0.2.{100 + index}, {flooder}")
+            for _ in range(8):
+                body = {
+                    "data": page_inputs(mlp_inputs),
+                    "fn_index": commit,
+                    "session_hash": uuid.uuid4().hex[:11],
+                }
+                post("queue/join", httpx.Request("POST", url, json=body).content.decode(), flooder)
+            for _ in range(300):
+                post("call/step", request_body(mlp_inputs), flooder)
+                time.sleep(0.02)
+
+    must(attempt(url, "step", mlp_inputs, visitor(flooder), timeout=CALL_TIMEOUT), "warm MLP")
+    thread = threading.Thread(target=flood_once, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    who = visitor("198.51.100.7")
+    steps, commits = [], []
+    for index in range(10):
+        steps.append(attempt(url, "step", DEFAULT_STEP, who, timeout=60))
+        commits.append(
+            join(
+                url,
+                commit,
+                page_inputs(api_inputs("step", {})),
+                who,
+                session_hash=f"bench{index}",
+                timeout=60,
+            )
+        )
+    sweep = attempt(url, "sweep", DEFAULT_STEP, who, timeout=CALL_TIMEOUT)
+    thread.join(CALL_TIMEOUT)
+    for name, answers in (("/step", steps), ("page commit", commits)):
+        worst = max(answer.seconds for answer in answers)
+        bad = [a for a in answers if a.kind != "complete" or a.status == 503]
+        result_line(
+            f"fair share: the honest visitor's {name}, slowest of {len(answers)}",
+            f"{worst:.2f} s, {len(bad)} not answered",
+            "<= 3 s, all answered",
+            worst <= LATENCY_TARGET and not bad,
+        )
+    result_line(
+        "fair share: the honest visitor's sweep during the flood",
+        f"{sweep.seconds:.1f} s ({sweep.kind})",
+        "answered, no backlog (<= 30 s)",
+        sweep.kind == "complete" and sweep.seconds <= 30,
+    )
+    result_line(
+        "fair share: the flooding visitor's 318 requests",
+        str(dict(sorted(statuses.items()))),
+        "only 200 and 429",
+        set(statuses) <= {200, 429},
+    )
 
 
 def main() -> None:
     began = time.perf_counter()
     # A terminated bench still stops its server (the finally below runs on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.environ["PLAYGROUND_TRUSTED_PROXIES"] = "1"  # the visitor: the right-hand entry
     server = AppServer(log_name="bench_load_server.log")
     try:
         log("starting python app.py")
@@ -397,7 +558,8 @@ def main() -> None:
         memory(server.url, pid)
         a_class(server.url)
         flood(server.url)
-        server = work_caps(server)
+        fair_share(server.url)
+        work_caps(server)
     finally:
         server.stop()
     log(f"done in {time.perf_counter() - began:.0f} s")
