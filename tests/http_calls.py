@@ -220,3 +220,46 @@ def join(
                         break
     answer.seconds = time.perf_counter() - start
     return answer
+
+
+def joins(
+    url: str,
+    index: int,
+    inputs: list[list[Any]],
+    headers: dict[str, str] | None = None,
+    *,
+    session_hash: str,
+    timeout: float = TIMEOUT,
+) -> list[Answer]:
+    """Several events of one session joined back to back, their results read from the
+    session's one stream (as the page reads them); answers in the order joined, each timed
+    from the first join."""
+    headers = headers or {}
+    start = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    answers: dict[str, Answer] = {}
+    with httpx.Client(timeout=timeout) as client:
+        order = []
+        for data in inputs:
+            posted = client.post(
+                f"{url}gradio_api/queue/join",
+                json={"data": data, "fn_index": index, "session_hash": session_hash},
+                headers=headers,
+            )
+            posted.raise_for_status()
+            order.append(posted.json()["event_id"])
+        stream_url = f"{url}gradio_api/queue/data?session_hash={session_hash}"
+        with client.stream("GET", stream_url, headers=headers) as stream:
+            for line in stream.iter_lines():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"joins {index}: no results within {timeout:.0f} s")
+                message = json.loads(line[5:]) if line.startswith("data:") else {}
+                if message.get("msg") == "process_completed" and message["event_id"] in order:
+                    output = message.get("output") or {}
+                    kind = "complete" if message.get("success") else "error"
+                    answer = Answer(kind, 200, output.get("data", output.get("error")))
+                    answer.seconds = time.perf_counter() - start
+                    answers[message["event_id"]] = answer
+                    if len(answers) == len(order):
+                        break
+    return [answers[event_id] for event_id in order]

@@ -9,7 +9,9 @@ Rules:
               visitor's share, so another visitor's small request always finds a place and
               never waits behind large work. The heavy lane (sweeps and training runs) runs
               one at a time, and a session's own page events (private ones) one at a time, in
-              order, as their one-slot lane ran them before.
+              order, as their one-slot lane ran them before; one still waiting there when a
+              newer event of the same kind from the session comes is replaced by it (answered
+              with a skip), so a session never piles up page events.
 """
 
 from __future__ import annotations
@@ -86,6 +88,11 @@ def open_lanes(blocks: gr.Blocks) -> None:
 LARGE_LANE: asyncio.Lock | None = None  # made in the server's event loop, on first use
 # One lock per session with a page event running or waiting; dropped when none holds it.
 SESSION_LANES: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+# The newest ticket of each (session, event) waiting or running: an older one still waiting
+# when a newer one came is replaced by it.
+NEWEST: dict[tuple[str, int], int] = {}
+# What a replaced event answers: a skip, which changes nothing on the page.
+REPLACED = {"prediction": {"__type__": "update"}, "duration": 0.0, "is_generating": False}
 
 
 def event_work(fn: Any, inputs: list[Any]) -> float:
@@ -115,14 +122,23 @@ async def in_lane(
     fn: Any, inputs: list[Any], call: Callable[[], Awaitable[Any]], session: str | None = None
 ) -> Any:
     """``call()`` in ``fn``'s lane (see the module rule): after the session's earlier page
-    events when ``fn`` is a private one, and after the large lane when its work on ``inputs``
-    is over LARGE_WORK. Gradio's validators (no lane) pass straight through."""
+    events when ``fn`` is a private one (answered as a skip instead, when a newer event of the
+    same kind from the session came meanwhile), and after the large lane when its work on
+    ``inputs`` is over LARGE_WORK. Gradio's validators (no lane) pass straight through."""
     if fn.concurrency_id is None:
         return await call()
     if session and fn.api_visibility == "private":
+        key = (session, fn._id)
+        NEWEST[key] = ticket = NEWEST.get(key, 0) + 1
         lock = SESSION_LANES.setdefault(session, asyncio.Lock())
         async with lock:
-            return await _sized(fn, inputs, call)
+            if NEWEST.get(key) != ticket:  # a newer event of this kind waits: it replaces this
+                return REPLACED | {"iterator": None}
+            try:
+                return await _sized(fn, inputs, call)
+            finally:
+                if NEWEST.get(key) == ticket:
+                    del NEWEST[key]
     return await _sized(fn, inputs, call)
 
 

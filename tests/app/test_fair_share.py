@@ -13,7 +13,10 @@ training runs with rotated left-hand X-Forwarded-For values:
   - its sweep waits only for the runs already admitted (one heavy run per visitor), never a
     backlog: it finishes within SWEEP_LIMIT seconds;
   - every refusal of the flooding visitor is HTTP 429 naming its limit, and at most one of its
-    ten training runs is admitted.
+    ten training runs is admitted;
+  - a session's newer page event replaces its own waiting one of the same kind: of three
+    commits joined back to back, the first and the last compute, the middle one answers as a
+    skip (every output unchanged).
 """
 
 from __future__ import annotations
@@ -30,7 +33,16 @@ import pytest
 from starlette.datastructures import Headers
 
 from app_server import AppServer
-from http_calls import DEFAULT_STEP, Answer, call, fn_index, join, request_body, visitor
+from http_calls import (
+    DEFAULT_STEP,
+    Answer,
+    call,
+    fn_index,
+    join,
+    joins,
+    request_body,
+    visitor,
+)
 from playground.ui.fair_use import trusted_proxies
 from playground.ui.fair_use import visitor as visitor_key
 
@@ -193,3 +205,23 @@ def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
     assert all(SHARE_TEXT in text or HEAVY_TEXT in text for text in refusals), refusals[:3]
     admitted_runs = 10 - sum(text.startswith("call/dynamics") for text in refusals)
     assert admitted_runs <= 1, f"{admitted_runs} of the 10 training runs were admitted"
+
+
+def _skipped(answer: Answer) -> bool:
+    """An answer that changes nothing: every output a bare update."""
+    return all(output == {"__type__": "update"} for output in answer.payload)
+
+
+def test_a_sessions_newer_commit_replaces_its_waiting_one(proxied_url):
+    commit = fn_index(proxied_url, "on_commit")
+    seeds = [[seed, *LARGEST_MLP[1:]] for seed in (11, 12, 13)]
+    first, middle, last = joins(
+        proxied_url,
+        commit,
+        [_commit_inputs(step) for step in seeds],
+        visitor("198.51.100.31"),
+        session_hash="replaced1",
+        timeout=60,
+    )
+    assert [first.kind, middle.kind, last.kind] == ["complete"] * 3
+    assert not _skipped(first) and _skipped(middle) and not _skipped(last)
