@@ -15,8 +15,8 @@ training runs with rotated left-hand X-Forwarded-For values:
   - every refusal of the flooding visitor is HTTP 429 naming its limit, and at most one of its
     ten training runs is admitted;
   - a session's newer page event replaces its own waiting one of the same kind: of three
-    commits joined back to back, the first and the last compute, the middle one answers as a
-    skip (every output unchanged).
+    commits joined back to back, the last computes and at most one of the older two does
+    (the other changes nothing).
 """
 
 from __future__ import annotations
@@ -208,8 +208,11 @@ def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
 
 
 def _skipped(answer: Answer) -> bool:
-    """An answer that changes nothing: every output a bare update."""
-    return all(output == {"__type__": "update"} for output in answer.payload)
+    """An answer that changes nothing: no outputs (replaced still in Gradio's queue, answered
+    as Gradio's /cancel answers) or every output a bare update (replaced in its session's
+    lane)."""
+    outputs = answer.payload
+    return outputs is None or all(output == {"__type__": "update"} for output in outputs)
 
 
 def test_a_sessions_newer_commit_replaces_its_waiting_one(proxied_url):
@@ -224,4 +227,7 @@ def test_a_sessions_newer_commit_replaces_its_waiting_one(proxied_url):
         timeout=60,
     )
     assert [first.kind, middle.kind, last.kind] == ["complete"] * 3
-    assert not _skipped(first) and _skipped(middle) and not _skipped(last)
+    # The newest computes; of the two older ones at most one did (the first may already have
+    # been running, or still queued when the second came).
+    assert not _skipped(last)
+    assert _skipped(first) or _skipped(middle), "three commits of one session all computed"
