@@ -2,27 +2,20 @@
 
 Rule: a format is one entry of ``DTYPES`` (a name numpy understands through JAX and ml_dtypes).
 Every fact about it (largest value, smallest normal and subnormal, eps, bit widths, whether it
-has an infinity) is read from ``jnp.finfo``; nothing is typed in. Config choices, sweep bounds,
-chart bands and page text all read from here, so adding a dtype is one entry.
+has an infinity) is read from ``jnp.finfo``; nothing is typed in. Sweep bounds, chart bands and
+page text all read from here, so adding a dtype is one entry.
 
-A compute dtype (``COMPUTE_DTYPES``, the ``compute_dtype`` setting) names what a step computes
-in. bfloat16 and float16 are formats; ``float8`` is a recipe of two formats (the FP8 formats
-paper's hybrid, NVIDIA TransformerEngine's default)::
-
-    forward_format("float8")  = float8_e4m3fn   weights and inputs of every matmul (max 448)
-    gradient_format("float8") = float8_e5m2     the gradient flowing back into it (max 57344)
-    forward_format(d) = gradient_format(d) = d  for bfloat16 and float16
-
-so code that needs one format's facts asks for the format of the tensor it is looking at.
+What a step computes in (the ``compute_dtype`` setting) is a recipe of ``core.policy``, not a
+format: a recipe names the formats it uses (``recipe(name).forward_format`` for the weights and
+inputs of every matmul, ``gradient_format`` for the gradient flowing back into it), and code that
+needs one format's facts asks for the format of the tensor it is looking at.
 
 Example::
 
-    >>> dtype_facts("float16").max
-    65504.0
-    >>> COMPUTE_DTYPES
-    ('bfloat16', 'float16', 'float8')
-    >>> dtype_facts(gradient_format("float8")).max
+    >>> dtype_facts("float8_e5m2").max
     57344.0
+    >>> DTYPES[0]
+    'float32'
 """
 
 from __future__ import annotations
@@ -37,11 +30,6 @@ import numpy as np
 
 # float32 first: it is the reference every other format is compared with.
 DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
-FLOAT8 = "float8"
-# The recipe's formats: E4M3 (more precision) forward, E5M2 (more range) for gradients.
-FLOAT8_FORMATS = {"forward": "float8_e4m3fn", "gradient": "float8_e5m2"}
-# What a step can compute in: the 16-bit formats, and the float8 recipe.
-COMPUTE_DTYPES = ("bfloat16", "float16", FLOAT8)
 CLASSES = ("zero", "flushed", "subnormal", "normal", "overflow", "nonfinite")
 
 
@@ -69,26 +57,17 @@ class DtypeFacts:
 
 def _check_dtype(name: str) -> None:
     if name not in DTYPES:
-        hint = " (a recipe: ask forward_format or gradient_format)" if name == FLOAT8 else ""
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}{hint}")
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
 
 
-def _check_compute(compute: str) -> None:
-    if compute not in COMPUTE_DTYPES:
-        choices = ", ".join(COMPUTE_DTYPES)
-        raise ValueError(f"compute dtype must be one of {choices}; got {compute!r}")
-
-
-def forward_format(compute: str) -> str:
-    """The format of the forward pass's low-precision tensors under ``compute`` (see the rule)."""
-    _check_compute(compute)
-    return FLOAT8_FORMATS["forward"] if compute == FLOAT8 else compute
+# Kept only while sections/lab/tab.py reads them: the recipes of core.policy hold these facts
+# (recipe(name).gradient_format; BitView.saturates for the saturated column).
+FLOAT8_FORMATS = {"forward": "float8_e4m3fn", "gradient": "float8_e5m2"}
 
 
 def gradient_format(compute: str) -> str:
-    """The format of the backward pass's low-precision gradients under ``compute``."""
-    _check_compute(compute)
-    return FLOAT8_FORMATS["gradient"] if compute == FLOAT8 else compute
+    """``core.policy.recipe(compute).gradient_format`` for the lab tab until it asks the recipe."""
+    return FLOAT8_FORMATS["gradient"] if compute == "float8" else compute
 
 
 def numpy_dtype(name: str) -> np.dtype:
