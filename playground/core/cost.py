@@ -4,7 +4,7 @@ Rule: every endpoint's request is priced from its settings before any JAX code r
 over a cap is refused with a ConfigError that names the field, the cap and what fits.
 
     pass work   N x the model's multiply-adds per row (``ModelSpec.work``), times the recipe's
-                factor (float8 scales, clips and casts every tensor: RECIPE_FACTOR), plus the
+                ``work_factor`` (float8 scales, clips and casts every tensor), plus the
                 optimizer's element-wise work on its state (OPTIMIZER_STATE arrays per
                 parameter) over every parameter entry
     /step       two passes (the mixed step and its float32 twin) <= STEP_BUDGET; /downloads and
@@ -47,10 +47,8 @@ from typing import Protocol
 from playground.core.bounds import ConfigError
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
 from playground.core.models import MODELS, ModelChoice
+from playground.core.policy import recipe
 
-# Work per multiply-add of a pass, by compute dtype: float8's per-tensor scaling adds an amax,
-# a multiply, a clip and a cast of every tensor (measured: +5-25% over bfloat16).
-RECIPE_FACTOR = {"bfloat16": 1.0, "float16": 1.0, "float8": 1.25}
 # Float32 arrays the optimizer keeps per parameter entry (optax: momentum's trace; adam's two
 # moments).
 OPTIMIZER_STATE = {"sgd": 0, "momentum": 1, "adam": 2}
@@ -105,7 +103,7 @@ def pass_work(config: Priced) -> float:
     """Multiply-adds of one training pass of ``config`` (see the module rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
     elementwise = entries * ELEMENTWISE * (1 + OPTIMIZER_STATE[config.optimizer])
-    return config.model_work * RECIPE_FACTOR[config.compute_dtype] + elementwise
+    return config.model_work * recipe(config.compute_dtype).work_factor + elementwise
 
 
 def step_work(config: Priced) -> float:
@@ -125,14 +123,14 @@ def memory_bytes(config: Priced) -> int:
 def run_step_work(config: Priced) -> int:
     """The work one training step of ``config`` counts against the run's cap (see the rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
-    matmuls = config.model_work * RECIPE_FACTOR[config.compute_dtype]
+    matmuls = config.model_work * recipe(config.compute_dtype).work_factor
     return math.ceil(matmuls + entries * RUN_ELEMENTWISE + RUN_STEP_OVERHEAD)
 
 
 def sweep_work(config: Priced, scales: int) -> float:
     """Multiply-adds of a sweep of ``config`` over ``scales`` loss scales (see the rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
-    per_scale = config.model_work * RECIPE_FACTOR[config.compute_dtype]
+    per_scale = config.model_work * recipe(config.compute_dtype).work_factor
     return scales * (per_scale + entries * SWEEP_ELEMENTWISE)
 
 
