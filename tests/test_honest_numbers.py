@@ -415,3 +415,16 @@ def test_numbers_stay_honest_at_the_extremes(config):
             assert abs(shown_loss - step) <= FLOAT32_TINY + bfloat16_ulp(shown_loss)
             named = [s for s in shown["reading"] if "smallest normal" in s and "flush" in s]
             assert named, shown["reading"]
+
+
+def test_a_zero_learning_rate_is_never_called_divergent():
+    """With lr = 0 the update is exactly zero; the float32 twin's two losses come from two
+    compiled programs that may flush different loss terms (FLUSHED_TERMS), so they can differ by
+    less than 2^-126. The reading must name flushing there, never a too-large learning rate."""
+    step_report = run_report(FLUSHED_TERMS)
+    shown = summarize(step_report)
+    assert "lr_divergence" not in shown["causes"], shown["reading"]
+    assert not [s for s in shown["reading"] if "learning rate" in s and "too large" in s]
+    # The same rise with a learning rate that moves nothing in float32 is not divergence either,
+    # while a real one is (CAUSE_CASES: lr = 1e20) still named.
+    assert abs(step_report.float32_new_loss - step_report.float32_initial_loss) <= FLOAT32_TINY

@@ -150,6 +150,14 @@ def log2_magnitude_bands(dtype: str) -> dict[str, float | bool]:
 
 
 @functools.cache
+def _runtime_product():
+    """``a * one`` as one jitted function, compiled once per dtype (not once per call)."""
+    import jax  # the facts below that need a backend
+
+    return jax.jit(lambda a, one: a * one)
+
+
+@functools.cache
 def subnormals_flushed_here(dtype: str) -> bool:
     """Whether a compiled product on this JAX backend turns ``dtype``'s subnormals into zero.
 
@@ -157,10 +165,8 @@ def subnormals_flushed_here(dtype: str) -> bool:
     folded away). XLA on CPU flushes float32 and bfloat16 subnormals (it sets flush-to-zero) but
     keeps float16's, whose arithmetic runs in float32 where they are normal numbers.
     """
-    import jax  # the one fact here that needs a backend
-
     tiny = jnp.asarray(dtype_facts(dtype).smallest_subnormal, numpy_dtype(dtype))
-    product = jax.jit(lambda a, one: a * one)(tiny, jnp.ones((), numpy_dtype(dtype)))
+    product = _runtime_product()(tiny, jnp.ones((), numpy_dtype(dtype)))
     return bool(product == 0)
 
 
@@ -170,11 +176,9 @@ def computed_here(value: float, dtype: str) -> float:
     The IEEE value is ``float(cast(value, dtype))``; this is what the backend's arithmetic
     carries on with, which differs for subnormals where ``subnormals_flushed_here(dtype)``.
     """
-    import jax
-
     with np.errstate(over="ignore"):  # a value beyond float32 is inf, as the page shows
         stored = jnp.asarray(cast(np.asarray(value, np.float64).astype(np.float32), dtype))
-    return float(jax.jit(lambda a, one: a * one)(stored, jnp.ones((), stored.dtype)))
+    return float(_runtime_product()(stored, jnp.ones((), stored.dtype)))
 
 
 def saturating_cast(values: Any, dtype: str, xp: Any = np) -> Any:

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.dtypes import dtype_facts, subnormals_flushed_here
+from playground.core.dtypes import dtype_facts
 from playground.core.policy import recipe, recipe_summaries
 from playground.core.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
+from playground.sections.step.causes import cause_sentence, causes, flush_margin, flushed_in_both
 from playground.sections.step.float8_summary import float8_sentences
 from playground.views.numbers import agreeing_digits, json_number
 
@@ -90,124 +91,6 @@ def activation_summary(activation: ActivationReport) -> dict[str, Any]:
     }
 
 
-CAUSES = (
-    "data_overflow",
-    "forward_overflow",
-    "scaled_gradient_overflow",
-    "gradient_underflow",
-    "lr_divergence",
-)
-
-
-def _flushed_in_both(report: StepReport) -> list[ParamReport]:
-    """Parameters whose gradient is all zero on both paths.
-
-    The batch never fits exactly (its targets carry noise), so an all-zero float32 gradient is
-    one whose exact entries lie below float32's smallest normal number, which a backend that
-    flushes subnormals turns into zeros: both paths lose all of it.
-    """
-    if not subnormals_flushed_here("float32"):
-        return []
-    return [
-        p
-        for p in report.params.values()
-        if not np.any(p.float32_grads) and not np.any(p.mixed_grads)
-    ]
-
-
-def causes(report: StepReport) -> list[str]:
-    """Which of CAUSES explain this report's non-finite or degenerate numbers, in that order.
-
-    data_overflow: the float32 twin's loss is not finite before the step (data too large even
-      for float32). forward_overflow: the low-precision loss is not finite where float32's is,
-      before the step, or after it with finite parameters. scaled_gradient_overflow: the
-      low-precision forward pass is finite but some scaled gradients are not (the scale is too
-      large). gradient_underflow: gradient entries are zero in the mixed step but not in
-      float32 (the scale is too small for the dtype's range), or zero in both where the loss is
-      not (flushed). lr_divergence: the float32 twin's loss starts finite and does not fall
-      (not finite, or larger, after the step).
-    """
-    mixed_initial, mixed_new = report.mixed_initial_loss, report.mixed_new_loss
-    float32_initial, float32_new = report.float32_initial_loss, report.float32_new_loss
-    params = report.params.values()
-    finite_after = all(np.all(np.isfinite(p.mixed_after)) for p in params)
-    found = {
-        "data_overflow": not math.isfinite(float32_initial),
-        "forward_overflow": math.isfinite(float32_initial)
-        and (
-            not math.isfinite(mixed_initial)
-            or (math.isfinite(float32_new) and not math.isfinite(mixed_new) and finite_after)
-        ),
-        "scaled_gradient_overflow": math.isfinite(mixed_initial)
-        and any(p.nonfinite_scaled_count for p in params),
-        "gradient_underflow": any(p.underflow_count for p in params)
-        or bool(_flushed_in_both(report)),
-        "lr_divergence": math.isfinite(float32_initial) and not float32_new <= float32_initial,
-    }
-    return [code for code in CAUSES if found[code]]
-
-
-def _cause_sentence(code: str, report: StepReport) -> str:
-    config, dtype = report.config, report.config.compute_dtype
-    # The forward pass's format and the gradients' (float8: E4M3 and E5M2; else both dtype).
-    forward, gradient = recipe(dtype).forward_format, recipe(dtype).gradient_format
-    if code == "data_overflow":
-        return (
-            f"The data are beyond even float32: the float32 twin's loss is "
-            f"{report.float32_initial_loss:.6g} before the step, so neither path can train. "
-            "Lower input_scale or target_scale."
-        )
-    if code == "forward_overflow":
-        return (
-            f"The {dtype} forward pass overflows on its own, before any loss scaling: the "
-            f"{dtype} loss is {report.mixed_initial_loss:.6g} (then {report.mixed_new_loss:.6g}) "
-            f"where float32's is {report.float32_initial_loss:.6g} (then "
-            f"{report.float32_new_loss:.6g}), past {forward}'s largest value "
-            f"{dtype_facts(forward).max:.4g}. No loss scale helps here; smaller data or "
-            "bfloat16's wider range do."
-        )
-    if code == "scaled_gradient_overflow":
-        return (
-            f"A fixed loss scale of {config.loss_scale:.6g} is too large here: the scaled "
-            f"gradients overflowed {gradient} and reached the update unchanged, which is what "
-            "dynamic loss scaling detects and skips."
-        )
-    if code == "gradient_underflow":
-        flushed = _flushed_in_both(report)
-        if flushed:
-            names = " and ".join(p.name for p in flushed)
-            sentence = (
-                f"Every {names} gradient entry is exactly zero in both paths: the exact values "
-                "lie below float32's smallest normal number "
-                f"({dtype_facts('float32').smallest_normal:.3g}), and this backend flushes "
-                "subnormal results to zero, so the float32 twin loses them too."
-            )
-            if report.float32_initial_loss == 0:
-                sentence += " The losses read 0 for the same reason."
-            return sentence
-        lost = sum(p.underflow_count for p in report.params.values())
-        # Current scaling fits every tensor to its format whatever S is (delayed scaling's
-        # first step uses scale 1, like none, so S still matters there).
-        if report.float8 and config.fp8_scaling == "current":
-            return (
-                f"{lost:,} gradient entries came out as zero that are not zero in float32. "
-                "Current scaling already fits each tensor's largest entry to its format, so a "
-                "loss scale cannot lift them: the float8 roundings themselves lost them (an "
-                "entry flushed next to its tensor's largest, or a forward value rounded to zero)."
-            )
-        return (
-            f"A loss scale of {config.loss_scale:.6g} is too small for {gradient}'s range: "
-            f"{lost:,} gradient entries came out as zero that are not zero in float32 (values "
-            f"at or below {dtype_facts(gradient).smallest_subnormal / 2:.3g} round to zero in "
-            f"{gradient}). A larger scale lifts them into range."
-        )
-    return (
-        f"The learning rate {config.lr:.6g} is too large for this data: the float32 twin's loss "
-        f"goes from {report.float32_initial_loss:.6g} to {report.float32_new_loss:.6g}, so the "
-        "step diverges in any precision."
-    )
-
-
 def reading(report: StepReport) -> list[str]:
     """A few sentences that interpret the report for a reader new to mixed precision.
 
@@ -216,7 +99,7 @@ def reading(report: StepReport) -> list[str]:
     dtype, chosen = report.config.compute_dtype, recipe(report.config.compute_dtype)
     facts = dtype_facts(chosen.forward_format)  # float8: E4M3's digits, the forward format's
     digits = agreeing_digits(report.mixed_new_loss, report.float32_new_loss)
-    flushed = {p.name for p in _flushed_in_both(report)}
+    flushed = {p.name for p in flushed_in_both(report)}
     agreement = (
         f"they agree to {digits:.1f} significant digits, while {facts.name} itself keeps "
         f"about {facts.decimal_digits:.1f}"
@@ -249,13 +132,11 @@ def reading(report: StepReport) -> list[str]:
                 "they shrank below its range on the way back through the layers (the effect loss "
                 "scaling exists for)."
             )
-    sentences += [_cause_sentence(code, report) for code in causes(report)]
+    sentences += [cause_sentence(code, report) for code in causes(report)]
     # A loss is a mean of squared residuals; the flushed ones each lose less than float32's
     # smallest normal, which shows in the 6 digits printed once the loss is under 10^6 times it.
-    tiny = dtype_facts("float32").smallest_normal
-    losses = (report.mixed_initial_loss, report.mixed_new_loss)
-    losses += (report.float32_initial_loss, report.float32_new_loss)
-    if any(0 < loss < tiny * 1e6 for loss in losses) and subnormals_flushed_here("float32"):
+    tiny = flush_margin(report)
+    if tiny:
         sentences.append(
             f"These losses lie near float32's smallest normal number ({tiny:.3g}): some of "
             "their squared residuals may lie below it, where this backend flushes them to zero, "

@@ -1,0 +1,148 @@
+"""Why a step's numbers are non-finite or degenerate: the causes the reading names.
+
+Rule: each code of CAUSES is a condition on the report (see ``causes``), checked in that order,
+and each found code gets one sentence (``cause_sentence``) built from the report's numbers.
+``flush_margin`` says how far two compiled programs' losses may differ by flushing alone, so a
+difference that small is never called a cause.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from playground.core.dtypes import dtype_facts, subnormals_flushed_here
+from playground.core.policy import recipe
+from playground.core.report import ParamReport, StepReport
+
+CAUSES = (
+    "data_overflow",
+    "forward_overflow",
+    "scaled_gradient_overflow",
+    "gradient_underflow",
+    "lr_divergence",
+)
+
+
+def flushed_in_both(report: StepReport) -> list[ParamReport]:
+    """Parameters whose gradient is all zero on both paths.
+
+    The batch never fits exactly (its targets carry noise), so an all-zero float32 gradient is
+    one whose exact entries lie below float32's smallest normal number, which a backend that
+    flushes subnormals turns into zeros: both paths lose all of it.
+    """
+    if not subnormals_flushed_here("float32"):
+        return []
+    return [
+        p
+        for p in report.params.values()
+        if not np.any(p.float32_grads) and not np.any(p.mixed_grads)
+    ]
+
+
+def flush_margin(report: StepReport) -> float:
+    """How far two compiled programs' losses may differ by flushing alone: float32's smallest
+    normal number when a loss lies within 10^6 of it on a backend that flushes subnormals (its
+    squared residuals may lie below it, and each program flushes its own set), else 0."""
+    tiny = dtype_facts("float32").smallest_normal
+    losses = (report.mixed_initial_loss, report.mixed_new_loss)
+    losses += (report.float32_initial_loss, report.float32_new_loss)
+    near = any(0 < loss < tiny * 1e6 for loss in losses)
+    return tiny if near and subnormals_flushed_here("float32") else 0.0
+
+
+def causes(report: StepReport) -> list[str]:
+    """Which of CAUSES explain this report's non-finite or degenerate numbers, in that order.
+
+    data_overflow: the float32 twin's loss is not finite before the step (data too large even
+      for float32). forward_overflow: the low-precision loss is not finite where float32's is,
+      before the step, or after it with finite parameters. scaled_gradient_overflow: the
+      low-precision forward pass is finite but some scaled gradients are not (the scale is too
+      large). gradient_underflow: gradient entries are zero in the mixed step but not in
+      float32 (the scale is too small for the dtype's range), or zero in both where the loss is
+      not (flushed). lr_divergence: lr > 0 and the float32 twin's loss starts finite and does
+      not fall (not finite, or larger after the step by more than ``flush_margin``: with
+      lr = 0 nothing moves, and a rise within the margin is flushing, not divergence).
+    """
+    mixed_initial, mixed_new = report.mixed_initial_loss, report.mixed_new_loss
+    float32_initial, float32_new = report.float32_initial_loss, report.float32_new_loss
+    params = report.params.values()
+    finite_after = all(np.all(np.isfinite(p.mixed_after)) for p in params)
+    found = {
+        "data_overflow": not math.isfinite(float32_initial),
+        "forward_overflow": math.isfinite(float32_initial)
+        and (
+            not math.isfinite(mixed_initial)
+            or (math.isfinite(float32_new) and not math.isfinite(mixed_new) and finite_after)
+        ),
+        "scaled_gradient_overflow": math.isfinite(mixed_initial)
+        and any(p.nonfinite_scaled_count for p in params),
+        "gradient_underflow": any(p.underflow_count for p in params)
+        or bool(flushed_in_both(report)),
+        "lr_divergence": report.config.lr > 0
+        and math.isfinite(float32_initial)
+        and not float32_new <= float32_initial + flush_margin(report),
+    }
+    return [code for code in CAUSES if found[code]]
+
+
+def cause_sentence(code: str, report: StepReport) -> str:
+    config, dtype = report.config, report.config.compute_dtype
+    # The forward pass's format and the gradients' (float8: E4M3 and E5M2; else both dtype).
+    forward, gradient = recipe(dtype).forward_format, recipe(dtype).gradient_format
+    if code == "data_overflow":
+        return (
+            f"The data are beyond even float32: the float32 twin's loss is "
+            f"{report.float32_initial_loss:.6g} before the step, so neither path can train. "
+            "Lower input_scale or target_scale."
+        )
+    if code == "forward_overflow":
+        return (
+            f"The {dtype} forward pass overflows on its own, before any loss scaling: the "
+            f"{dtype} loss is {report.mixed_initial_loss:.6g} (then {report.mixed_new_loss:.6g}) "
+            f"where float32's is {report.float32_initial_loss:.6g} (then "
+            f"{report.float32_new_loss:.6g}), past {forward}'s largest value "
+            f"{dtype_facts(forward).max:.4g}. No loss scale helps here; smaller data or "
+            "bfloat16's wider range do."
+        )
+    if code == "scaled_gradient_overflow":
+        return (
+            f"A fixed loss scale of {config.loss_scale:.6g} is too large here: the scaled "
+            f"gradients overflowed {gradient} and reached the update unchanged, which is what "
+            "dynamic loss scaling detects and skips."
+        )
+    if code == "gradient_underflow":
+        flushed = flushed_in_both(report)
+        if flushed:
+            names = " and ".join(p.name for p in flushed)
+            sentence = (
+                f"Every {names} gradient entry is exactly zero in both paths: the exact values "
+                "lie below float32's smallest normal number "
+                f"({dtype_facts('float32').smallest_normal:.3g}), and this backend flushes "
+                "subnormal results to zero, so the float32 twin loses them too."
+            )
+            if report.float32_initial_loss == 0:
+                sentence += " The losses read 0 for the same reason."
+            return sentence
+        lost = sum(p.underflow_count for p in report.params.values())
+        # Current scaling fits every tensor to its format whatever S is (delayed scaling's
+        # first step uses scale 1, like none, so S still matters there).
+        if report.float8 and config.fp8_scaling == "current":
+            return (
+                f"{lost:,} gradient entries came out as zero that are not zero in float32. "
+                "Current scaling already fits each tensor's largest entry to its format, so a "
+                "loss scale cannot lift them: the float8 roundings themselves lost them (an "
+                "entry flushed next to its tensor's largest, or a forward value rounded to zero)."
+            )
+        return (
+            f"A loss scale of {config.loss_scale:.6g} is too small for {gradient}'s range: "
+            f"{lost:,} gradient entries came out as zero that are not zero in float32 (values "
+            f"at or below {dtype_facts(gradient).smallest_subnormal / 2:.3g} round to zero in "
+            f"{gradient}). A larger scale lifts them into range."
+        )
+    return (
+        f"The learning rate {config.lr:.6g} is too large for this data: the float32 twin's loss "
+        f"goes from {report.float32_initial_loss:.6g} to {report.float32_new_loss:.6g}, so the "
+        "step diverges in any precision."
+    )
