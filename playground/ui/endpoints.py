@@ -8,8 +8,12 @@ values become Gradio's here: each figure dict a gr.Plot's PlotData.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
+import gradio as gr
+
+from playground.core.models import param_shapes
 from playground.core.report import run_report
 from playground.core.settings import ConfigError
 from playground.sections.lab import tab as lab_tab
@@ -60,16 +64,23 @@ def run_step(values: dict[str, Any]) -> StepOutputs:
 @STEP.handler
 def run_downloads(values: dict[str, Any]) -> list[str]:
     """The ``downloads`` endpoint (same inputs as ``step``): the per-entry gradients as CSV and
-    the JSON summary, as files. Its own event, so the step itself never writes files."""
+    the JSON summary, as files. Its own event, so the step itself never writes files; a model
+    too large for the CSV is refused before the step runs, and a full disk when it is written
+    (its message names the cap)."""
     config = validated(values)
+    shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
+    with core_errors():
+        try:
+            downloads.check_gradient_rows(sum(math.prod(shape) for shape in shapes.values()))
+        except ValueError as error:  # a model too large for a CSV
+            raise ConfigError("n", str(error)) from None
     data = validated_data(values, config)
     report = run_report(config, data)
     _, summary = step_tab.texts(report, data.name if data else None)
-    with core_errors():
-        try:
-            return [downloads.gradients_csv(report), downloads.summary_json(summary, "summary")]
-        except ValueError as error:  # a model too large for a CSV
-            raise ConfigError("n", str(error)) from None
+    try:
+        return [downloads.gradients_csv(report), downloads.summary_json(summary, "summary")]
+    except downloads.DiskFull as error:
+        raise gr.Error(str(error), title="No room for downloads", print_exception=False) from None
 
 
 class ExportOutputs(NamedTuple):
@@ -93,7 +104,10 @@ def run_export(values: dict[str, Any]) -> ExportOutputs:
                 "to export",
             )
         script = export.export_script(config)
-    return ExportOutputs(script, downloads.text_file(script, export.export_filename(config)))
+    try:
+        return ExportOutputs(script, downloads.text_file(script, export.export_filename(config)))
+    except downloads.DiskFull as error:
+        raise gr.Error(str(error), title="No room for downloads", print_exception=False) from None
 
 
 def ping() -> str:

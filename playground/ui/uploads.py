@@ -2,9 +2,10 @@
 
 Rule: the ``data`` input is the FileData payload Gradio sends for an upload (a dict with a
 ``path``, or the path itself; None for no file). The path must lie in Gradio's upload folder,
-so a raw API call cannot make the server read any other file. The file is read once, at most
-``MAX_BYTES``, then deleted from disk at once; its bytes stay in a small in-memory cache
-(``CACHED_FILES`` files) so the page's later events, which send the same path, still find them.
+outside the app's downloads, so a raw API call cannot make the server read any other file. The
+file is read once, at most ``MAX_BYTES``, then deleted from disk at once, and so is a file
+refused for its size; its bytes stay in a small in-memory cache (``CACHED_FILES`` files) so the
+page's later events, which send the same path, still find them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from gradio.utils import get_upload_folder, is_in_or_equal
 
 from playground.core.settings import ConfigError, shown
 from playground.core.user_data import MAX_BYTES, UserData, parse_csv
+from playground.views.file_store import download_dir
 
 CACHED_FILES = 32
 _files: collections.OrderedDict[str, tuple[str, bytes]] = collections.OrderedDict()
@@ -42,16 +44,16 @@ def _read_once(path: str, name: str) -> tuple[str, bytes]:
             _files.move_to_end(path)
             return _files[path]
     resolved = Path(path).resolve()
-    if not is_in_or_equal(resolved, get_upload_folder()) or not resolved.is_file():
+    uploaded = is_in_or_equal(resolved, get_upload_folder())
+    if not uploaded or is_in_or_equal(resolved, download_dir()) or not resolved.is_file():
         raise ConfigError(
             "data",
             "data must be a CSV file uploaded to this page (it may have expired: upload it again)",
         )
-    if resolved.stat().st_size > MAX_BYTES:
-        raise ConfigError(
-            "data",
-            f"data (your CSV file): {resolved.stat().st_size:,} bytes; at most {MAX_BYTES:,}",
-        )
+    size = resolved.stat().st_size
+    if size > MAX_BYTES:
+        resolved.unlink(missing_ok=True)  # refused: nothing of it stays on disk
+        raise ConfigError("data", f"data (your CSV file): {size:,} bytes; at most {MAX_BYTES:,}")
     content = resolved.read_bytes()
     resolved.unlink(missing_ok=True)  # nothing of the visitor's stays on disk
     with _lock:

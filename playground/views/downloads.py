@@ -6,8 +6,9 @@ Each function here writes one file and returns its path, for a Gradio ``gr.File`
     what    gradients_csv, sweep_csv, dynamics_csv  a report as CSV (``report_csv``)
             summary_json                            a JSON summary, strict JSON
             text_file                               any text (the exported script)
-    where   a temporary directory, every file in its own subdirectory, old files cleaned up
-            whenever one is written (``file_store``)
+    where   the app's folder in Gradio's cache, every file in its own subdirectory, written
+            once, old files cleaned up whenever one is written, all files within one total
+            bound (``file_store``: DiskFull when no room is left)
     name    what it holds and the settings, such as
             gradients_bfloat16_linear_sgd_n256_64x16_lr0.1_S1024_seed0_data0.csv
             (``file_names``)
@@ -23,12 +24,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from playground.views.file_names import name_part, settings_tag
-from playground.views.file_store import download_dir, write_file
+from playground.views.file_store import DiskFull, download_dir, write_file
 from playground.views.float32_text import float32_text
 from playground.views.report_csv import (
     DYNAMICS_LOSSES,
     DYNAMICS_PER_STEP,
     SWEEP_COLUMNS,
+    check_gradient_rows,
     dynamics_csv,
     gradients_csv,
     sweep_csv,
@@ -38,6 +40,8 @@ __all__ = [
     "DYNAMICS_LOSSES",
     "DYNAMICS_PER_STEP",
     "SWEEP_COLUMNS",
+    "DiskFull",
+    "check_gradient_rows",
     "download_dir",
     "dynamics_csv",
     "float32_text",

@@ -63,6 +63,18 @@ DYNAMICS_PER_STEP = (
 )
 
 
+def check_gradient_rows(rows: int) -> None:
+    """ValueError naming the size when a model of ``rows`` parameter entries is past
+    MAX_GRADIENT_ROWS (a check the caller can make before computing the step)."""
+    if rows > MAX_GRADIENT_ROWS:
+        raise ValueError(
+            f"The gradients download has one row per parameter entry: this model has "
+            f"{rows:,} entries (a file of about {rows * 107 / 1e6:,.0f} MB), more than the "
+            f"{MAX_GRADIENT_ROWS:,} allowed. A smaller model fits (smaller D_in x D_out, or "
+            "fewer or narrower hidden layers)."
+        )
+
+
 def gradients_csv(report: StepReport) -> str:
     """Every parameter entry of a step report, one row each; returns the file's path.
 
@@ -80,14 +92,7 @@ def gradients_csv(report: StepReport) -> str:
     Raises:
       ValueError naming the size when the report has more than MAX_GRADIENT_ROWS entries.
     """
-    rows = sum(param.size for param in report.params.values())
-    if rows > MAX_GRADIENT_ROWS:
-        raise ValueError(
-            f"The gradients download has one row per parameter entry: this model has "
-            f"{rows:,} entries (a file of about {rows * 107 / 1e6:,.0f} MB), more than the "
-            f"{MAX_GRADIENT_ROWS:,} allowed. A smaller model fits (smaller D_in x D_out, or "
-            "fewer or narrower hidden layers)."
-        )
+    check_gradient_rows(sum(param.size for param in report.params.values()))
     blocks = []
     for name, param in report.params.items():
         columns = [constant_column(name), index_column(param.before.shape)]

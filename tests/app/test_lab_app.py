@@ -61,24 +61,26 @@ def api(client) -> dict:
 def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
     assert {"/sweep", "/dynamics", "/inspect", "/ping"} <= set(api)
     # The step's inputs and the uploaded data; the dynamics add steps, mode, period.
-    # The settings before the file, the file, then float8's two.
-    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER) + 1 + 2
+    # The settings before the file, the file, then float8's two, then downloads.
+    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER) + 1 + 2 + 1
     assert len(api["/sweep"]["returns"]) == 4  # reading, JSON, figure, downloads
     names = [p["parameter_name"] for p in api["/dynamics"]["parameters"]]
-    # steps, mode, period; the file; float8's two and pure_rounding.
-    assert len(names) == len(INPUT_ORDER) + 3 + 1 + 3
+    # steps, mode, period; the file; float8's two and pure_rounding; downloads.
+    assert len(names) == len(INPUT_ORDER) + 3 + 1 + 3 + 1
     assert names[10:13] == ["steps", "mode", "period"]  # where they were before the model five
     assert len(api["/dynamics"]["returns"]) == 6
     assert len(api["/inspect"]["parameters"]) == 1
     # Every input has the page's default, so a caller may stop after any of them.
     defaults_sent = [p["parameter_default"] for p in api["/sweep"]["parameters"]]
-    # The settings' defaults, then no uploaded data, then float8's defaults.
+    # The settings' defaults, then no uploaded data, then float8's defaults, then no files.
     late = [defaults()[name] for name in ("fp8_scaling", "amax_history")]
-    assert defaults_sent == [*_values(), None, *late]
+    assert defaults_sent == [*_values(), None, *late, False]
 
 
 def test_sweep_endpoint_matches_the_in_process_handler(client):
-    reading, summary, plot, files = client.predict(*_values(**TINY_FLOAT16), api_name="/sweep")
+    reading, summary, plot, files = client.predict(
+        *_values(**TINY_FLOAT16), downloads=True, api_name="/sweep"
+    )
     expected = run_sweep_event(*_values(**TINY_FLOAT16))
     expected_reading, expected_summary, expected_plot = expected[:3]
     assert [Path(f).suffix for f in files] == [".csv", ".json"]
@@ -90,7 +92,7 @@ def test_sweep_endpoint_matches_the_in_process_handler(client):
 
 def test_dynamics_endpoint_matches_the_in_process_handler(client):
     values = _run_values(OVERFLOWING_FLOAT16, *DYNAMICS_ARGS)
-    reading, summary, *plots, files = client.predict(*values, api_name="/dynamics")
+    reading, summary, *plots, files = client.predict(*values, downloads=True, api_name="/dynamics")
     expected_reading, expected_summary, *expected_plots, _ = run_dynamics_event(*values)
     assert [Path(f).suffix for f in files] == [".csv", ".json"]
     assert summary == expected_summary

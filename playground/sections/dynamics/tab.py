@@ -46,11 +46,12 @@ class DynamicsViews(NamedTuple):
     loss_curves: dict[str, Any]
     lost_updates: dict[str, Any]
     scale_curve: dict[str, Any]
-    dynamics_files: list[str]
+    dynamics_files: list[str] | None
 
 
-def dynamics_views(dynamics: DynamicsReport) -> DynamicsViews:
-    """The ``dynamics`` endpoint's outputs for one training run."""
+def dynamics_views(dynamics: DynamicsReport, files: bool = True) -> DynamicsViews:
+    """The ``dynamics`` endpoint's outputs for one training run (its files None unless
+    ``files``)."""
     summary = dynamics_summary(dynamics)
     return DynamicsViews(
         dynamics_reading=bullets(summary["reading"]),
@@ -61,5 +62,7 @@ def dynamics_views(dynamics: DynamicsReport) -> DynamicsViews:
         dynamics_files=[
             downloads.dynamics_csv(dynamics),
             downloads.summary_json(summary, "dynamics"),
-        ],
+        ]
+        if files
+        else None,
     )

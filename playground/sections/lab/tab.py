@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from playground.core.dtypes import COMPUTE_DTYPES, DTYPES, FLOAT8_FORMATS, gradient_format
+from playground.core.dtypes import DTYPES, FLOAT8_FORMATS, gradient_format
 from playground.core.inspector import PRESETS, inspect_number
+from playground.core.policy import COMPUTE_DTYPES
 from playground.core.settings import ConfigError, shown
 from playground.core.step_report import StepReport
 from playground.core.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
@@ -72,7 +73,7 @@ class SweepViews(NamedTuple):
     sweep_reading: str
     sweep_json: dict[str, Any]
     sweep_plot: dict[str, Any]
-    sweep_files: list[str]
+    sweep_files: list[str] | None
 
 
 def magnitude_table(report: StepReport) -> str:
@@ -159,11 +160,14 @@ def inspect_text(text: Any) -> str:
         return f"**Invalid {error.field}**: {error}"
 
 
-def sweep_views(sweep: SweepReport) -> SweepViews:
-    """The sweep's outputs: (reading Markdown, JSON, figure, CSV and JSON files)."""
+def sweep_views(sweep: SweepReport, files: bool = True) -> SweepViews:
+    """The sweep's outputs: (reading Markdown, JSON, figure, CSV and JSON files: None unless
+    ``files``)."""
     summary = sweep_summary(sweep)
-    files = [downloads.sweep_csv(sweep), downloads.summary_json(summary, "sweep")]
-    return SweepViews(bullets(summary["reading"]), summary, sweep_figure(sweep), files)
+    paths = None
+    if files:
+        paths = [downloads.sweep_csv(sweep), downloads.summary_json(summary, "sweep")]
+    return SweepViews(bullets(summary["reading"]), summary, sweep_figure(sweep), paths)
 
 
 def inspection(number: Any) -> str:

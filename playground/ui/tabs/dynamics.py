@@ -18,6 +18,7 @@ from playground.core.train import run_dynamics
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.ui.arguments import DYNAMICS, core_errors, validated, validated_data
 from playground.ui.components import Page
+from playground.ui.downloads_input import ASK_JS, checkbox, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.widgets import control, plot_slot, plotted
 
@@ -26,16 +27,18 @@ TAB_LABEL = "Training dynamics"
 RUN_FIELDS = ("steps", "mode", "period", "pure_rounding")
 
 
-@DYNAMICS.handler
-def dynamics_endpoint(values: dict[str, Any]) -> dynamics_tab.DynamicsViews:
-    """The ``dynamics`` endpoint: the step inputs, then steps, scaling mode and growth period."""
+def _dynamics(values: dict[str, Any], files: bool) -> dynamics_tab.DynamicsViews:
+    """The ``dynamics`` endpoint: the step inputs, then steps, scaling mode and growth period,
+    then ``downloads`` (the run's CSV and JSON files, None unless asked for)."""
     config = validated(values)
     data = validated_data(values, config)
     with core_errors():
         dynamics = run_dynamics(config, data=data)
-    return plotted(dynamics_tab.dynamics_views(dynamics), dynamics_tab.PLOT_LABELS)
+    views = dynamics_tab.dynamics_views(dynamics, files=files)
+    return plotted(views, dynamics_tab.PLOT_LABELS)
 
 
+dynamics_endpoint = with_downloads(DYNAMICS, _dynamics)
 run_dynamics_event = frees_heavy_place(dynamics_endpoint)
 
 
@@ -52,6 +55,7 @@ class DynamicsTab:
     scale_curve: gr.Plot
     dynamics_json: gr.JSON
     dynamics_files: gr.File
+    dynamics_downloads: gr.Checkbox
 
     @property
     def charts(self) -> dict[str, gr.Plot]:
@@ -73,6 +77,7 @@ def build() -> DynamicsTab:
         with gr.Accordion("Training numbers (JSON, CSV)", open=False):
             summary = gr.JSON(label="dynamics")
             files = gr.File(label="training downloads", file_count="multiple")
+            downloads = checkbox()
     return DynamicsTab(
         controls,
         train_button,
@@ -81,6 +86,7 @@ def build() -> DynamicsTab:
         **plots,
         dynamics_json=summary,
         dynamics_files=files,
+        dynamics_downloads=downloads,
     )
 
 
@@ -98,8 +104,9 @@ def wire(page: Page, tab: DynamicsTab) -> None:
     every = page.controls | tab.controls
     tab.train_button.click(
         run_dynamics_event,
-        inputs=[every[name] for name in DYNAMICS.order],
+        inputs=[*(every[name] for name in DYNAMICS.order), tab.dynamics_downloads],
         outputs=[getattr(tab, name) for name in dynamics_tab.DynamicsViews._fields],
+        js=ASK_JS,  # the page shows the run's files: it asks for them
         api_name="dynamics",
         preprocess=False,
         concurrency_limit=1,

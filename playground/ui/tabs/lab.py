@@ -18,19 +18,20 @@ from playground.core.sweep import run_sweep
 from playground.sections.lab import tab as lab_tab
 from playground.ui.arguments import STEP, core_errors, validated, validated_data
 from playground.ui.components import Page
+from playground.ui.downloads_input import ASK_JS, checkbox, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.widgets import plot_slot, plotted
 
 
-@STEP.handler
-def sweep_endpoint(values: dict[str, Any]) -> lab_tab.SweepViews:
-    """The ``sweep`` endpoint (same inputs as ``step``): (reading Markdown, JSON, figure,
-    files)."""
+def _sweep(values: dict[str, Any], files: bool) -> lab_tab.SweepViews:
+    """The ``sweep`` endpoint (the inputs of ``step``, then ``downloads``): (reading Markdown,
+    JSON, figure, the CSV and JSON files when asked for, else None)."""
     config = validated(values)
     sweep = run_sweep(config, validated_data(values, config))
-    return plotted(lab_tab.sweep_views(sweep), ["sweep_plot"])
+    return plotted(lab_tab.sweep_views(sweep, files=files), ["sweep_plot"])
 
 
+sweep_endpoint = with_downloads(STEP, _sweep)
 run_sweep_event = frees_heavy_place(sweep_endpoint)
 
 
@@ -57,6 +58,7 @@ class LabTab:
     sweep_plot: gr.Plot
     sweep_json: gr.JSON
     sweep_files: gr.File
+    sweep_downloads: gr.Checkbox
     number: gr.Textbox
     number_presets: gr.Dropdown
     inspection: gr.Markdown
@@ -95,6 +97,7 @@ def build() -> LabTab:
         with gr.Accordion("Sweep numbers (JSON, CSV)", open=False):
             sweep_json = gr.JSON(label="sweep")
             sweep_files = gr.File(label="sweep downloads", file_count="multiple")
+            sweep_downloads = checkbox()
         gr.Markdown(lab_tab.INSPECTOR_INTRO)
         with gr.Row():
             number = gr.Textbox(
@@ -118,6 +121,7 @@ def build() -> LabTab:
         sweep_plot,
         sweep_json,
         sweep_files,
+        sweep_downloads,
         number,
         number_presets,
         inspection,
@@ -134,8 +138,9 @@ def wire(page: Page, lab: LabTab) -> None:
     """The lab's own events: the sweep button and the inspector."""
     lab.sweep_button.click(
         run_sweep_event,
-        inputs=page.inputs(STEP.order),
+        inputs=[*page.inputs(STEP.order), lab.sweep_downloads],
         outputs=[getattr(lab, name) for name in lab_tab.SweepViews._fields],
+        js=ASK_JS,  # the page shows the sweep's files: it asks for them
         api_name="sweep",
         preprocess=False,
         concurrency_limit=1,

@@ -78,7 +78,7 @@ def _figure(plot: PlotData) -> go.Figure:
 
 
 def test_sweep_finds_the_float16_window_and_reports_the_overflow():
-    reading, summary, plot, files = run_sweep_event(*_values(**TINY_FLOAT16))
+    reading, summary, plot, files = run_sweep_event(*_values(**TINY_FLOAT16), downloads=True)
     assert [Path(f).suffix for f in files] == [".csv", ".json"]
     assert summary["config"] == StepConfig(**(defaults() | TINY_FLOAT16)).to_dict()
     safe = summary["safe_log2_scales"]
