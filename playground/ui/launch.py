@@ -29,6 +29,8 @@ from playground.core.settings import StepConfig, settings
 from playground.core.sweep import sweep_exponents
 from playground.ui.assets import CSS, JS
 from playground.ui.fair_use import SHARE, HeavyRunMiddleware
+from playground.ui.upload_guard import disk_middleware
+from playground.ui.url_state import long_link_middleware
 
 # Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
 MAX_FILE_SIZE = "2mb"
@@ -62,6 +64,8 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
         "js": JS,
         "app_kwargs": {
             "middleware": [
+                long_link_middleware(),
+                disk_middleware(),  # claims the app's folder on disk, then guards uploads
                 Middleware(HeavyRunMiddleware, blocks=demo),
             ]
         },

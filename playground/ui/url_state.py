@@ -7,6 +7,14 @@ Rules:
             field, a float for the other numbers, as is for a choice. Unknown keys are ignored. A
             valid value is set in its control; an invalid one leaves the control at its default
             and is named, with the core's message, in a notice (``#url-notice``) and a warning.
+  too long  a page address whose query is over MAX_QUERY characters (no setting needs a
+            thousand) is answered with a redirect to the page with only ``link_too_long=<its
+            length>`` (``LongLinkRedirect``): the page's own requests carry the query, and one
+            of 65,000 characters was refused (400) so the page stayed empty without a word.
+            The page then says so in the notice and a warning, and uses the defaults. So that
+            such an address reaches the page at all, the server reads request heads up to
+            MAX_HEAD bytes (uvicorn's h11 default of 16 KB refused some 65,000-character
+            links with a bare 400, depending on how the bytes arrived).
   order     the URL is read on page load, and the page's first step is chained after it
             (``.then`` on the event ``wire_url_state`` returns), so the page's first numbers
             are the URL's settings.
@@ -31,11 +39,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
+from uvicorn.protocols.http import h11_impl
 
 from playground.core.settings import ConfigError, StepConfig, check_setting, settings
 from playground.ui.widgets import DEFAULTS
 
 NOTICE_ID = "url-notice"
+# The longest query a link may carry (a link with every setting changed is under 1,000).
+MAX_QUERY = 8192
+TOO_LONG = "link_too_long"
+MAX_HEAD = 2**17
 COPY_ID = "copy-link"
 LINK_ID = "link-text"
 # Writes wait for a pause this long (ms): a dragged slider changes many times a second, and
@@ -90,6 +104,46 @@ def read_query(query: dict[str, str], fields: list[str]) -> tuple[dict[str, Any]
     return values, problems
 
 
+def too_long_message(length: str) -> str:
+    """The problem of a link whose query was cut (``length``: its characters, as sent)."""
+    shown = f"{int(length):,} characters" if length.isdigit() else "too long"
+    return (
+        f"the link's query was {shown}, more than the {MAX_QUERY:,} a link may carry, so none "
+        "of its settings were read"
+    )
+
+
+class LongLinkRedirect:
+    """ASGI middleware: a GET of the page with a query over MAX_QUERY characters is sent to the
+    same page with only ``link_too_long=<length>`` (see the module's rule)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        query = scope.get("query_string", b"") if scope["type"] == "http" else b""
+        if scope.get("method") == "GET" and scope.get("path") == "/" and len(query) > MAX_QUERY:
+            location = f"?{TOO_LONG}={len(query)}".encode()
+            headers = [(b"location", location), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 303, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self.app(scope, receive, send)
+
+
+def long_link_middleware() -> Middleware:
+    """``LongLinkRedirect`` for ``launch``'s ``app_kwargs``; call before the launch: it also
+    raises the size of a request head the server reads to MAX_HEAD (see the module's rule).
+
+    Gradio builds uvicorn's Config itself and passes no ``h11_max_incomplete_event_size``, so
+    the default that uvicorn's h11 protocol reads for each new connection is raised instead.
+    """
+    h11_impl.DEFAULT_MAX_INCOMPLETE_EVENT_SIZE = max(
+        h11_impl.DEFAULT_MAX_INCOMPLETE_EVENT_SIZE, MAX_HEAD
+    )
+    return Middleware(LongLinkRedirect)
+
+
 def as_text(message: str) -> str:
     """A message for Markdown or a toast (both render HTML) that shows exactly as written: a
     value from a crafted URL adds no tag, link or emphasis."""
@@ -110,6 +164,7 @@ def _write_js(fields: list[str]) -> str:
     clearTimeout(window.playgroundUrlWrite);
     window.playgroundUrlWrite = setTimeout(() => {{
         const query = new URLSearchParams(window.location.search);
+        query.delete({json.dumps(TOO_LONG)});  // said once, in the notice
         fields.forEach((name, i) => {{
             query.delete(name);
             const value = values[i];
@@ -172,6 +227,8 @@ def wire_url_state(
     def read_url_state(request: gr.Request) -> list[Any]:
         query = dict(request.query_params) if request is not None else {}
         values, problems = read_query(query, fields)
+        if TOO_LONG in query:
+            problems.insert(0, too_long_message(query[TOO_LONG]))
         if problems:
             message = "Ignored in the URL (the defaults are used): " + ". ".join(problems)
             gr.Warning(html.escape(message, quote=False), duration=None)
