@@ -158,7 +158,11 @@ def float32_step(params, x, y, lr):
     optimizer = nnx.Optimizer(model, optax.sgd(lr), wrt=nnx.Param)
 
     def loss_fn(model):
-        return jnp.mean((model(x) - y) ** 2)
+        # float32 at full precision: on a GPU, JAX's default float32 matmul may use TF32
+        # or bfloat16 passes, and the twin would no longer be float32.
+        with jax.default_matmul_precision("highest"):
+            prediction = model(x)
+        return jnp.mean((prediction - y) ** 2)
 
     _, grads = nnx.value_and_grad(loss_fn)(model)
     optimizer.update(model, grads)

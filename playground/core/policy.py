@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -155,6 +156,9 @@ class Policy:
                                                         # compute.dot_general in every matmul
                     every matmul's operands in compute.forward_format
         backward  : the gradient arriving at each matmul in compute.gradient_format
+        matmuls   : forward and backward at matmul_precision: "highest" wherever the operands
+                    are float32 (the float32 twin, float8's dequantized operands), so that no
+                    backend runs a float32 matmul in TF32 or bfloat16 passes (a GPU's default)
         loss      : mean((temporary(cast_to_compute(x)) - cast_to_compute(y)) ** 2), computed in
                     loss_dtype (= compute.cast_dtype), then cast_to_output: output_dtype, float32,
                     the dtype the step scales and returns it in
@@ -196,6 +200,12 @@ class Policy:
         """This policy with the parameters stored in the forward format (float8: E4M3) instead
         of float32 masters: the training dynamics' pure run."""
         return dataclasses.replace(self, param_dtype=self.compute.forward_format)
+
+    @property
+    def matmul_precision(self) -> str | None:
+        """JAX's matmul precision for this policy's matmuls (see the rule); None: the default,
+        which for bfloat16 or float16 operands is their own precision anyway."""
+        return "highest" if self.compute.cast_dtype == FLOAT32 else None
 
     @property
     def loss_dtype(self) -> str:
@@ -241,7 +251,11 @@ class Policy:
         """
         temporary = self.temporary_model(model, metas)
         inputs = self.cast_to_compute(x)
-        prediction = temporary(inputs, probes) if probes else temporary(inputs)
+        # Set on each traced matmul; the backward pass's transposed matmuls inherit it. None
+        # leaves the caller's own setting alone.
+        precision = self.matmul_precision
+        with jax.default_matmul_precision(precision) if precision else contextlib.nullcontext():
+            prediction = temporary(inputs, probes) if probes else temporary(inputs)
         return jnp.mean((prediction - self.cast_to_compute(y)) ** 2)
 
 
