@@ -177,3 +177,21 @@ def test_a_path_outside_the_upload_folder_is_refused(app_url):
     assert ["event", "error"] in [list(e) for e in events], stream
     message = json.loads(dict(events)["data"])
     assert "uploaded to this page" in str(message) and "root:" not in stream, stream
+
+
+def test_an_upload_refused_for_its_size_is_deleted():
+    import tempfile
+
+    from gradio.utils import get_upload_folder
+
+    from playground.core.user_data import MAX_BYTES
+    from playground.ui.uploads import user_data
+
+    Path(get_upload_folder()).mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(dir=get_upload_folder()))
+    path = folder / "large.csv"
+    path.write_bytes(b"1,2\n" * (MAX_BYTES // 4 + 1))
+    with pytest.raises(ConfigError, match=f"at most {MAX_BYTES:,}"):
+        user_data({"path": str(path), "orig_name": "large.csv"}, 1)
+    assert not path.exists()
+    folder.rmdir()

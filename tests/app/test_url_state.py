@@ -172,3 +172,20 @@ def test_the_url_names_only_committed_settings(browser, app_url):
         page.wait_for_function("() => new URLSearchParams(location.search).get('lr') === '0.3'")
     finally:
         page.close()
+
+
+def test_an_over_long_query_is_sent_to_the_page_with_its_length_only():
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from playground.ui.url_state import MAX_QUERY, LongLinkRedirect, too_long_message
+
+    client = TestClient(LongLinkRedirect(Starlette()))
+    query = "lr=0.05&x=" + "a" * MAX_QUERY
+    moved = client.get(f"/?{query}", follow_redirects=False)
+    assert moved.status_code == 303
+    assert moved.headers["location"] == f"?link_too_long={len(query)}"
+    assert client.get("/?lr=0.05", follow_redirects=False).status_code == 404  # passed on
+    values, problems = read_query({"link_too_long": str(len(query)), "lr": "0.05"}, ["lr"])
+    assert values == {"lr": 0.05}  # read_query itself ignores the marker; the page says it
+    assert f"{len(query):,} characters" in too_long_message(str(len(query)))

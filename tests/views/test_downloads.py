@@ -335,3 +335,29 @@ def test_the_directory_is_made_on_first_use_and_removed_at_exit(monkeypatch):
     (function, *args), keywords = at_exit[0]
     function(*args, **keywords)
     assert not os.path.exists(root)
+
+
+def test_a_file_past_the_total_cap_is_refused_and_leaves_nothing(report, monkeypatch, private_dir):
+    monkeypatch.setattr(file_store, "MAX_BYTES", 500)  # the gradients file is about 1 KB
+    with pytest.raises(file_store.DiskFull, match="at most 0 MB of files"):
+        downloads.gradients_csv(report)
+    assert os.listdir(private_dir) == []
+
+
+def test_the_oldest_downloads_make_room_for_a_new_one(private_dir, monkeypatch):
+    paths = [downloads.text_file("x" * 100, f"file{n}.txt") for n in range(3)]
+    for age, path in zip((30, 20, 10), paths, strict=True):
+        stamp = time.time() - age
+        os.utime(path, (stamp, stamp))
+    monkeypatch.setattr(file_store, "MAX_BYTES", 350)  # room for three files of 100 bytes
+    new = downloads.text_file("y" * 100, "new.txt")
+    assert [os.path.exists(path) for path in paths] == [False, True, True]
+    assert os.path.exists(new)
+    assert (
+        sum(
+            os.path.getsize(os.path.join(private_dir, d, f))
+            for d in os.listdir(private_dir)
+            for f in os.listdir(os.path.join(private_dir, d))
+        )
+        <= 350
+    )
