@@ -121,7 +121,7 @@ class SettingsTable:
         ),
     )
     compute_dtype: str = _setting(
-        "bfloat16",
+        COMPUTE_DTYPES[0],  # the exercise's recipe, bfloat16
         Bounds(
             "compute dtype",
             0,
