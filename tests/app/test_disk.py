@@ -147,6 +147,27 @@ def test_api_sweeps_and_training_runs_write_no_files_unless_asked(disk_app):
             ]
 
 
+def test_the_pages_download_buttons_still_give_their_files(disk_app, browser):
+    page = browser.new_page()
+    try:
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(disk_app.url)
+        page.wait_for_function("document.querySelector('#headline #mixed-new-loss')")
+        page.get_by_text("All numbers (JSON, as returned by the API) and downloads").click()
+        page.get_by_role("button", name="Prepare the gradients CSV and the JSON summary").click()
+        page.get_by_role("tab", name="Precision lab").click()
+        page.get_by_role("button", name="Sweep the loss scale").click()
+        page.get_by_text("Sweep numbers (JSON, CSV)").click()
+        for names in (("gradients_", "summary_"), ("sweep_",)):
+            for name in names:
+                link = page.locator(f"a[href*='{name}']").first
+                link.wait_for(state="attached")
+                answer = httpx.get(httpx.URL(page.url).join(link.get_attribute("href")), timeout=30)
+                assert answer.status_code == 200 and answer.content, name
+    finally:
+        page.close()
+
+
 def test_an_over_long_link_shows_its_message_and_the_defaults(disk_app, browser):
     page = browser.new_page()
     try:
