@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from playground.ui.arguments import Arguments
+from playground.views.file_store import DiskFull
 
 NAME = "downloads"
 # Run in the browser before the page's event is sent: the last input (the checkbox) is true.
@@ -24,7 +25,8 @@ ASK_JS = "(...inputs) => [...inputs.slice(0, -1), true]"
 
 def with_downloads(arguments: Arguments, fn: Callable[[dict[str, Any], bool], Any]) -> Callable:
     """``fn(values, downloads)`` as an endpoint with ``arguments``' inputs, then ``downloads``
-    (default False); positional or keyword, omitted trailing inputs at their defaults."""
+    (default False); positional or keyword, omitted trailing inputs at their defaults. A full
+    disk (``file_store.DiskFull``) becomes gr.Error with its message."""
     asked = inspect.Parameter(NAME, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False)
     signature = arguments.signature.replace(
         parameters=[*arguments.signature.parameters.values(), asked]
@@ -34,7 +36,12 @@ def with_downloads(arguments: Arguments, fn: Callable[[dict[str, Any], bool], An
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         *values, downloads = bound.arguments.values()
-        return fn(dict(zip(arguments.order, values, strict=True)), downloads is True)
+        try:
+            return fn(dict(zip(arguments.order, values, strict=True)), downloads is True)
+        except DiskFull as error:  # the files asked for find no room: say so, naming the cap
+            raise gr.Error(
+                str(error), title="No room for downloads", print_exception=False
+            ) from None
 
     endpoint.__signature__ = signature
     endpoint.__name__, endpoint.__doc__ = fn.__name__, fn.__doc__

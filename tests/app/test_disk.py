@@ -235,3 +235,16 @@ def test_leftovers_of_an_earlier_run_are_removed_at_start(disk_app):
     disk_app.start()
     assert _files(area) == {} and not older.exists()
     assert os.listdir(disk_app.base / "playground-0") == [".lock"]
+
+
+def test_files_asked_for_on_a_full_disk_are_refused_naming_the_cap(tmp_path, monkeypatch):
+    import gradio as gr
+
+    from playground.ui.tabs.lab import run_sweep_event
+    from playground.views import file_store
+
+    monkeypatch.setattr(file_store, "_root", str(tmp_path))
+    monkeypatch.setattr(file_store, "MAX_BYTES", 10)
+    with pytest.raises(gr.Error, match="keeps at most"):
+        run_sweep_event(*_inputs(STEP.order, True, n=16, d_in=4, d_out=2))
+    assert os.listdir(tmp_path) == []
