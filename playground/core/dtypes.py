@@ -60,16 +60,6 @@ def _check_dtype(name: str) -> None:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
 
 
-# Kept only while sections/lab/tab.py reads them: the recipes of core.policy hold these facts
-# (recipe(name).gradient_format; BitView.saturates for the saturated column).
-FLOAT8_FORMATS = {"forward": "float8_e4m3fn", "gradient": "float8_e5m2"}
-
-
-def gradient_format(compute: str) -> str:
-    """``core.policy.recipe(compute).gradient_format`` for the lab tab until it asks the recipe."""
-    return FLOAT8_FORMATS["gradient"] if compute == "float8" else compute
-
-
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype for a name in DTYPES (bfloat16 comes from ml_dtypes via JAX)."""
     _check_dtype(name)

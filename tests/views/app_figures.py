@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 from playground import StepConfig, run_report
-from playground.core.dtypes import COMPUTE_DTYPES
+from playground.core.policy import COMPUTE_DTYPES
 from playground.core.report import LOG2_HIGH, LOG2_LOW, ActivationReport
 from playground.core.sweep import run_sweep
 from playground.core.train import run_dynamics

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from playground.core.dtypes import DTYPES, FLOAT8_FORMATS, gradient_format
+from playground.core.dtypes import DTYPES
 from playground.core.inspector import PRESETS, inspect_number
-from playground.core.policy import COMPUTE_DTYPES
+from playground.core.policy import COMPUTE_DTYPES, recipe
 from playground.core.settings import ConfigError, shown
 from playground.core.step_report import StepReport
 from playground.core.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
@@ -87,7 +87,7 @@ def magnitude_table(report: StepReport) -> str:
     """
     counts = report.magnitudes
     total = counts["entries"]["total"]
-    dtype = gradient_format(report.config.compute_dtype)  # float8: E5M2, the gradients' format
+    dtype = recipe(report.config.compute_dtype).gradient_format  # float8: E5M2
     shown_as = {
         "before scaling": f"without loss scaling (float32 gradient cast to {dtype})",
         "after scaling": SCALED_LABEL,
@@ -109,15 +109,17 @@ def magnitude_table(report: StepReport) -> str:
         + " |"
         for kind in kinds
     ]
-    recipe = (
-        " (float8: E5M2 is the format of the gradient arriving at each matmul's output; these "
-        "parameter gradients are float32 sums of its products, placed on E5M2's ranges)"
-        if dtype != report.config.compute_dtype
+    compute = report.config.compute_dtype
+    note = (
+        f" ({compute}: {dtype} is the format of the gradient arriving at each matmul's output; "
+        f"these parameter gradients are float32 sums of its products, placed on {dtype}'s "
+        "ranges)"
+        if dtype != compute
         else ""
     )
     return (
         f"Gradient entries in {dtype} ({total:,} in all), "
-        f"by where they land{recipe}:\n\n" + header + "\n".join(rows) + "\n"
+        f"by where they land{note}:\n\n" + header + "\n".join(rows) + "\n"
     )
 
 
@@ -189,7 +191,7 @@ def inspection(number: Any) -> str:
         ("stored value", lambda v: f"{v.stored:.9g}"),
         (
             "the float8 step's cast (saturating)",
-            lambda v: f"{v.saturated:.9g}" if v.dtype in FLOAT8_FORMATS.values() else "",
+            lambda v: f"{v.saturated:.9g}" if v.saturates else "",
         ),
         ("as computed here", lambda v: f"{v.computed_here:.9g}"),
         ("kind", lambda v: v.category),
