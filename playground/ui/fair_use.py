@@ -49,6 +49,9 @@ HEAVY_REFUSAL = (
 )
 HEAVY_TTL = 600.0  # seconds: well past the longest queue wait a capped run can cause
 SHARE = 4
+# Requests each lane but the heavy one runs at once: more than one visitor's share, so another
+# visitor's small request always finds a place (``ui.launch``'s lanes rule).
+LANE_SLOTS = SHARE + 2
 SHARE_REFUSAL = (
     f"at most {SHARE} requests queued or running per visitor: {SHARE} of yours are still "
     "queued or running; send this one when one of them has finished"

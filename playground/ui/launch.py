@@ -28,7 +28,7 @@ from playground.core.cost import step_work
 from playground.core.settings import StepConfig, settings
 from playground.core.sweep import sweep_exponents
 from playground.ui.assets import CSS, JS
-from playground.ui.fair_use import SHARE, HeavyRunMiddleware
+from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
 from playground.ui.upload_guard import disk_middleware
 from playground.ui.url_state import long_link_middleware
 
@@ -40,8 +40,6 @@ SESSION_CAPACITY = 200
 # Work (core.cost's multiply-adds) above which a request takes the large lane: an eighth of the
 # largest linear step (2^33), a few tens of milliseconds.
 LARGE_WORK = 2**30
-# Requests each lane but the heavy one runs at once: more than one visitor's share.
-LANE_SLOTS = SHARE + 2
 
 
 def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
@@ -49,9 +47,8 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
 
     Bounded: uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, a share of the queue
     and one heavy run per visitor (``ui.fair_use.HeavyRunMiddleware``, which reads the events
-    and the queue from ``demo``), and the lanes opened (``open_lanes``).
+    and the queue from ``demo``).
     """
-    open_lanes(demo)
     return {
         "share": False,
         "show_error": True,
@@ -73,20 +70,13 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
 
 
 def queue_kwargs() -> dict[str, Any]:
-    """The queue's bound and the default lane (``open_lanes`` opens the lanes).
+    """The queue's bound and the default lane: LANE_SLOTS requests at once (each event that
+    declares its own lane declares the same, but for the heavy one).
 
     The bound is generous because no visitor can hold more than its share of it
     (``ui.fair_use``): it only stops a crowd, never one visitor's flood.
     """
-    return {"max_size": 256, "default_concurrency_limit": 1}
-
-
-def open_lanes(blocks: gr.Blocks) -> None:
-    """Every lane but the heavy one takes LANE_SLOTS requests at once (see the module rule).
-    Called before the app serves, so every session's copy of the events has them."""
-    for fn in blocks.fns.values():
-        if fn.concurrency_id != "heavy" and fn.concurrency_limit in (1, "default"):
-            fn.concurrency_limit = LANE_SLOTS
+    return {"max_size": 256, "default_concurrency_limit": LANE_SLOTS}
 
 
 LARGE_LANE: asyncio.Lock | None = None  # made in the server's event loop, on first use

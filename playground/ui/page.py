@@ -25,6 +25,7 @@ from playground.ui.endpoints import (
     run_export,
     run_step,
 )
+from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.layout import ApiParts, build_layout
 from playground.ui.public import PublicBlocks
 from playground.ui.sections import SECTIONS
@@ -49,7 +50,7 @@ def _wire_endpoints(page_inputs: list, page: Page, parts: ApiParts) -> None:
         api_name="step",
         trigger_mode="always_last",
         preprocess=False,  # StepConfig checks every value and names the field on error
-        concurrency_limit=1,
+        concurrency_limit=LANE_SLOTS,
     )
     parts.export_button.click(
         run_export,
@@ -57,7 +58,7 @@ def _wire_endpoints(page_inputs: list, page: Page, parts: ApiParts) -> None:
         outputs=[getattr(parts, name) for name in ExportOutputs._fields],
         api_name="export",
         preprocess=False,
-        concurrency_limit=1,
+        concurrency_limit=LANE_SLOTS,
     )
     parts.prepare.click(
         run_downloads,
@@ -65,7 +66,7 @@ def _wire_endpoints(page_inputs: list, page: Page, parts: ApiParts) -> None:
         outputs=parts.files,
         api_name="downloads",
         preprocess=False,
-        concurrency_limit=1,
+        concurrency_limit=LANE_SLOTS,
     )
     gr.api(ping, api_name="ping")
 

@@ -17,10 +17,11 @@ from playground.ui.arguments import STEP
 from playground.ui.assets import scroll_js
 from playground.ui.components import Control, Key, Page
 from playground.ui.examples import LESSONS
+from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.widgets import commit_triggers
 
 # One lane for the page's step events: one at a time, never part of the API.
-LANE = {"concurrency_limit": 1, "concurrency_id": "page-step", "api_visibility": "private"}
+LANE = {"concurrency_limit": LANE_SLOTS, "concurrency_id": "page-step", "api_visibility": "private"}
 
 
 def preset_loss_scale(label: str) -> float:
