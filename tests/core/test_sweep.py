@@ -6,16 +6,7 @@ from playground import StepConfig, run_report
 from playground.core.dtypes import dtype_facts
 from playground.core.settings import LOSS_SCALE_MAX
 from playground.core.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
-
-TINY_FLOAT16 = StepConfig(
-    n=32,
-    d_in=8,
-    d_out=4,
-    compute_dtype="float16",
-    input_scale=2.0**-12,
-    target_scale=2.0**-12,
-    loss_scale=2.0**10,
-)
+from scenarios import TINY_FLOAT16
 
 
 def test_exponents_reach_past_the_dtype_maximum():

@@ -3,27 +3,17 @@
 import numpy as np
 import pytest
 
-from playground import StepConfig
 from playground.core.train import run_dynamics
+from scenarios import FLOAT8_SPIKES
 
 # Dynamic loss scaling doubles S after every 5 finite steps. The gradient arriving at the
 # matmul is S x dloss/dprediction, so at each doubling its amax jumps about 2x past the one
 # step of history (amax_history = 1) the delayed scale was taken from.
-SPIKES = StepConfig(
-    n=32,
-    d_in=8,
-    d_out=4,
-    compute_dtype="float8",
-    fp8_scaling="delayed",
-    amax_history=1,
-    mode="dynamic",
-    period=5,
-)
 
 
 @pytest.fixture(scope="module")
 def spikes():
-    return run_dynamics(SPIKES, steps=12)
+    return run_dynamics(FLOAT8_SPIKES, steps=12)
 
 
 def test_delayed_scaling_saturates_the_step_after_a_jump_and_recovers(spikes):

@@ -12,17 +12,10 @@ import pytest
 from playground import StepConfig
 from playground.core.train import run_dynamics
 from playground.sections.dynamics.charts import dynamics_loss_figure, lost_update_figure
+from scenarios import FLOAT8_SPIKES
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 # Float8 with delayed scaling: the steps after each doubling of S saturate (test_train_float8.py).
-SPIKES = StepConfig(
-    **SMALL,
-    compute_dtype="float8",
-    fp8_scaling="delayed",
-    amax_history=1,
-    mode="dynamic",
-    period=5,
-)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +73,7 @@ def test_the_pure_curves_name_their_rounding(rounding, words):
 
 @pytest.fixture(scope="module")
 def spikes():
-    return run_dynamics(SPIKES, steps=12)
+    return run_dynamics(FLOAT8_SPIKES, steps=12)
 
 
 def test_the_meter_draws_the_saturated_share_beside_the_lost_updates(spikes):

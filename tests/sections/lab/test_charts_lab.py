@@ -89,8 +89,6 @@ def test_narrow_neighbouring_bands_stack_and_wide_ones_share_the_first_row():
 
 
 def test_chart_legend_and_table_name_the_gradients_alike():
-    # The page first: a section's tab imports ui.controls, whose package imports the page.
-    import playground.ui  # noqa: F401
     from playground.sections.lab.tab import magnitude_table
 
     report = run_report(StepConfig(**SMALL, compute_dtype="float16"))
