@@ -5,7 +5,7 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
 
     pass work   N x the model's multiply-adds per row (``ModelSpec.work``), times the recipe's
                 ``work_factor`` (float8 scales, clips and casts every tensor), plus the
-                optimizer's element-wise work on its state (OPTIMIZER_STATE arrays per
+                optimizer's element-wise work on its state (``OptimizerSpec.state_arrays`` per
                 parameter) over every parameter entry
     /step       two passes (the mixed step and its float32 twin) <= STEP_BUDGET; /downloads and
                 the page's commit are a /step, and /downloads also needs at most
@@ -47,11 +47,9 @@ from typing import Protocol
 from playground.core.bounds import ConfigError
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
 from playground.core.models import MODELS, ModelChoice
+from playground.core.optimizers import OPTIMIZERS
 from playground.core.policy import recipe
 
-# Float32 arrays the optimizer keeps per parameter entry (optax: momentum's trace; adam's two
-# moments).
-OPTIMIZER_STATE = {"sgd": 0, "momentum": 1, "adam": 2}
 # Element-wise work per parameter entry and state array of one pass, in multiply-adds.
 ELEMENTWISE = 8
 # The gradients download has one CSV row per parameter entry (about 107 bytes each).
@@ -102,7 +100,7 @@ def parameter_entries(choice: ModelChoice, d_in: int, d_out: int) -> int:
 def pass_work(config: Priced) -> float:
     """Multiply-adds of one training pass of ``config`` (see the module rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
-    elementwise = entries * ELEMENTWISE * (1 + OPTIMIZER_STATE[config.optimizer])
+    elementwise = entries * ELEMENTWISE * (1 + OPTIMIZERS[config.optimizer].state_arrays)
     return config.model_work * recipe(config.compute_dtype).work_factor + elementwise
 
 
@@ -116,7 +114,7 @@ def memory_bytes(config: Priced) -> int:
     choice = config.model_choice
     entries = parameter_entries(choice, config.d_in, config.d_out)
     widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
-    per_entry = PARAMETER_BYTES + STATE_BYTES * OPTIMIZER_STATE[config.optimizer]
+    per_entry = PARAMETER_BYTES + STATE_BYTES * OPTIMIZERS[config.optimizer].state_arrays
     return FIXED_BYTES + entries * per_entry + config.n * sum(widths) * ACTIVATION_BYTES
 
 
@@ -200,7 +198,12 @@ def check_downloads(config: Priced) -> None:
     is over a cap (``check_step``), or its gradients CSV would have more than
     MAX_GRADIENT_ROWS rows (one per parameter entry)."""
     check_step(config)
-    rows = parameter_entries(config.model_choice, config.d_in, config.d_out)
+    check_gradient_rows(parameter_entries(config.model_choice, config.d_in, config.d_out))
+
+
+def check_gradient_rows(rows: int) -> None:
+    """ConfigError on ``n`` when a gradients CSV of ``rows`` parameter entries (one row each)
+    would be past MAX_GRADIENT_ROWS."""
     if rows > MAX_GRADIENT_ROWS:
         raise ConfigError(
             "n",

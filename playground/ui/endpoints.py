@@ -8,12 +8,11 @@ values become Gradio's here: each figure dict a gr.Plot's PlotData.
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import gradio as gr
 
-from playground.core.models import param_shapes
+from playground.core.cost import check_downloads
 from playground.core.report import run_report
 from playground.core.settings import ConfigError
 from playground.sections.lab import tab as lab_tab
@@ -68,12 +67,8 @@ def run_downloads(values: dict[str, Any]) -> list[str]:
     too large for the CSV is refused before the step runs, and a full disk when it is written
     (its message names the cap)."""
     config = validated(values)
-    shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
     with core_errors():
-        try:
-            downloads.check_gradient_rows(sum(math.prod(shape) for shape in shapes.values()))
-        except ValueError as error:  # a model too large for a CSV
-            raise ConfigError("n", str(error)) from None
+        check_downloads(config)
     data = validated_data(values, config)
     report = run_report(config, data)
     _, summary = step_tab.texts(report, data.name if data else None)

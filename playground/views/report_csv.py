@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from playground.core.cost import check_gradient_rows
 from playground.core.step_report import StepReport
 from playground.core.sweep import SweepReport
 from playground.core.train import DynamicsReport
@@ -28,9 +29,6 @@ from playground.views.csv_files import (
     write_csv,
 )
 from playground.views.file_names import settings_tag
-
-# The largest linear model of the default caps, 1024 x 1024 + 1024 entries, fits.
-MAX_GRADIENT_ROWS = 2**20 + 2**10
 
 GRADIENT_COLUMNS = {
     "before": "before",
@@ -63,18 +61,6 @@ DYNAMICS_PER_STEP = (
 )
 
 
-def check_gradient_rows(rows: int) -> None:
-    """ValueError naming the size when a model of ``rows`` parameter entries is past
-    MAX_GRADIENT_ROWS (a check the caller can make before computing the step)."""
-    if rows > MAX_GRADIENT_ROWS:
-        raise ValueError(
-            f"The gradients download has one row per parameter entry: this model has "
-            f"{rows:,} entries (a file of about {rows * 107 / 1e6:,.0f} MB), more than the "
-            f"{MAX_GRADIENT_ROWS:,} allowed. A smaller model fits (smaller D_in x D_out, or "
-            "fewer or narrower hidden layers)."
-        )
-
-
 def gradients_csv(report: StepReport) -> str:
     """Every parameter entry of a step report, one row each; returns the file's path.
 
@@ -90,7 +76,8 @@ def gradients_csv(report: StepReport) -> str:
     the field is empty for a 0-d parameter.
 
     Raises:
-      ValueError naming the size when the report has more than MAX_GRADIENT_ROWS entries.
+      ConfigError (a ValueError) naming the size when the report has more entries than
+      core.cost's MAX_GRADIENT_ROWS.
     """
     check_gradient_rows(sum(param.size for param in report.params.values()))
     blocks = []

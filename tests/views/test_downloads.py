@@ -25,7 +25,8 @@ from playground import (
     summarize,
     sweep_summary,
 )
-from playground.views import downloads, file_store, report_csv
+from playground.core import cost
+from playground.views import downloads, file_store
 
 # One compiled program serves every float16 report at this shape: S is traced.
 FLOAT16 = StepConfig(n=16, d_in=4, d_out=2, compute_dtype="float16")
@@ -275,7 +276,7 @@ def test_summary_json_refuses_nan_before_making_a_file(private_dir):
 
 
 def test_a_too_large_report_is_refused_with_its_size(report, monkeypatch, private_dir):
-    monkeypatch.setattr(report_csv, "MAX_GRADIENT_ROWS", 9)
+    monkeypatch.setattr(cost, "MAX_GRADIENT_ROWS", 9)
     with pytest.raises(ValueError, match=r"10 entries .* more than the 9 allowed"):
         downloads.gradients_csv(report)
     assert os.listdir(private_dir) == []
