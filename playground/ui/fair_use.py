@@ -42,6 +42,8 @@ import gradio as gr
 from gradio.server_messages import ProcessCompletedMessage
 from starlette.datastructures import Headers
 
+from playground.ui.queue_records import forget_finished
+
 HEAVY_ENDPOINTS = frozenset({"sweep", "dynamics"})
 HEAVY_REFUSAL = (
     "one heavy run at a time per visitor: your loss-scale sweep or training run is still "
@@ -148,6 +150,7 @@ class HeavyRunMiddleware:
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
+        forget_finished(self.blocks._queue)
         fn, session = self._event(path, body)
         name = getattr(fn, "api_name", None)
         who = visitor(Headers(scope=scope), (scope.get("client") or (None,))[0])

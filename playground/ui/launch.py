@@ -29,6 +29,7 @@ from playground.core.settings import StepConfig, settings
 from playground.core.sweep import sweep_exponents
 from playground.ui.assets import CSS, JS
 from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
+from playground.ui.queue_records import bound_analytics
 from playground.ui.upload_guard import disk_middleware
 from playground.ui.url_state import long_link_middleware
 
@@ -74,8 +75,10 @@ def queue_kwargs() -> dict[str, Any]:
     declares its own lane declares the same, but for the heavy one).
 
     The bound is generous because no visitor can hold more than its share of it
-    (``ui.fair_use``): it only stops a crowd, never one visitor's flood.
+    (``ui.fair_use``): it only stops a crowd, never one visitor's flood. What the queue records
+    per finished event stays bounded too (``ui.queue_records``).
     """
+    bound_analytics()
     return {"max_size": 256, "default_concurrency_limit": LANE_SLOTS}
 
 

@@ -1,0 +1,47 @@
+"""What Gradio's queue remembers about finished events, kept bounded on a public server.
+
+Rule: Gradio (6.31) records, for every session, the ids of its events
+(``Queue.pending_event_ids_session``) and never forgets a session whose events have all finished;
+every raw API call is a session of its own, so a public Space gained one record per call for as
+long as it ran (the memory creep the load bench measured late in long runs). Before each join,
+once RECORDS_KEPT sessions are recorded, the sessions whose every event has finished and whose
+messages have all been delivered are forgotten. A finished event's record is needed only until
+its completion message is read (``GET /call/<api>/<event_id>`` looks its session up there), so
+a record with a message still waiting is kept.
+
+Gradio's own analytics keep one record per event, up to ``GRADIO_ANALYTICS_MAX_EVENTS``
+(10,000 by default); ``bound_analytics`` lowers that default to ANALYTICS_KEPT before the queue
+is made, leaving an operator's own setting alone.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+RECORDS_KEPT = 512
+ANALYTICS_KEPT = 1000
+
+
+def bound_analytics() -> None:
+    """Keep at most ANALYTICS_KEPT per-event analytics records (unless the operator chose)."""
+    os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", str(ANALYTICS_KEPT))
+
+
+def forget_finished(queue: Any) -> int:
+    """Forget the recorded sessions of ``queue`` that are done (see the module rule) once more
+    than RECORDS_KEPT are recorded; the number forgotten."""
+    records: dict[str, set[str]] = queue.pending_event_ids_session
+    if len(records) <= RECORDS_KEPT:
+        return 0
+    live = queue.event_ids_to_events
+    messages = queue.pending_messages_per_session
+    done = [
+        session
+        for session, ids in records.items()
+        if not any(event_id in live for event_id in ids)
+        and (session not in messages or messages[session].empty())
+    ]
+    for session in done:
+        del records[session]
+    return len(done)
