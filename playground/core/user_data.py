@@ -1,4 +1,4 @@
-"""A visitor's own data: a CSV file of numbers whose last D_out columns are the targets.
+"""A visitor's own data: a CSV file of numbers; its shape sets N, D_in and D_out.
 
 Rule, for the text of a file and the setting d_out:
 
@@ -8,8 +8,14 @@ Rule, for the text of a file and the setting d_out:
     every data row has as many cells as the first; every cell is a finite float32 number
       written in ASCII decimal notation (``-1.5``, ``.5``, ``2e-3``; no ``1_000``, no
       non-ASCII digits, no hex), or a non-finite word that is then refused as not finite
-    1 <= data rows <= the n setting's maximum; the last d_out columns are y, the rest x, with
-      1 <= columns of x <= the d_in setting's maximum and d_out <= the d_out setting's maximum
+    1 <= data rows <= the n setting's maximum
+    the targets y: the columns a header names as targets (``y``, ``target``, alone or followed
+      by a digit, ``_``, ``-``, ``.``, a space or a bracket: ``y1``, ``y_2``, ``target price``;
+      any case, anywhere in the row); without such a header, the last d_out columns, or the
+      last column alone when d_out leaves no input column; the other columns are x, with
+      1 <= columns of x <= the d_in setting's maximum and targets <= the d_out setting's maximum
+    the step then runs with N = data rows, D_in = columns of x, D_out = targets (``fit``), and
+      the page's controls show those values
 
 A file that breaks a rule is refused with a ConfigError on ``data`` that names the row and the
 column as a spreadsheet counts them (from 1, the header row included). The arrays are float32
@@ -40,9 +46,13 @@ class UserData:
     x: np.ndarray
     y: np.ndarray
 
+    def shapes(self) -> dict[str, int]:
+        """The settings the data fixes: ``n``, ``d_in`` and ``d_out``."""
+        return {"n": self.x.shape[0], "d_in": self.x.shape[1], "d_out": self.y.shape[1]}
+
     def fit(self, config: StepConfig) -> StepConfig:
-        """``config`` with N and D_in taken from the data (D_out chose the split already)."""
-        return config.replace(n=self.x.shape[0], d_in=self.x.shape[1])
+        """``config`` with N, D_in and D_out taken from the data."""
+        return config.replace(**self.shapes())
 
 
 def fitted(
@@ -63,6 +73,19 @@ def _refuse(message: str) -> ConfigError:
 # full-width digits, which a spreadsheet would not show as the number float() makes of them.
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _NON_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.ASCII | re.IGNORECASE)
+
+
+# A header cell naming a target column: y or target, alone or followed by a separator or digits.
+TARGET_NAME = re.compile(r"(?:y|target)(?:[0-9_.\-\[( ].*)?", re.IGNORECASE | re.DOTALL)
+
+
+def target_columns(header: list[str] | None, width: int, d_out: int) -> list[int]:
+    """The columns (from 0) holding the targets, by the module's rule."""
+    if header is not None:
+        named = [c for c, cell in enumerate(header) if TARGET_NAME.fullmatch(cell.strip())]
+        if named:
+            return named
+    return list(range(width - d_out if d_out < width else width - 1, width))
 
 
 def _number(text: str) -> float | None:
@@ -133,17 +156,20 @@ def parse_csv(content: bytes, d_out: int, name: str = "data.csv") -> UserData:
                     "finite float32 numbers"
                 )
             values[r, c] = number
-    d_in = width - d_out
+    header = rows[0] if first_data else None
+    targets = target_columns(header, width, d_out)
+    inputs = [c for c in range(width) if c not in targets]
     max_in, max_out = int(table["d_in"].high), int(table["d_out"].high)
-    if d_in < 1:
-        raise ConfigError(
-            "d_out",
-            f"d_out (output width D_out) must leave at least one input column of your {width}; "
-            f"at most {width - 1}; got {d_out}",
+    if not inputs:
+        raise _refuse(
+            f"every one of its {width} columns is headed as a target (y..., target...); at "
+            "least one must be an input"
         )
-    if d_in > max_in:
-        raise _refuse(f"{d_in} input columns (all but the last d_out = {d_out}); at most {max_in}")
-    if d_out > max_out:
-        raise _refuse(f"d_out = {d_out} target columns; at most {max_out}")
+    if len(inputs) > max_in:
+        raise _refuse(f"{len(inputs)} input columns; at most {max_in}")
+    if len(targets) > max_out:
+        raise _refuse(f"{len(targets)} target columns; at most {max_out}")
     matrix = values.astype(np.float32)
-    return UserData(name=name, x=freeze(matrix[:, :d_in].copy()), y=freeze(matrix[:, d_in:].copy()))
+    return UserData(
+        name=name, x=freeze(matrix[:, inputs].copy()), y=freeze(matrix[:, targets].copy())
+    )

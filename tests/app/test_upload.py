@@ -36,7 +36,7 @@ def test_the_last_d_out_columns_are_the_targets_with_or_without_a_header():
         (b"x,y\n1,2\n3,abc\n", 1, "data", "row 3, column 2 is 'abc', not a number"),
         (b"1,2\nnan,3\n", 1, "data", "row 2, column 1 is 'nan'"),
         (b"1,2\n1e39,3\n", 1, "data", "row 2, column 1 is '1e39'"),
-        (b"1,2\n", 2, "d_out", "at least one input column"),
+        (b"y,target\n1,2\n", 1, "data", "every one of its 2 columns is headed as a target"),
         (("1,2\n" * 4097).encode(), 1, "data", "4,097 data rows; at most 4,096"),
         (b"1," * 600_000, 1, "data", "at most 1,000,000"),
     ],
