@@ -86,7 +86,8 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
         add("input_scale")
         add("target_scale")
     controls["data"] = gr.File(
-        label="your data (CSV): the last D_out columns are the targets",
+        label="your data (CSV): rows set N; columns headed y, y1, target... are the targets "
+        "(else the last D_out), the rest set D_in",
         file_types=[".csv"],
         elem_id="data",
     )

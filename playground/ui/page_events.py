@@ -195,9 +195,12 @@ def commit(
             | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
         )
     config, data = _config_and_data(values)
+    # An upload fixes N, D_in and D_out: the controls (and the results' settings) show them.
+    shapes = data.shapes() if data else {}
+    values = values | shapes
     report = cached_report(config, data)
     headline, reading, summary = step_tab.page_texts(report, data.name if data else None)
-    return notices | {
+    return notices | {Control(name): value for name, value in shapes.items()} | {
         "caption": gr.update(visible=False),
         "status": gr.update(value="", visible=False),
         "last_valid": {name: values.get(name) for name in INPUTS},
