@@ -1,13 +1,21 @@
-"""The page's own CSS and JS: notices, the stale banner, wide tables, keyboard commits.
+"""The page's own CSS and JS: notices, the stale banner, wide tables, keyboard commits, the key
+controls on a phone, readable contrast, charts in the dark theme and their text alternatives.
 
 Rule: styles key on the elem_ids and classes the layout gives (``#headline``, ``.field-notice``,
-``.stale-banner``, ``.commit-slider``); the JS makes the keyboard commit as the pointer does, and
-marks the results stale when the page loses its server (``LOST_TEXT``).
+``.stale-banner``, ``.commit-slider``, ``#key-controls``); the JS makes the keyboard commit as the
+pointer does, marks the results stale when the page loses its server (``LOST_TEXT``), makes each
+radio group one Tab stop whose arrow keys move the choice, names the upload button by its visible
+text, and dresses every chart: its text alternative (the figure's ``layout.meta.description``,
+computed from its data by ``views.chart_text``) as the chart's accessible name, and
+in the dark theme (Gradio's ``body.dark``, from ``?__theme=dark`` or the system's preference) the
+light palette swapped for ``views.plotly.DARK_PALETTE``.
 """
 
 from __future__ import annotations
 
 import json
+
+from playground.views.plotly import DARK_PALETTE
 
 
 def scroll_js(element_id: str) -> str:
@@ -32,8 +40,24 @@ CSS = """
 .stale-banner { padding: 6px 10px; border-radius: 6px; border: 1px solid var(--error-border-color);
   background: var(--error-background-fill); color: var(--error-text-color); }
 /* Results that no longer match the inputs stay readable but visibly dimmed. */
-#results:has(.stale-banner) > :not(#status):not(#lost-banner) { opacity: 0.45; }
+#results:has(> #status .stale-banner, > #lost-banner) > :not(#status):not(#lost-banner) {
+  opacity: 0.45; }
+#dynamics-results:has(.stale-banner) > :not(#dynamics-status) { opacity: 0.45; }
+#sweep-results:has(.stale-banner) > :not(#sweep-status):not(#sweep-rerun) { opacity: 0.45; }
+/* Light theme: Gradio's label chips (indigo 500 on indigo 100, 3.6:1) and help text (grey 400
+   on white, 2.5:1) darkened past WCAG AA's 4.5:1; the dark theme's already pass. */
+body:not(.dark) [data-testid="block-info"], body:not(.dark) [data-testid="block-label"] {
+  color: var(--primary-700, #4338ca); }
+body:not(.dark) .info-text { color: var(--neutral-600, #4b5563); }
+/* A picked choice: white on indigo 600 (6.3:1) rather than on indigo 500 (4.46:1). */
+body:not(.dark) fieldset label.selected { background: var(--primary-600, #4f46e5); }
+#key-controls { gap: 8px; }
+/* A phone stacks the key controls right above the results they change, then the other
+   settings: the controls column gives its two parts to the row, which orders them. */
 @media (max-width: 720px) {
+  #controls { display: contents; }
+  #key-controls, #more-controls { flex: 1 1 100%; min-width: 100%; }
+  #key-controls { order: -2; }
   #results { order: -1; }
   #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
 }
@@ -58,6 +82,7 @@ LOST_TOASTS = ("Connection to the server was lost", "Connection errored out")
 JS = (
     f"() => {{\n  const lostId = {json.dumps(LOST_ID)}, lostText = {json.dumps(LOST_TEXT)};\n"
     f"  const lostToasts = {json.dumps(LOST_TOASTS)};\n"
+    f"  const darkPalette = {json.dumps({k.lower(): v for k, v in DARK_PALETTE.items()})};\n"
     """  const showLost = () => {
     const results = document.getElementById("results");
     if (!results || document.getElementById(lostId)) return;
@@ -100,5 +125,60 @@ JS = (
       track.dispatchEvent(new PointerEvent("pointerup", {bubbles: true}));
     }
   }, true);
+  // Gradio names each radio of a group apart, so every choice is a Tab stop of its own and the
+  // arrow keys do not move the choice: one name per group makes it one stop, as a radio group is.
+  const groupRadios = () => {
+    document.querySelectorAll("fieldset[id]").forEach((group) => {
+      group.querySelectorAll("input[type=radio]").forEach((radio) => {
+        if (radio.name !== group.id) radio.name = group.id;
+      });
+    });
+  };
+  // The upload button's accessible name ("Click to upload or drop files") leaves out the words
+  // it shows ("Drop File Here - or - Click to Upload"): name it by those, then by its label.
+  const nameUploads = () => {
+    document.querySelectorAll("button.upload-container[aria-label]").forEach((button) => {
+      const shown = (button.innerText || "").replace(/\\s+/g, " ").trim();
+      const label = button.closest(".block")?.querySelector("[data-testid=block-label]");
+      const name = [shown, label?.innerText.trim()].filter(Boolean).join(": ");
+      if (shown && button.getAttribute("aria-label") !== name) {
+        button.setAttribute("aria-label", name);
+      }
+    });
+  };
+  // Plotly draws a figure with the colours it carries: in the dark theme each light-palette
+  // colour is swapped for its dark counterpart (one redraw, after which none is left), and the
+  // figure's description becomes the chart's accessible name.
+  const recolor = (value) => {
+    if (typeof value === "string") return darkPalette[value.toLowerCase()] ?? value;
+    if (Array.isArray(value)) return value.map(recolor);
+    if (value && typeof value === "object") {
+      return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, recolor(v)]));
+    }
+    return value;
+  };
+  const dress = (chart) => {
+    const description = chart.layout?.meta?.description;
+    if (description) {
+      chart.setAttribute("role", "figure");
+      chart.setAttribute("aria-label", description);
+    }
+    const paper = String(chart.layout?.paper_bgcolor ?? "").toLowerCase();
+    if (document.body.classList.contains("dark") && window.Plotly && paper in darkPalette) {
+      window.Plotly.react(chart, recolor(chart.data), recolor(chart.layout));
+    }
+  };
+  const dressCharts = () => {
+    document.querySelectorAll(".js-plotly-plot").forEach((chart) => {
+      if (!chart.dressed && typeof chart.on === "function") {
+        chart.dressed = true;
+        chart.on("plotly_afterplot", () => setTimeout(() => dress(chart)));
+        dress(chart);
+      }
+    });
+  };
+  const tidy = () => { groupRadios(); nameUploads(); dressCharts(); };
+  tidy();
+  new MutationObserver(tidy).observe(document.body, {subtree: true, childList: true});
 }"""
 )

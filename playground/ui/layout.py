@@ -28,15 +28,19 @@ from playground.ui.widgets import DEFAULTS, control, field_notice
 
 LOSS_SCALE_MIN_EXPONENT = math.ceil(math.log2(LOSS_SCALE_MIN))
 LOSS_SCALE_MAX_EXPONENT = math.floor(math.log2(LOSS_SCALE_MAX))
-# The fields of the "Model and optimizer" accordion: the model, every model's options, then the
-# optimizer.
+# The controls that carry the lessons, first in the controls column (beside the headline, and on
+# a phone right above it): the compute dtype, the learning rate and optimizer, then the loss
+# scale with its power-of-two and preset controls.
+KEY_FIELDS = ("compute_dtype", "lr", "optimizer", "loss_scale")
+# The fields of the "Model" accordion: the model and every model's options.
 MODEL_FIELDS = (
     "model",
     *dict.fromkeys(option for spec in MODELS.values() for option in spec.options),
-    "optimizer",
 )
 # The scaled recipe's own settings.
 SCALING_FIELDS = ("fp8_scaling", "amax_history")
+# Precision per operation: the preset, the task (its loss) and the MLP's norm.
+OPERATION_FIELDS = ("precision_policy", "task", "norm")
 
 
 @dataclass
@@ -54,50 +58,58 @@ class ApiParts:
 
 
 def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple[Any, Any]:
-    """The settings, each with its notice; returns the loss-scale exponent and preset controls."""
+    """The settings, each with its notice, the key ones first (``KEY_FIELDS``, in a column of
+    their own that a phone lifts above the results); returns the loss-scale exponent and preset
+    controls."""
 
     def add(name: str) -> None:
         controls[name] = control(name)
         notices[name] = field_notice(name)
 
-    with gr.Group():
-        add("model_seed")
-        add("data_seed")
-    for name in ("n", "d_in", "d_out", "lr", "loss_scale"):
-        add(name)
-    exponent = gr.Slider(
-        LOSS_SCALE_MIN_EXPONENT,
-        LOSS_SCALE_MAX_EXPONENT,
-        value=page_events.exponent_of(DEFAULTS["loss_scale"]),
-        step=1,
-        label="loss scale as a power of two: log2 S",
-        info="Release to set S = 2^k.",
-        elem_id="loss-scale-exponent",
-        elem_classes=["commit-slider"],
-    )
-    presets = gr.Radio(
-        list(page_events.LOSS_SCALE_PRESETS),
-        label="loss scale presets",
-        value=page_events.preset_of(DEFAULTS["loss_scale"]),
-        elem_id="loss-scale-presets",
-    )
-    add("compute_dtype")
-    with gr.Accordion("Data magnitudes", open=False):
-        add("input_scale")
-        add("target_scale")
-    controls["data"] = gr.File(
-        label="your data (CSV): rows set N; columns headed y, y1, target... are the targets "
-        "(else the last D_out), the rest set D_in",
-        file_types=[".csv"],
-        elem_id="data",
-    )
-    notices["data"] = field_notice("data")
-    with gr.Accordion("Model and optimizer", open=False):
-        for name in MODEL_FIELDS:
+    with gr.Column(elem_id="key-controls"):
+        for name in KEY_FIELDS:
             add(name)
-    with gr.Accordion("Float8 scaling", open=False):
-        for name in SCALING_FIELDS:
+        presets = gr.Radio(
+            list(page_events.LOSS_SCALE_PRESETS),
+            label="loss scale presets",
+            value=page_events.preset_of(DEFAULTS["loss_scale"]),
+            elem_id="loss-scale-presets",
+        )
+        exponent = gr.Slider(
+            LOSS_SCALE_MIN_EXPONENT,
+            LOSS_SCALE_MAX_EXPONENT,
+            value=page_events.exponent_of(DEFAULTS["loss_scale"]),
+            step=1,
+            label="loss scale as a power of two: log2 S",
+            info="Release to set S = 2^k.",
+            elem_id="loss-scale-exponent",
+            elem_classes=["commit-slider"],
+        )
+    with gr.Column(elem_id="more-controls"):
+        with gr.Group():
+            add("model_seed")
+            add("data_seed")
+        for name in ("n", "d_in", "d_out"):
             add(name)
+        with gr.Accordion("Data magnitudes", open=False):
+            add("input_scale")
+            add("target_scale")
+        controls["data"] = gr.File(
+            label="your data (CSV): rows set N; columns headed y, y1, target... are the targets "
+            "(else the last D_out), the rest set D_in",
+            file_types=[".csv"],
+            elem_id="data",
+        )
+        notices["data"] = field_notice("data")
+        with gr.Accordion("Model", open=False):
+            for name in MODEL_FIELDS:
+                add(name)
+        with gr.Accordion("Float8 scaling", open=False):
+            for name in SCALING_FIELDS:
+                add(name)
+        with gr.Accordion("Precision per operation", open=False):
+            for name in OPERATION_FIELDS:
+                add(name)
     return exponent, presets
 
 

@@ -16,6 +16,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from playground.core.settings import defaults, settings
+from playground.views.chart_text import with_description
 
 DEFAULTS = defaults()
 # Integer fields shown as sliders; the others are number boxes or choices.
@@ -56,8 +57,9 @@ def commit_triggers(component: Any) -> list[Any]:
 
 
 def as_plot(figure: dict[str, Any]) -> PlotData:
-    """A Plotly JSON dict as gr.Plot's own PlotData, sent as is to Plotly.js."""
-    return PlotData(type="plotly", plot=json.dumps(figure))
+    """A Plotly JSON dict as gr.Plot's own PlotData, sent to Plotly.js with its text
+    alternative (``views.chart_text``)."""
+    return PlotData(type="plotly", plot=json.dumps(with_description(figure)))
 
 
 def plotted(views: Views, names: Iterable[str]) -> Views:

@@ -7,12 +7,12 @@ milliseconds per figure on every run; tests validate every dict with
 ``plotly.graph_objects.Figure``.
 
 Readable anywhere: Gradio's ``gr.Plot`` hands the figure to Plotly.js as is, whatever the page
-theme (it applies no template and no theme colours), so a figure with a transparent background
-shows its text on white in the light theme and on dark grey in the dark one, and no single text
-colour reaches a 4.5:1 contrast on both. Every figure therefore paints its own opaque
-CHART_BACKGROUND and writes its text in TEXT_COLOR (over 10:1 on it), and reads the same on the
-page in either theme, in Plotly's PNG download and in any other viewer. Axes show tiny and huge
-numbers in exponent notation (2e-08), never with SI suffixes (Plotly's default writes 20n).
+theme (it applies no template and no theme colours). Every figure therefore paints its own opaque
+CHART_BACKGROUND and writes its text in TEXT_COLOR (over 10:1 on it), so it reads the same in
+Plotly's PNG download and in any other viewer; in the page's dark theme the page's script swaps
+each colour of DARK_PALETTE for its dark counterpart. Axes show tiny and huge numbers in exponent
+notation (2e-08), never with SI suffixes (Plotly's default writes 20n). ``with_description``
+gives a figure its text alternative, the key numbers of its data in words.
 """
 
 from __future__ import annotations
@@ -31,6 +31,14 @@ WARNING_TEXT_COLOR = "#b3261e"  # dark red: text naming a non-finite value, 6.5:
 TEXT_COLOR = "#374151"  # dark grey: 10.3:1 contrast on CHART_BACKGROUND
 CHART_BACKGROUND = "#ffffff"  # opaque, so the contrast does not depend on the page theme
 GRID_COLOR = "rgba(140, 140, 140, 0.25)"
+# The dark theme's counterparts of the light palette's text and paper colours (the data colours
+# read on both): text 12.6:1 and warnings 7.8:1 on DARK_BACKGROUND.
+DARK_BACKGROUND = "#1f2937"
+DARK_PALETTE = {
+    CHART_BACKGROUND: DARK_BACKGROUND,
+    TEXT_COLOR: "#e5e7eb",
+    WARNING_TEXT_COLOR: "#fca5a5",
+}
 COUNT_FORMAT = ",~r"  # d3 format of count axes: 1,000 and 20,000, never 1e+3 or 20k
 # d3 format of log axes: whole values (0.04, 0.2, 1e-07), not Plotly's digit-only minor labels
 LOG_FORMAT = "~g"
@@ -71,11 +79,24 @@ def base_layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[st
         "font": {"color": TEXT_COLOR, "size": 12},
         "paper_bgcolor": CHART_BACKGROUND,
         "plot_bgcolor": CHART_BACKGROUND,
-        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        "legend": LEGEND_BELOW,  # above the plot it would share the title's place
         "margin": {"l": 10, "r": 10, "t": 70, "b": 10},
         "autosize": True,
         "hovermode": "closest",
         **extra,
+    }
+
+
+def empty_note(text: str) -> dict[str, Any]:
+    """A note across the middle of a chart that has nothing to draw, saying why."""
+    return {
+        "x": 0.5,
+        "y": 0.5,
+        "xref": "paper",
+        "yref": "paper",
+        "text": text,
+        "showarrow": False,
+        "font": {"color": WARNING_TEXT_COLOR, "size": 13},
     }
 
 
@@ -151,6 +172,11 @@ def log10_histogram(title: str, x_title: str, arrays: dict[str, np.ndarray]) -> 
     full_title = title + ("<br><sup>" + "; ".join(notes) + "</sup>" if notes else "")
     layout = base_layout(full_title, x_title, "entries", barmode="overlay")
     layout["yaxis"]["tickformat"] = COUNT_FORMAT
+    if not any(values.size for values in logs.values()):  # on a plain axis, saying why
+        layout["annotations"] = [
+            empty_note(f"nothing to draw: no entry is positive and finite ({'; '.join(notes)})")
+        ]
+        layout["xaxis"]["range"], layout["yaxis"]["range"] = [-1, 1], [0, 1]
     return {"data": data, "layout": layout}
 
 

@@ -1,0 +1,98 @@
+"""A chart's text alternative: its title and the key numbers of its data, in words.
+
+Rule: ``describe(figure)`` reads only the figure dict, so it says what the chart draws:
+
+    the title (markup removed), then the axis titles;
+    per trace but guides (no hover), its name and
+      bars             how many, their total and the tallest (height and place);
+      lines, markers   how many finite points, the range of y and the last finite point;
+    the annotations' text (a note such as "no finite points: ..." is part of the message).
+
+``with_description(figure)`` returns the figure with that text as ``layout.meta.description``;
+the page's script makes it the chart's accessible name (a screen reader's "figure, ...").
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from typing import Any
+
+Figure = dict[str, Any]
+MAX_TRACES = 8  # described one by one; more are counted
+
+
+def plain(text: Any) -> str:
+    """Plotly's markup as plain text: tags become spaces, entities characters."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", str(text)))).strip()
+
+
+def number(value: Any) -> str:
+    """A value as the description writes it: numbers with 4 significant digits."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return plain(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
+
+
+def _title(layout: dict[str, Any], key: str) -> str:
+    title = layout.get(key, {}).get("title", "")
+    return plain(title.get("text", "") if isinstance(title, dict) else title)
+
+
+def _finite(values: list[Any]) -> list[tuple[int, float]]:
+    return [
+        (index, float(v))
+        for index, v in enumerate(values)
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    ]
+
+
+def _trace(trace: dict[str, Any]) -> str:
+    name = plain(trace.get("name", "")) or "unnamed"
+    x, y = list(trace.get("x", [])), list(trace.get("y", []))
+    points = _finite(y)
+    if not points:
+        return f"{name}: no finite values"
+    if trace.get("type") == "bar":
+        at, tallest = max(points, key=lambda point: point[1])
+        total = sum(value for _, value in points)
+        place = f" at {number(x[at])}" if at < len(x) else ""
+        count = f"{round(total):,}" if all(v.is_integer() for _, v in points) else number(total)
+        return (
+            f"{name}: {len(points):,} bars totalling {count}, the tallest {number(tallest)}"
+            f"{place}"
+        )
+    low, high = min(v for _, v in points), max(v for _, v in points)
+    last, value = points[-1]
+    place = f"{number(x[last])}, " if last < len(x) else ""
+    return (
+        f"{name}: {len(points):,} points, y from {number(low)} to {number(high)}, "
+        f"the last at ({place}{number(value)})"
+    )
+
+
+def describe(figure: Figure) -> str:
+    """The figure's text alternative (see the module rule)."""
+    layout = figure.get("layout", {})
+    parts = [f"Chart: {_title({'chart': layout}, 'chart') or 'untitled'}."]
+    axes = [f"{key[0]} axis: {_title(layout, key)}" for key in ("xaxis", "yaxis")]
+    axes = [text for text in axes if not text.endswith(": ")]
+    if axes:
+        parts.append("; ".join(axes) + ".")
+    # A guide (the y = x line, say) takes no hover and is no data.
+    traces = [trace for trace in figure.get("data", []) if trace.get("hoverinfo") != "skip"]
+    parts += [_trace(trace) + "." for trace in traces[:MAX_TRACES]]
+    if len(traces) > MAX_TRACES:
+        parts.append(f"{len(traces) - MAX_TRACES} more series.")
+    notes = [plain(note.get("text", "")) for note in layout.get("annotations", [])]
+    if any(notes):
+        parts.append("Notes: " + "; ".join(note for note in notes if note) + ".")
+    return " ".join(parts)
+
+
+def with_description(figure: Figure) -> Figure:
+    """``figure`` with its text alternative as ``layout.meta.description`` (a new dict)."""
+    layout = figure.get("layout", {})
+    meta = {**layout.get("meta", {}), "description": describe(figure)}
+    return {**figure, "layout": {**layout, "meta": meta}}
