@@ -34,6 +34,7 @@ from playground.core.user_data import UserData
 from playground.sections.lab import tab as lab_tab
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step import tab as step_tab
+from playground.sections.step.notes import NOTES, note_id
 from playground.ui.arguments import STEP
 from playground.ui.components import Chart, Control, Key, Notice
 from playground.ui.examples import LESSONS, Lesson, caption_text
@@ -56,6 +57,8 @@ CHARTS = tuple(name for figures in TAB_FIGURES.values() for name in figures)
 # The figure above the tabs, on view whichever tab is open.
 ABOVE_TABS = "above the tabs"
 FIGURE_ABOVE_TABS = {"magnitude_plot": magnitude_histogram}
+# Each tab's note (what to notice, computed from the report), written with its charts.
+TAB_NOTES = {tab: {note_id(tab): write} for tab, write in NOTES.items()}
 
 # What each event may answer, by component name: an event's outputs are exactly these, so the
 # browser and the server handle only what the event can change.
@@ -78,7 +81,8 @@ SCALE_OUTPUTS = (*COMMIT_OUTPUTS, Control("loss_scale"))
 LESSON_OUTPUTS = tuple(
     dict.fromkeys((*COMMIT_OUTPUTS, *(Control(name) for name in INPUTS), "tabs", "open_tab"))
 )
-TAB_OUTPUTS = (*(Chart(name) for name in (*FIGURE_ABOVE_TABS, *CHARTS)), "drawn")
+NOTE_NAMES = tuple(name for notes in TAB_NOTES.values() for name in notes)
+TAB_OUTPUTS = (*(Chart(name) for name in (*FIGURE_ABOVE_TABS, *CHARTS, *NOTE_NAMES)), "drawn")
 
 # Reports by (config, data): up to MAX_REPORTS of them holding at most MAX_ENTRIES parameter
 # entries together (one report of the largest model, about 2^20 entries, takes ~40 MB).
@@ -232,6 +236,7 @@ def tab_charts(
     for group in stale:
         drawn[group] = key
         charts |= {Chart(name): as_plot(draw(report)) for name, draw in groups[group].items()}
+        charts |= {Chart(name): write(report) for name, write in TAB_NOTES.get(group, {}).items()}
     return charts | {"drawn": drawn}
 
 

@@ -5,7 +5,8 @@ Rule: ``describe(figure)`` reads only the figure dict, so it says what the chart
     the title (markup removed), then the axis titles;
     per trace but guides (no hover), its name and
       bars             how many, their total and the tallest (height and place);
-      lines, markers   how many finite points, the range of y and the last finite point;
+      lines            how many finite points, the range of y and the last finite point;
+      markers          how many finite points and the ranges of x and y;
     the annotations' text (a note such as "no finite points: ..." is part of the message).
 
 ``with_description(figure)`` returns the figure with that text as ``layout.meta.description``;
@@ -64,6 +65,10 @@ def _trace(trace: dict[str, Any]) -> str:
             f"{place}"
         )
     low, high = min(v for _, v in points), max(v for _, v in points)
+    if trace.get("mode") == "markers":  # a cloud: where it lies
+        xs = [v for _, v in _finite([x[i] for i, _ in points if i < len(x)])]
+        across = f"x from {number(min(xs))} to {number(max(xs))}, " if xs else ""
+        return f"{name}: {len(points):,} points, {across}y from {number(low)} to {number(high)}"
     last, value = points[-1]
     place = f"{number(x[last])}, " if last < len(x) else ""
     return (

@@ -20,6 +20,7 @@ from playground.views.plotly import (
     bar_trace,
     base_layout,
     bin_edges,
+    empty_note,
     finite_values,
     log10_histogram,
     not_shown,
@@ -238,6 +239,7 @@ def gradient_scatter(report: StepReport) -> Figure:
                 + "</extra>",
             }
         )
+    layout = base_layout("Mixed vs float32 gradient entries", "float32 gradient", "mixed gradient")
     if np.isfinite(low):
         data.append(
             {
@@ -250,7 +252,17 @@ def gradient_scatter(report: StepReport) -> Figure:
                 "hoverinfo": "skip",
             }
         )
-    layout = base_layout("Mixed vs float32 gradient entries", "float32 gradient", "mixed gradient")
+    else:  # say why it is empty, on axes spanning float32's gradients (or -1..1)
+        params = shown_params(report)
+        nonfinite, size = sum(p.nonfinite_count for p in params), sum(p.size for p in params)
+        layout["annotations"] = [
+            empty_note(
+                f"no finite points: {nonfinite:,} of {size:,} mixed gradient entries<br>"
+                "are inf or NaN (see the note above the chart)"
+            )
+        ]
+        reach = max(float(np.abs(finite_values(p.float32_grads)).max(initial=0)) for p in params)
+        layout["xaxis"]["range"] = layout["yaxis"]["range"] = [-(reach or 1.0), reach or 1.0]
     return {"data": data, "layout": layout}
 
 
