@@ -31,14 +31,6 @@ WARNING_TEXT_COLOR = "#b3261e"  # dark red: text naming a non-finite value, 6.5:
 TEXT_COLOR = "#374151"  # dark grey: 10.3:1 contrast on CHART_BACKGROUND
 CHART_BACKGROUND = "#ffffff"  # opaque, so the contrast does not depend on the page theme
 GRID_COLOR = "rgba(140, 140, 140, 0.25)"
-# The dark theme's counterparts of the light palette's text and paper colours (the data colours
-# read on both): text 12.6:1 and warnings 7.8:1 on DARK_BACKGROUND.
-DARK_BACKGROUND = "#1f2937"
-DARK_PALETTE = {
-    CHART_BACKGROUND: DARK_BACKGROUND,
-    TEXT_COLOR: "#e5e7eb",
-    WARNING_TEXT_COLOR: "#fca5a5",
-}
 COUNT_FORMAT = ",~r"  # d3 format of count axes: 1,000 and 20,000, never 1e+3 or 20k
 # d3 format of log axes: whole values (0.04, 0.2, 1e-07), not Plotly's digit-only minor labels
 LOG_FORMAT = "~g"
@@ -47,9 +39,30 @@ MAX_POINTS = 2000  # per scatter trace
 BAND_COLORS = {
     "flushed to 0": "rgba(225, 87, 89, 0.16)",
     "subnormal": "rgba(242, 142, 43, 0.16)",
-    "subnormal, flushed here": "rgba(225, 87, 89, 0.10)",
+    "subnormal, flushed here": "rgba(124, 58, 237, 0.16)",
     "normal": "rgba(89, 161, 79, 0.10)",
     "overflow": "rgba(225, 87, 89, 0.16)",
+}
+# Each band's label in its band's hue (darkened past 4.5:1 on white), so two narrow neighbours'
+# stacked labels ("flushed to 0" red, "subnormal, flushed here" violet) each name their own band.
+BAND_TEXT_COLORS = {
+    "flushed to 0": WARNING_TEXT_COLOR,
+    "subnormal": "#9a4a00",  # 6.4:1
+    "subnormal, flushed here": "#6d28d9",  # 7.1:1
+    "normal": "#2f6b26",  # 6.6:1
+    "overflow": WARNING_TEXT_COLOR,
+}
+
+# The dark theme's counterparts of the light palette's text and paper colours (the data colours
+# read on both): text 12.6:1 and warnings 7.8:1 on DARK_BACKGROUND.
+DARK_BACKGROUND = "#1f2937"
+DARK_PALETTE = {
+    CHART_BACKGROUND: DARK_BACKGROUND,
+    TEXT_COLOR: "#e5e7eb",
+    WARNING_TEXT_COLOR: "#fca5a5",
+    BAND_TEXT_COLORS["subnormal"]: "#fdba74",
+    BAND_TEXT_COLORS["subnormal, flushed here"]: "#c4b5fd",
+    BAND_TEXT_COLORS["normal"]: "#86efac",
 }
 
 # At the bottom of the whole figure, not at a fraction of the plot's height: Plotly then grows
@@ -233,7 +246,7 @@ def band(x0: float, x1: float, label: str) -> tuple[dict, dict]:
         "yanchor": "bottom",
         "text": label,
         "showarrow": False,
-        "font": {"size": LABEL_SIZE},
+        "font": {"size": LABEL_SIZE, "color": BAND_TEXT_COLORS.get(label, TEXT_COLOR)},
     }
     return shape, note
 

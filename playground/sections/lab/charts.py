@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from playground.core.dtypes import log2_magnitude_bands
-from playground.core.policy import recipe
+from playground.core.policy import RECIPES, recipe
 from playground.core.report import LOG2_LOW, StepReport
 from playground.core.sweep import SweepReport
 from playground.views.plotly import (
@@ -89,11 +89,20 @@ class _BinadeAxis(NamedTuple):
         return layout
 
 
+def fixed_binade_span() -> tuple[float, float]:
+    """One log2 range for every run: every recipe's gradient format's bands and float32's (the
+    unscaled gradients), so switching dtype or scale moves the bars, never the axis."""
+    formats = {"float32", *(entry.gradient_format for entry in RECIPES.values())}
+    bands = [log2_magnitude_bands(name) for name in formats]
+    return min(b["rounds_to_zero"] for b in bands), max(b["max"] for b in bands)
+
+
 def _binade_axis(dtype: str, smallest: float, largest: float) -> _BinadeAxis:
-    """The axis covering the dtype's bands and the data's log2 range [smallest, largest]."""
-    bands = log2_magnitude_bands(dtype)
-    low = math.floor(min(bands["rounds_to_zero"], smallest)) - 1
-    high = math.ceil(max(bands["max"], largest)) + 1
+    """The fixed axis (``fixed_binade_span``), widened only for data beyond it (a float32
+    value never is) to cover the data's log2 range [smallest, largest]."""
+    fixed_low, fixed_high = fixed_binade_span()
+    low = math.floor(min(fixed_low, smallest)) - 1
+    high = math.ceil(max(fixed_high, largest)) + 1
     gap = max(3, round((high - low) * 0.04))  # room for the "0" and "inf/NaN" bars' ticks
     edges = np.arange(low, high + 1, dtype=np.float64)
     return _BinadeAxis(dtype, low, high, edges, low - gap, high + gap, gap)
