@@ -6,7 +6,9 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
     pass work   N x the model's multiply-adds per row (``ModelSpec.work``), times the recipe's
                 ``work_factor`` (float8 scales, clips and casts every tensor), plus the
                 optimizer's element-wise work on its state (``OptimizerSpec.state_arrays`` per
-                parameter) over every parameter entry
+                parameter) over every parameter entry, plus ``operation_work``: N x (a layer
+                norm's NORM_ELEMENTWISE per normalised entry + a softmax cross-entropy's
+                SOFTMAX_ELEMENTWISE per logit), none for the exercise's linear MSE
     /step       two passes (the mixed step and its float32 twin) <= STEP_BUDGET; /downloads and
                 the page's commit are a /step, and /downloads also needs at most
                 MAX_GRADIENT_ROWS parameter entries (one CSV row each), checked before the step
@@ -46,12 +48,18 @@ from typing import Protocol
 
 from playground.core.bounds import ConfigError
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
-from playground.core.models import MODELS, ModelChoice
+from playground.core.losses import TASKS
+from playground.core.models import MODELS, NORMS, ModelChoice
 from playground.core.optimizers import OPTIMIZERS
 from playground.core.policy import recipe
 
 # Element-wise work per parameter entry and state array of one pass, in multiply-adds.
 ELEMENTWISE = 8
+# Per normalised activation entry of one pass: a layer norm's mean, mean of squares, normalise,
+# scale and shift, their gradients and the finiteness checks; per logit: a softmax
+# cross-entropy's max, exp, sum, log and its gradient (softmax - y).
+NORM_ELEMENTWISE = 24
+SOFTMAX_ELEMENTWISE = 16
 # The gradients download has one CSV row per parameter entry (about 107 bytes each).
 MAX_GRADIENT_ROWS = 2**20 + 2**10
 # Memory: one request may add at most this much to the server's peak (bytes); the parts of the
@@ -83,6 +91,7 @@ class Priced(Protocol):
     d_out: int
     compute_dtype: str
     optimizer: str
+    task: str
 
     @property
     def model_choice(self) -> ModelChoice: ...
@@ -97,11 +106,24 @@ def parameter_entries(choice: ModelChoice, d_in: int, d_out: int) -> int:
     return sum(a * b + b for a, b in itertools.pairwise(widths))
 
 
+def normalised_entries(choice: ModelChoice) -> int:
+    """Entries per batch row that a layer norm normalises (every hidden width, or none)."""
+    return sum(MODELS[choice.name].hidden(choice)) if choice.norm != NORMS[0] else 0
+
+
+def operation_work(config: Priced) -> int:
+    """The layer norms' and the softmax cross-entropy's work in one pass (see the rule)."""
+    logits = config.d_out if config.task != TASKS[0] else 0
+    norms = normalised_entries(config.model_choice)
+    return config.n * (norms * NORM_ELEMENTWISE + logits * SOFTMAX_ELEMENTWISE)
+
+
 def pass_work(config: Priced) -> float:
     """Multiply-adds of one training pass of ``config`` (see the module rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
     elementwise = entries * ELEMENTWISE * (1 + OPTIMIZERS[config.optimizer].state_arrays)
-    return config.model_work * recipe(config.compute_dtype).work_factor + elementwise
+    matmuls = config.model_work * recipe(config.compute_dtype).work_factor
+    return matmuls + elementwise + operation_work(config)
 
 
 def step_work(config: Priced) -> float:
@@ -115,21 +137,23 @@ def memory_bytes(config: Priced) -> int:
     entries = parameter_entries(choice, config.d_in, config.d_out)
     widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
     per_entry = PARAMETER_BYTES + STATE_BYTES * OPTIMIZERS[config.optimizer].state_arrays
-    return FIXED_BYTES + entries * per_entry + config.n * sum(widths) * ACTIVATION_BYTES
+    activations = sum(widths) + normalised_entries(choice)  # a norm keeps its own outputs
+    return FIXED_BYTES + entries * per_entry + config.n * activations * ACTIVATION_BYTES
 
 
 def run_step_work(config: Priced) -> int:
     """The work one training step of ``config`` counts against the run's cap (see the rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
     matmuls = config.model_work * recipe(config.compute_dtype).work_factor
-    return math.ceil(matmuls + entries * RUN_ELEMENTWISE + RUN_STEP_OVERHEAD)
+    extra = operation_work(config)
+    return math.ceil(matmuls + extra + entries * RUN_ELEMENTWISE + RUN_STEP_OVERHEAD)
 
 
 def sweep_work(config: Priced, scales: int) -> float:
     """Multiply-adds of a sweep of ``config`` over ``scales`` loss scales (see the rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
     per_scale = config.model_work * recipe(config.compute_dtype).work_factor
-    return scales * (per_scale + entries * SWEEP_ELEMENTWISE)
+    return scales * (per_scale + operation_work(config) + entries * SWEEP_ELEMENTWISE)
 
 
 def sweep_memory_bytes(config: Priced) -> int:

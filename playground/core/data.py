@@ -7,7 +7,13 @@ noise e ~ N(0, NOISE_STD**2) of shape (N, D_out), all drawn from ``data_seed``::
     y = target_scale * (z @ T + e)
 
 So every entry of x is of order ``input_scale`` and every entry of y of order ``target_scale``,
-whatever the shapes. The two knobs move the data toward the low-precision dtype's underflow
+whatever the shapes. For ``task = classification`` the same draws give each row a class, the
+teacher's largest output, and y is its one-hot row (``target_scale`` plays no part)::
+
+    label = argmax(z @ T + e, axis=-1)        y = one_hot(label, D_out)
+
+so the best logits are a multiple of z @ T, and the logits of a model grow with ``input_scale``.
+The two knobs move the data toward the low-precision dtype's underflow
 (tiny scales) or overflow (huge scales) without changing the problem's structure: the best
 kernel is ``T * target_scale / input_scale``.
 """
@@ -31,7 +37,8 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
     The two most recent batches are kept, so changing lr or loss_scale reuses the batch.
 
     Args:
-      config: a validated StepConfig; uses data_seed, n, d_in, d_out, input_scale, target_scale.
+      config: a validated StepConfig; uses data_seed, n, d_in, d_out, input_scale, target_scale
+        and task.
 
     Returns:
       (x, y): read-only float32 numpy arrays of shapes (n, d_in) and (n, d_out).
@@ -43,11 +50,17 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
         config.d_out,
         config.input_scale,
         config.target_scale,
+        config.task,
     )
 
 
+def one_hot(labels: np.ndarray, classes: int) -> np.ndarray:
+    """(N, classes) float32 rows with a 1 at each row's label (integers in [0, classes))."""
+    return (np.asarray(labels)[:, None] == np.arange(classes)).astype(np.float32)
+
+
 @functools.lru_cache(maxsize=2)
-def _draw(data_seed, n, d_in, d_out, input_scale, target_scale):
+def _draw(data_seed, n, d_in, d_out, input_scale, target_scale, task="regression"):
     rng = np.random.default_rng(data_seed)
     z = rng.standard_normal((n, d_in), dtype=np.float32)
     teacher = rng.standard_normal((d_in, d_out), dtype=np.float32)
@@ -55,7 +68,10 @@ def _draw(data_seed, n, d_in, d_out, input_scale, target_scale):
     noise = rng.standard_normal((n, d_out), dtype=np.float32)
     noise *= np.float32(NOISE_STD)
     x = np.float32(input_scale) * z
-    y = np.float32(target_scale) * (z @ teacher + noise)
+    if task == "classification":
+        y = one_hot(np.argmax(z @ teacher + noise, axis=-1), d_out)
+    else:
+        y = np.float32(target_scale) * (z @ teacher + noise)
     x.flags.writeable = False
     y.flags.writeable = False
     return x, y

@@ -27,7 +27,9 @@ from playground.core.caps import (
     SEED_MAX,
     WORK_BUDGET,
 )
-from playground.core.models import ACTIVATIONS, DEFAULT_MODEL, MODELS
+from playground.core.losses import TASKS
+from playground.core.models import ACTIVATIONS, DEFAULT_MODEL, MODELS, NORMS
+from playground.core.op_policy import PRECISION_POLICIES, PRESETS
 from playground.core.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 from playground.core.policy import COMPUTE_DTYPES
 
@@ -56,6 +58,8 @@ class SettingsTable:
       model, hidden_layers, hidden_width, activation, optimizer: the model and its optimizer.
       fp8_scaling, amax_history: the per-tensor scaling of the float8 recipe.
       pure_rounding: how the pure low-precision run of the dynamics rounds its stored parameters.
+      precision_policy, task, norm: the dtype of each kind of operation (``core.op_policy``),
+        the loss (``core.losses``) and the MLP's layer norm (``core.models``).
     """
 
     model_seed: int = _setting(
@@ -252,5 +256,41 @@ class SettingsTable:
             "next step.",
             choices=PURE_ROUNDINGS,
             group="dynamics",
+        ),
+    )
+    # Precision per operation, the task and the norm came last: appended, with defaults that
+    # keep every number the step showed before.
+    precision_policy: str = _setting(
+        PRECISION_POLICIES[0],  # exercise: every operation in the compute dtype
+        Bounds(
+            "precision per operation",
+            0,
+            0,
+            "; ".join(f"{name}: {p.about}" for name, p in PRESETS.items()) + ".",
+            choices=PRECISION_POLICIES,
+        ),
+    )
+    task: str = _setting(
+        TASKS[0],
+        Bounds(
+            "task",
+            0,
+            0,
+            "regression: the MSE against y (the exercise); classification: softmax "
+            "cross-entropy over D_out classes (a max-subtracted log_softmax), labels from the "
+            "data seed; larger input scales give larger logits.",
+            choices=TASKS,
+        ),
+    )
+    norm: str = _setting(
+        DEFAULT_MODEL.norm,
+        Bounds(
+            "normalisation",
+            0,
+            0,
+            "MLP only. layernorm: flax nnx.LayerNorm (float32 scale and bias) before each hidden "
+            "activation, computed in the precision policy's normalisation dtype.",
+            choices=NORMS,
+            group="model",
         ),
     )

@@ -4,10 +4,14 @@ Rule: a step differentiates the scaled low-precision loss at the stored paramete
 float32 when they are float8, whose arrays take no implicit promotion), unscales in float32,
 holds the gradient in the parameters' dtype, lets the optimizer make the update, and stores
 p + update with the run's rounding (nearest, or a rule of ``playground.core.rounding``). It
-reports the share of entries whose nonzero update left no trace in what the run stores.
+reports the share of entries whose nonzero update left no trace in what the run stores, and
+the share whose update was zero because the gradient underflowed (float32's gradient at the
+same parameters is not zero there).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -21,8 +25,11 @@ from playground.core.policy import FLOAT32_TWIN, Policy
 from playground.core.step import low_precision_loss
 
 
-def float32_mse(graphdef, params, x, y):
-    return low_precision_loss(nnx.merge(graphdef, params), x, y, FLOAT32_TWIN)
+def float32_mse(graphdef, params, x, y, task: str = FLOAT32_TWIN.task):
+    """The float32 twin's loss of ``params`` for ``task`` (the MSE by default; the softmax
+    cross-entropy for classification), every operation in float32."""
+    twin = dataclasses.replace(FLOAT32_TWIN, task=task)
+    return low_precision_loss(nnx.merge(graphdef, params), x, y, twin)
 
 
 def _lost_share(before, after, updates, kept=None) -> jax.Array:
@@ -31,9 +38,17 @@ def _lost_share(before, after, updates, kept=None) -> jax.Array:
     lost = jax.tree.map(metrics.lost_update_mask, before, after, updates)
     if kept is not None:
         lost = jax.tree.map(jnp.logical_and, lost, kept)
-    lost = jax.tree.map(jnp.sum, lost)
-    size = sum(leaf.size for leaf in jax.tree.leaves(before))
-    return sum(jax.tree.leaves(lost)) / size
+    return _share(lost)
+
+
+def _share(masks) -> jax.Array:
+    """Share of all entries of the tree ``masks`` that are True."""
+    size = sum(leaf.size for leaf in jax.tree.leaves(masks))
+    return sum(jax.tree.leaves(jax.tree.map(jnp.sum, masks))) / size
+
+
+def _float32(values: jax.Array) -> jax.Array:
+    return values.astype(jnp.float32)
 
 
 def widened(param: jax.Array) -> jax.Array:
@@ -70,7 +85,8 @@ def scaled_step(
     None for p + update rounded to nearest, else (rounding, its state, key) for
     ``rounding.apply_rounded``. ``history`` (a quantizing recipe only): the run's AmaxHistory,
     whose scales the step uses and which records the step. Returns (new params, new optimizer
-    state, finite flag, lost-update share, new rounding state, saturated share, new history).
+    state, finite flag, lost-update share, new rounding state, saturated share, new history,
+    flushed-update share: entries whose update was zero because their gradient underflowed).
     """
     # The values the step differentiates at: float8-stored parameters as float32 (see the rule).
     point = jax.tree.map(widened, params)
@@ -88,6 +104,9 @@ def scaled_step(
     grads = jax.tree.map(lambda g, p: g.astype(p.dtype), policy.unscale(scaled_grads), point)
     updates, opt_state = tx.update(grads, opt_state, point)
     finite = all_finite(grads)
+    # A gradient lost to zero is told from a true zero by float32's gradient at the same point.
+    reference = jax.grad(float32_mse, argnums=1)(graphdef, jax.tree.map(_float32, point), x, y)
+    flushed = _share(jax.tree.map(metrics.flushed_update_mask, grads, reference, updates))
     saturated = jnp.float32(0)
     if history is not None:
         totals = float8_stats.sum(axis=(0, 1))
@@ -96,7 +115,7 @@ def scaled_step(
     if rounded is None:
         new_params = _add_nearest(params, updates)
         lost = _lost_share(params, new_params, updates)
-        return new_params, opt_state, finite, lost, None, saturated, history
+        return new_params, opt_state, finite, lost, None, saturated, history, flushed
     mode, state, key = rounded
     new_params, new_state = rounding.apply_rounded(mode, params, updates, state, key)
     if state is not None:
@@ -107,7 +126,7 @@ def scaled_step(
         )
     kept = rounding.unchanged(state, new_state)
     lost = _lost_share(params, new_params, updates, kept)
-    return new_params, opt_state, finite, lost, new_state, saturated, history
+    return new_params, opt_state, finite, lost, new_state, saturated, history, flushed
 
 
 def in_param_dtype() -> optax.GradientTransformation:

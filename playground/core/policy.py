@@ -7,12 +7,8 @@ a compute dtype's name: it asks its recipe (``recipe(name)``) or the step's ``Po
 
 Example::
 
-    >>> COMPUTE_DTYPES
-    ('bfloat16', 'float16', 'float8')
-    >>> recipe("float8").forward_format, recipe("float8").gradient_format
-    ('float8_e4m3fn', 'float8_e5m2')
-    >>> recipe("float16").plain_dtype, recipe("float8").plain_dtype
-    ('float16', None)
+    >>> COMPUTE_DTYPES, recipe("float8").gradient_format, recipe("float8").plain_dtype
+    (('bfloat16', 'float16', 'float8'), 'float8_e5m2', None)
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import jax
-import jax.numpy as jnp
 from flax import nnx
 
 from playground.core.dtypes import DTYPES
@@ -37,6 +32,10 @@ from playground.core.float8 import (
     matmul_layers,
 )
 from playground.core.float8_report import float8_summary
+from playground.core.forward_pass import watched_pass
+from playground.core.losses import TASKS
+from playground.core.models import param_kind
+from playground.core.op_policy import EXERCISE_OPS, OpPolicy, Watched, preset
 
 # The dtype of the master parameters, and of the loss the step scales and returns.
 FLOAT32 = "float32"
@@ -50,8 +49,8 @@ class Recipe:
     forward_format, gradient_format: names in ``core.dtypes.DTYPES``: the format of every
       matmul's operands on the way forward (input, weights), and of the gradient arriving at its
       output on the way back.
-    cast_dtype: what the temporary model's parameters and the data are cast to; its activations
-      and its loss are computed in it (a scaled recipe keeps float32 and quantizes in its matmul).
+    cast_dtype: what the temporary model's parameters and the data are cast to: the compute
+      dtype of every operation a precision preset keeps low (a scaled recipe: float32).
     dot_general: the matmul of every ``nnx.Linear`` of the temporary model, called with the
       keywords ``meta`` (that matmul's statistics, see ``core.float8``) and ``scaling``; None
       keeps nnx.Linear's own (``lax.dot_general`` on the cast operands).
@@ -80,13 +79,11 @@ class Recipe:
 
     @property
     def plain_dtype(self) -> str | None:
-        """The dtype of the exercise's plain cast of parameters and data (the recipe's only
-        rounding), or None for a scaled recipe, whose matmuls quantize on their own."""
+        """The dtype of a plain cast recipe's only rounding; None when its matmuls quantize."""
         return self.cast_dtype if self.dot_general is None else None
 
     @property
-    def quantizes(self) -> bool:
-        """Whether its matmuls quantize their operands (with per-tensor scales and statistics)."""
+    def quantizes(self) -> bool:  # its matmuls quantize (per-tensor scales and statistics)
         return self.dot_general is not None
 
 
@@ -137,10 +134,12 @@ def saturating_formats() -> frozenset[str]:
 
 
 class Settings(Protocol):
-    """The two settings a policy is read from (a ``core.settings.StepConfig`` has them)."""
+    """The settings a policy is read from (a ``core.settings.StepConfig`` has them)."""
 
     compute_dtype: str
     fp8_scaling: str
+    precision_policy: str
+    task: str
 
 
 @dataclass(frozen=True)
@@ -156,30 +155,33 @@ class Policy:
                                                         # compute.dot_general in every matmul
                     every matmul's operands in compute.forward_format
         backward  : the gradient arriving at each matmul in compute.gradient_format
-        matmuls   : forward and backward at matmul_precision: "highest" wherever the operands
-                    are float32 (the float32 twin, float8's dequantized operands), so that no
-                    backend runs a float32 matmul in TF32 or bfloat16 passes (a GPU's default)
-        loss      : mean((temporary(cast_to_compute(x)) - cast_to_compute(y)) ** 2), computed in
-                    loss_dtype (= compute.cast_dtype), then cast_to_output: output_dtype, float32,
-                    the dtype the step scales and returns it in
+        matmuls   : at matmul_precision: "highest" wherever the operands are float32 (no
+                    backend may run them in TF32 or bfloat16 passes, a GPU's default)
+        ops       : each operation in its kind's dtype (``ops``: ``core.op_policy``'s
+                    preset; the exercise's: all in compute.cast_dtype); a layer norm's scale
+                    and bias cast to the normalisation dtype
+        loss      : ``core.losses.TASK_LOSSES[task]`` (the exercise's MSE
+                    mean((temporary(cast_to_compute(x)) - cast_to_compute(y)) ** 2)) in
+                    loss_dtype, then cast_to_output: output_dtype, float32, the dtype the step
+                    scales and returns it in
 
     ``fp8_scaling`` is kept only for a recipe that takes scalings (None otherwise), so changing
     the setting never recompiles a bfloat16 or float16 program.
 
     Usage::
 
-        >>> exercise = Policy.of("bfloat16")
-        >>> exercise == Policy.of("bfloat16", fp8_scaling="delayed")
+        >>> Policy.of("bfloat16") == Policy.of("bfloat16", fp8_scaling="delayed")
         True
-        >>> Policy.of("float8", "current").compute.gradient_format
-        'float8_e5m2'
-        >>> loss = exercise.cast_to_output(exercise.loss(model, x, y))  # float32
+        >>> Policy.of("bfloat16", precision_policy="autocast").loss_dtype
+        'float32'
     """
 
     compute: Recipe
     fp8_scaling: str | None = None
     param_dtype: str = FLOAT32
     output_dtype: str = FLOAT32
+    ops: OpPolicy = EXERCISE_OPS
+    task: str = "regression"
 
     def __post_init__(self) -> None:
         scalings = self.compute.scalings
@@ -189,28 +191,40 @@ class Policy:
             )
         if not scalings and self.fp8_scaling is not None:
             raise ValueError(f"the {self.compute.name} recipe takes no fp8_scaling")
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(TASKS)}; got {self.task!r}")
 
     @classmethod
-    def of(cls, compute_dtype: str, fp8_scaling: str | None = "current") -> Policy:
-        """The policy of the ``compute_dtype`` setting; ``fp8_scaling`` only where it applies."""
+    def of(
+        cls,
+        compute_dtype: str,
+        fp8_scaling: str | None = "current",
+        precision_policy: str = EXERCISE_OPS.name,
+        task: str = TASKS[0],
+    ) -> Policy:
+        """The policy of the ``compute_dtype`` setting; ``fp8_scaling`` only where it applies;
+        the ``precision_policy`` preset and the ``task``'s loss."""
         chosen = recipe(compute_dtype)
-        return cls(chosen, fp8_scaling if chosen.scalings else None)
+        scaling = fp8_scaling if chosen.scalings else None
+        return cls(chosen, scaling, ops=preset(precision_policy), task=task)
+
+    def op_dtype(self, kind: str) -> str:  # kind: one of core.op_policy.KINDS
+        return self.ops.dtype(kind, self.compute.cast_dtype)
 
     def without_masters(self) -> Policy:
-        """This policy with the parameters stored in the forward format (float8: E4M3) instead
-        of float32 masters: the training dynamics' pure run."""
+        """Parameters stored in the forward format, no masters (the dynamics' pure run)."""
         return dataclasses.replace(self, param_dtype=self.compute.forward_format)
 
     @property
     def matmul_precision(self) -> str | None:
-        """JAX's matmul precision for this policy's matmuls (see the rule); None: the default,
-        which for bfloat16 or float16 operands is their own precision anyway."""
+        """JAX's matmul precision (see the rule); None: the default, which for bfloat16 or
+        float16 operands is their own anyway."""
         return "highest" if self.compute.cast_dtype == FLOAT32 else None
 
     @property
     def loss_dtype(self) -> str:
-        """The dtype the temporary model's activations and loss are computed in."""
-        return self.compute.cast_dtype
+        """The dtype the loss is computed in (the exercise: the compute dtype, as everything)."""
+        return self.op_dtype("loss")
 
     def cast_to_param(self, values: jax.Array) -> jax.Array:
         return values.astype(self.param_dtype)
@@ -222,12 +236,15 @@ class Policy:
         return loss.astype(self.output_dtype)
 
     def temporary_model(self, model: nnx.Module, metas: jax.Array | tuple = ()) -> nnx.Module:
-        """A new module from ``model``'s Params cast to the compute dtype (``model`` keeps its
-        arrays; gradients flow back through the casts to them), whose matmuls run the recipe's
-        dot_general, each with its row of ``metas`` (layers, roles, STATS)."""
+        """A new module from ``model``'s Params cast (see the rule; ``model`` keeps its arrays,
+        gradients flow back through the casts), whose matmuls run the recipe's dot_general,
+        each with its row of ``metas`` (layers, roles, STATS)."""
         # Only Param state moves into `params`; the graph definition stays with `graphdef`.
         graphdef, params = nnx.split(model, nnx.Param)
-        temporary = nnx.merge(graphdef, jax.tree.map(self.cast_to_compute, params))
+        cast = jax.tree_util.tree_map_with_path(
+            lambda path, value: value.astype(self.op_dtype(param_kind(path))), params
+        )
+        temporary = nnx.merge(graphdef, cast)
         if self.compute.dot_general is not None:
             for index, (_, layer) in enumerate(matmul_layers(temporary)):
                 layer.dot_general = functools.partial(
@@ -243,25 +260,30 @@ class Policy:
         probes: tuple = (),
         metas: jax.Array | tuple = (),
     ) -> jax.Array:
-        """The MSE of the temporary model on the cast data, in ``loss_dtype`` (see the rule).
+        """The loss (see the rule); ``probes``: zeros added to a model's hidden activations."""
+        return self.watched_loss(model, x, y, probes, metas).loss
 
-        Casting y affects only the subtraction and the mean: the matmul's dtype is set by x and
-        the parameters. ``probes`` (zeros in loss_dtype) are added to the hidden activations of
-        a model that has them.
-        """
+    def watched_loss(
+        self,
+        model: nnx.Module,
+        x: jax.Array,
+        y: jax.Array,
+        probes: tuple = (),
+        metas: jax.Array | tuple = (),
+        flags: jax.Array | None = None,
+    ) -> Watched:
+        """``loss`` with each operation checked for inf and NaN (``core.forward_pass``)."""
         temporary = self.temporary_model(model, metas)
-        inputs = self.cast_to_compute(x)
-        # Set on each traced matmul; the backward pass's transposed matmuls inherit it. None
-        # leaves the caller's own setting alone.
-        precision = self.matmul_precision
+        precision = self.matmul_precision  # the backward's transposed matmuls inherit it
         with jax.default_matmul_precision(precision) if precision else contextlib.nullcontext():
-            prediction = temporary(inputs, probes) if probes else temporary(inputs)
-        return jnp.mean((prediction - self.cast_to_compute(y)) ** 2)
+            return watched_pass(self, temporary, self.cast_to_compute(x), y, probes, flags)
 
 
 def policy_for(config: Settings) -> Policy:
-    """The policy of a config's ``compute_dtype`` and ``fp8_scaling`` settings."""
-    return Policy.of(config.compute_dtype, config.fp8_scaling)
+    """The policy of a config's ``compute_dtype``, ``fp8_scaling``, ``precision_policy`` and
+    ``task`` settings."""
+    settings = (config.compute_dtype, config.fp8_scaling, config.precision_policy, config.task)
+    return Policy.of(*settings)
 
 
 # The seed exercise's policy (bfloat16 compute) and its float32 twin's.

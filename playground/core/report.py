@@ -17,6 +17,7 @@ no JAX state leaks into the views.
 from __future__ import annotations
 
 # The report classes live in core.step_report; they are re-exported here, where callers meet them.
+import dataclasses
 import functools
 import math
 
@@ -30,6 +31,8 @@ from playground.core.float8 import ROLES, STATS
 from playground.core.float8_report import float8_tensors
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.models import ModelChoice, initial_state, param_shapes, rebuilt
+from playground.core.op_policy import KINDS
+from playground.core.operations_report import operation_reports, step_operations
 from playground.core.optimizers import build_optimizer
 from playground.core.policy import FLOAT32_TWIN, Policy, policy_for
 from playground.core.settings import StepConfig
@@ -67,6 +70,8 @@ LOSSES = (
     "mixed_new_loss",
     "float32_initial_loss",
     "float32_new_loss",
+    "mixed_initial_loss_in_compute_dtype",
+    "mixed_initial_loss_in_float32",
 )
 
 
@@ -84,7 +89,7 @@ COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emi
 
 @functools.partial(
     jax.jit,
-    static_argnames=("precision", "model", "optimizer"),
+    static_argnames=("precision", "model", "optimizer", "watch"),
     compiler_options=COMPILER_OPTIONS,
 )
 def _both_steps(
@@ -98,8 +103,9 @@ def _both_steps(
     precision: Policy,
     model: ModelChoice,
     optimizer: str,
+    watch: int,
 ):
-    """Both steps, packed into four outputs (each output is one transfer).
+    """Both steps, packed into five outputs (each output is one transfer).
 
     Both start from ``initial``, the Params ``models.initial_state`` draws from ``model_seed``
     (compiled apart, so a new batch size compiles only the steps; the seed is not used here).
@@ -108,20 +114,29 @@ def _both_steps(
     row per ROWS entry, each row the parameters flattened in path-name order), a
     (hidden activations, bins + 2) int32 array: per activation, its log2 histogram
     (LOG2_LOW ...), then its zero and non-finite counts, and the float8 statistics
-    (matmuls, roles, STATS), empty unless the recipe quantizes.
+    (matmuls, roles, STATS), empty unless the recipe quantizes, and the mixed step's ``watch``
+    operations' flags (2, watch): forward finiteness, backward non-finiteness.
     """
     d_in, d_out = x.shape[-1], y.shape[-1]
 
-    def trace(scaling, policy, hidden=(0, 0)):
+    def trace(scaling, policy, hidden=(0, 0), watch=0):
         network = rebuilt(model, d_in, d_out, initial)
         tx = build_optimizer(optimizer, lr)
-        return step_trace(network, tx, x, y, scaling, policy, hidden)
+        return step_trace(network, tx, x, y, scaling, policy, hidden, watch=watch)
 
     hidden = (model.hidden_count, model.hidden_width)
-    mixed = trace(StaticLossScale(loss_scale), precision, hidden)
-    baseline = trace(NoOpLossScale(), FLOAT32_TWIN)
+    mixed = trace(StaticLossScale(loss_scale), precision, hidden, watch)
+    # The twin computes the task's loss in float32 throughout (its every operation is float32).
+    baseline = trace(NoOpLossScale(), dataclasses.replace(FLOAT32_TWIN, task=precision.task))
     losses = jnp.concatenate(
-        [mixed.initial_loss, mixed.new_loss, baseline.initial_loss, baseline.new_loss]
+        [
+            mixed.initial_loss,
+            mixed.new_loss,
+            baseline.initial_loss,
+            baseline.new_loss,
+            mixed.loss_in_compute_dtype,
+            mixed.loss_in_float32,
+        ]
     )
     rows = (
         mixed.params_before,
@@ -136,7 +151,8 @@ def _both_steps(
     float8 = mixed.float8_stats
     if float8 is None:
         float8 = jnp.zeros((0, len(ROLES), len(STATS)), jnp.float32)
-    return losses, flat, _activation_counts(mixed.activation_grads), float8
+    flags = jnp.stack([mixed.forward_finite.astype(jnp.float32), mixed.backward_nonfinite])
+    return losses, flat, _activation_counts(mixed.activation_grads), float8, flags
 
 
 def _activation_counts(grads: tuple[jax.Array, ...]) -> jax.Array:
@@ -230,20 +246,28 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         d_in=config.d_in,
         d_out=config.d_out,
     )
-    losses, flat, activation_counts, float8 = run_compiled(
+    precision = policy_for(config)
+    operations = step_operations(config.model_choice, config.task)
+    losses, flat, activation_counts, float8, flags = run_compiled(
         _both_steps,
         config,
         initial,
         batch=batch,
-        precision=policy_for(config),
+        precision=precision,
         model=config.model_choice,
         optimizer=config.optimizer,
+        watch=len(operations),
     )
     shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
+    params = _param_reports(flat, shapes)
+    dtypes = {kind: precision.op_dtype(kind) for kind in KINDS}
+    if precision.compute.quantizes:
+        dtypes["matmul"] = f"{precision.compute.forward_format} (scaled)"
+    nonfinite = {name: p.nonfinite_scaled_count for name, p in params.items()}
     return StepReport(
         config=config,
         **{field: float(value) for field, value in zip(LOSSES, losses, strict=True)},
-        params=_param_reports(flat, shapes),
+        params=params,
         activations=tuple(
             ActivationReport(
                 layer=layer,
@@ -257,4 +281,5 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         float8=float8_tensors(float8, [name for name in shapes if name.endswith("kernel")])
         if len(float8)
         else (),
+        operations=operation_reports(operations, dtypes, flags, nonfinite),
     )

@@ -44,7 +44,7 @@ from playground.core.caps import (
 )
 from playground.core.cost import check_step, run_step_work
 from playground.core.fields import FP8_SCALINGS, PURE_ROUNDINGS, SCALING_MODES, SettingsTable
-from playground.core.models import MODELS, ModelChoice
+from playground.core.models import MODELS, NORMS, ModelChoice
 
 # Other modules import these from here (the settings' one public address); they live in caps,
 # bounds and fields.
@@ -86,6 +86,13 @@ class StepConfig(SettingsTable):
     def __post_init__(self) -> None:
         for name, bounds in settings().items():
             object.__setattr__(self, name, bounds.check(name, getattr(self, name)))
+        if self.norm != NORMS[0] and not MODELS[self.model].takes_norm:
+            takes = [name for name, spec in MODELS.items() if spec.takes_norm]
+            raise ConfigError(
+                "norm",
+                f"norm (normalisation) must be {NORMS[0]} for the {self.model} model: only "
+                f"{', '.join(takes)} has hidden activations to normalise; got {self.norm!r}",
+            )
         check_step(self)  # one step's work and memory (``core.cost``), before any JAX code
 
     @property
@@ -96,7 +103,9 @@ class StepConfig(SettingsTable):
     @property
     def model_choice(self) -> ModelChoice:
         """The model and its options (only those that matter for it)."""
-        choice = ModelChoice(self.model, self.hidden_layers, self.hidden_width, self.activation)
+        choice = ModelChoice(
+            self.model, self.hidden_layers, self.hidden_width, self.activation, self.norm
+        )
         return choice.normalized()
 
     @property

@@ -39,6 +39,7 @@ from flax import nnx
 from playground.core.float8 import AmaxHistory, matmul_layers
 from playground.core.loss_scale import LossScale, StaticLossScale
 from playground.core.models import DEFAULT_MODEL, Params, build_model, param_arrays
+from playground.core.op_policy import Watched
 from playground.core.optimizers import build_optimizer
 from playground.core.policy import EXERCISE, FLOAT32_TWIN, Policy
 from playground.core.settings import ConfigError, check_setting, settings
@@ -62,6 +63,12 @@ class StepTrace(NamedTuple):
         matmul (in parameter order) the statistics of its input, kernel and gradient tensors.
       float8_history: a quantizing recipe only, the amax history after this step (whose scales
         the new loss used).
+      forward_finite, backward_nonfinite: a watched step only (``watch`` > 0), one entry per
+        operation of the initial forward pass (the model's ``operations``, then the loss):
+        whether its result was all finite (bool), and 1.0 where the gradient of ``S * loss``
+        arriving at its result held an inf or a NaN (float32).
+      loss_in_compute_dtype, loss_in_float32: a watched step only, (1,) float32: the initial
+        loss of the same outputs computed in the compute dtype and in float32.
     """
 
     initial_loss: jax.Array
@@ -74,6 +81,10 @@ class StepTrace(NamedTuple):
     new_loss: jax.Array
     float8_stats: jax.Array | None = None
     float8_history: AmaxHistory | None = None
+    forward_finite: jax.Array | None = None
+    backward_nonfinite: jax.Array | None = None
+    loss_in_compute_dtype: jax.Array | None = None
+    loss_in_float32: jax.Array | None = None
 
 
 class _KeptUpdates(NamedTuple):
@@ -110,9 +121,22 @@ def low_precision_loss(
     ``Policy.loss`` with, for a recipe whose matmuls quantize, ``metas`` carrying the delayed
     scales (a fresh history's, scale 1, when empty).
     """
+    return watched_loss(model, x, y, precision, probes, metas).loss
+
+
+def watched_loss(
+    model: nnx.Module,
+    x: jax.Array,
+    y: jax.Array,
+    precision: Policy,
+    probes: tuple = (),
+    metas: jax.Array | tuple = (),
+    flags: jax.Array | None = None,
+) -> Watched:
+    """``low_precision_loss`` watched operation by operation (``Policy.watched_loss``)."""
     if precision.compute.quantizes and not isinstance(metas, jax.Array):
         metas = AmaxHistory.fresh(len(matmul_layers(model))).metas()
-    return precision.loss(model, x, y, probes, metas)
+    return precision.watched_loss(model, x, y, probes, metas, flags)
 
 
 def step_trace(
@@ -124,6 +148,7 @@ def step_trace(
     precision: Policy = EXERCISE,
     hidden: tuple[int, int] = (0, 0),
     float8_history: AmaxHistory | None = None,
+    watch: int = 0,
 ) -> StepTrace:
     """Run the mixed-precision rule on ``model`` (updated in place) and keep its intermediates.
 
@@ -136,6 +161,8 @@ def step_trace(
       hidden: (count, width) of the model's hidden activations, whose gradients are kept.
       float8_history: a quantizing recipe (float8) only: the amax history the step's delayed
         scales come from (default: a fresh one, scale 1).
+      watch: 0, or the number of operations of the forward pass (the model's ``operations``
+        and the loss) to check for inf and NaN forward and backward (``core.op_policy``).
 
     Returns:
       A StepTrace of JAX arrays.
@@ -148,20 +175,25 @@ def step_trace(
     # Zero probes on the hidden activations: their gradients are the activation gradients.
     count, width = hidden
     quantizes = precision.compute.quantizes
-    probes = tuple(jnp.zeros((x.shape[0], width), precision.loss_dtype) for _ in range(count))
+    activation_dtype = precision.op_dtype("activation")
+    probes = tuple(jnp.zeros((x.shape[0], width), activation_dtype) for _ in range(count))
     # A quantizing recipe: the metas' gradients are the statistics of every quantized tensor.
     if quantizes and float8_history is None:
         float8_history = AmaxHistory.fresh(len(matmul_layers(model)))
     metas = float8_history.metas() if quantizes else ()
 
-    def scaled_loss(model: nnx.Module, probes: tuple, metas):
-        loss = low_precision_loss(model, x, y, precision, probes, metas)
-        return loss_scale.scale(precision.cast_to_output(loss)), loss
+    # Watched: zero flags, whose gradients say where the backward pass first met inf or NaN.
+    flags = jnp.zeros((watch,), jnp.float32) if watch else ()
 
-    value_and_grad = nnx.value_and_grad(scaled_loss, argnums=(0, 1, 2), has_aux=True)
-    (_, initial_loss), (scaled_grads, activation_grads, float8_stats) = value_and_grad(
-        model, probes, metas
+    def scaled_loss(model: nnx.Module, probes: tuple, metas, flags):
+        watched = watched_loss(model, x, y, precision, probes, metas, flags if watch else None)
+        return loss_scale.scale(precision.cast_to_output(watched.loss)), watched
+
+    value_and_grad = nnx.value_and_grad(scaled_loss, argnums=(0, 1, 2, 3), has_aux=True)
+    (_, watched), (scaled_grads, activation_grads, float8_stats, flag_grads) = value_and_grad(
+        model, probes, metas, flags
     )
+    initial_loss = watched.loss
 
     # 5. Unscale in float32, then a single optimizer update of the master parameters.
     grads = loss_scale.unscale(scaled_grads)
@@ -185,6 +217,10 @@ def step_trace(
         new_loss=new_loss,
         float8_stats=float8_stats if quantizes else None,
         float8_history=float8_history,
+        forward_finite=watched.forward_finite if watch else None,
+        backward_nonfinite=flag_grads if watch else None,
+        loss_in_compute_dtype=watched.loss_in_compute_dtype.reshape((1,)) if watch else None,
+        loss_in_float32=watched.loss_in_float32.reshape((1,)) if watch else None,
     )
 
 

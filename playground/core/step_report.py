@@ -14,6 +14,7 @@ import numpy as np
 
 from playground.core import metrics
 from playground.core.float8_report import Float8Tensor
+from playground.core.operations_report import OperationReport, first_nonfinite
 from playground.core.policy import recipe
 from playground.core.settings import StepConfig
 
@@ -119,6 +120,10 @@ class StepReport:
     returns for this data (bfloat16 compute), ``*_initial_loss`` are the unscaled losses
     before the step, ``float32_*`` those of the float32 twin. ``float8`` (a quantizing recipe,
     float8, only): every quantized tensor of the mixed step, three per matmul.
+    ``mixed_initial_loss_in_compute_dtype``, ``mixed_initial_loss_in_float32``: the loss of
+    the mixed step's initial outputs computed in the compute dtype and in float32 (one of them
+    is ``mixed_initial_loss``, as the precision policy chose). ``operations``: each operation
+    of the mixed step, its dtype and its finiteness (``core.operations_report``).
     """
 
     config: StepConfig
@@ -129,6 +134,14 @@ class StepReport:
     params: dict[str, ParamReport]
     activations: tuple[ActivationReport, ...] = ()
     float8: tuple[Float8Tensor, ...] = ()
+    mixed_initial_loss_in_compute_dtype: float = float("nan")
+    mixed_initial_loss_in_float32: float = float("nan")
+    operations: tuple[OperationReport, ...] = ()
+
+    @property
+    def first_nonfinite(self) -> dict[str, str | None]:
+        """The operation where inf or NaN first appeared, forward and backward (or None)."""
+        return first_nonfinite(self.operations)
 
     @functools.cached_property
     def magnitudes(self) -> dict[str, dict[str, int]]:

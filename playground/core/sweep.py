@@ -21,6 +21,7 @@ never reaches zero, so the yardstick is the best scale in the sweep.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -100,7 +101,8 @@ def _curves_over_scales(
         network = build_model(model, d_in, d_out, nnx.Rngs(key))
         return step_trace(network, build_optimizer(optimizer, lr), x, y, scaling, policy)
 
-    baseline = trace(NoOpLossScale(), FLOAT32_TWIN)
+    # The twin computes the same task's loss, every operation in float32.
+    baseline = trace(NoOpLossScale(), dataclasses.replace(FLOAT32_TWIN, task=precision.task))
     baseline_grads = _flat(baseline.grads)
 
     def at_scale(scale):

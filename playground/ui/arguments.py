@@ -8,9 +8,11 @@ meaning. A ConfigError from the core becomes a ``gr.Error`` with the same messag
 allowed range), without a traceback in the server log.
 
     STEP.order      = (seed, n, ..., compute_dtype, model, ..., optimizer, data, fp8_scaling,
-                       amax_history)          # /step, /sweep, /export, /downloads
+                       amax_history, precision_policy, task, norm)
+                                              # /step, /sweep, /export, /downloads
     DYNAMICS.order  = STEP's settings with steps, mode, period in table order, data, then
-                       fp8_scaling, amax_history, pure_rounding   # /dynamics
+                       fp8_scaling, amax_history, pure_rounding, precision_policy, task, norm
+                                              # /dynamics
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from playground.ui.widgets import DEFAULTS
 # The API's name of a field where it differs from the field's own.
 API_NAMES = {"model_seed": "seed"}
 # Settings added after the uploaded `data` input existed: the API takes them after `data`.
-LATE_FIELDS = ("fp8_scaling", "amax_history", "pure_rounding")
+LATE_FIELDS = ("fp8_scaling", "amax_history", "pure_rounding", "precision_policy", "task", "norm")
 
 
 @dataclass(frozen=True)
