@@ -1,50 +1,147 @@
-"""Plotly figures of the training dynamics: losses, the lost-update meter, the loss scale."""
+"""Plotly figures of the training dynamics: losses, the lost-update meter, the loss scale.
+
+Rule: each figure draws one run (a ``DynamicsReport`` or its ``RunCurves``) in the section's
+colours and, given pinned runs (``sections.dynamics.pins``), overlays each pin in a colour of its
+own, its legend group titled by the settings that differ (``pinned: loss_scale=1``) and the
+current run's by its own (``this run: loss_scale=32768``); a pinned curve equal to the current
+run's is not drawn twice. A loss curve that stops being finite ends with a marker naming the
+step and the cause its run shows (``sections.dynamics.nan_marks``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
-from playground.core.policy import recipe
 from playground.core.train import DynamicsReport
+from playground.sections.dynamics.curves import RunCurves, as_curves
+from playground.sections.dynamics.nan_marks import nan_marks
+from playground.sections.dynamics.pins import PIN_COLORS, names, same_curve
 from playground.sections.dynamics.summary import ROUNDING_NAMES
 from playground.views.plotly import (
     FLOAT32_COLOR,
+    LEGEND_BELOW,
     LOG_FORMAT,
     MAX_POINTS,
     MIXED_COLOR,
     OVERFLOW_COLOR,
+    WARNING_TEXT_COLOR,
     Figure,
     base_layout,
     line_trace,
     subsample,
 )
 
+Run = DynamicsReport | RunCurves
+# The line of each run's curve: the current run in its colours, a pin in its own, dashed alike.
+DASHES = {"float32": "solid", "mixed": "solid", "pure": "dash"}
+PIN_DASHES = {"float32": "dot", "mixed": "solid", "pure": "dash"}
+RUN_COLORS = {"float32": FLOAT32_COLOR, "mixed": MIXED_COLOR, "pure": OVERFLOW_COLOR}
 
-def dynamics_loss_figure(dynamics: DynamicsReport) -> Figure:
-    """float32 loss of the three runs' parameters after 0, 1, ..., K steps (log scale)."""
-    dtype = dynamics.config.compute_dtype
-    picked = subsample(dynamics.steps + 1)
+
+def _loss_names(run: RunCurves) -> dict[str, str]:
+    dtype = run.compute_dtype
+    return {
+        "float32": "float32",
+        "mixed": f"mixed ({dtype}, float32 masters)",
+        "pure": f"pure {dtype} parameters ({ROUNDING_NAMES[run.pure_rounding]})",
+    }
+
+
+def _grouped(traces: list[Figure], group: str, title: str) -> list[Figure]:
+    """``traces`` in one legend group titled ``title``."""
+    return [trace | {"legendgroup": group, "legendgrouptitle": {"text": title}} for trace in traces]
+
+
+def _overlay(
+    current: RunCurves,
+    pins: Sequence[RunCurves],
+    own: list[Figure],
+    pinned_traces: Any,
+    layout: dict[str, Any],
+) -> list[Figure]:
+    """The current run's ``own`` traces, then each pin's (``pinned_traces(pin, color)``), each
+    group titled by what differs; the legend moves below the plot, where many entries fit."""
+    if not pins:
+        return own
+    current_name, pin_names = names(current, pins)
+    data = _grouped(own, "current", f"this run: {current_name}")
+    for index, (pin, name) in enumerate(zip(pins, pin_names, strict=True)):
+        color = PIN_COLORS[index % len(PIN_COLORS)]
+        data += _grouped(pinned_traces(pin, color), f"pin{index}", f"pinned: {name}")
+    layout["legend"] = LEGEND_BELOW | {"groupclick": "toggleitem"}
+    return data
+
+
+def _nan_traces(run: RunCurves, color_of: dict[str, str]) -> list[Figure]:
+    """A marker where each drawn curve stops being finite, naming the step and the cause."""
+    traces = []
+    for mark in nan_marks(run):
+        if mark.run not in color_of or mark.last_finite is None or mark.last_finite <= 0:
+            continue  # no curve drawn, or no point on a log axis to end it at
+        late = mark.step > run.steps / 2
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "x": [mark.step],
+                "y": [mark.last_finite],
+                "text": [mark.label],
+                "textposition": "top left" if late else "top right",
+                "textfont": {"color": WARNING_TEXT_COLOR, "size": 11},
+                "name": f"{mark.run}: {mark.word} at step {mark.step}",
+                "marker": {"symbol": "x", "size": 11, "color": color_of[mark.run]},
+                "hovertemplate": mark.sentence + "<extra></extra>",
+            }
+        )
+    return traces
+
+
+def _loss_traces(
+    run: RunCurves,
+    colors: dict[str, str],
+    dashes: dict[str, str],
+    runs: Sequence[str] = ("float32", "mixed", "pure"),
+) -> list[Figure]:
+    picked = subsample(run.steps + 1)
     x = picked.tolist()  # the number of updates applied: 0 is the initial loss
+    curve_names = _loss_names(run)
     data = [
-        line_trace(x, dynamics.float32_loss[picked], "float32", FLOAT32_COLOR),
-        line_trace(
-            x, dynamics.mixed_loss[picked], f"mixed ({dtype}, float32 masters)", MIXED_COLOR
-        ),
         line_trace(
             x,
-            dynamics.pure_loss[picked],
-            f"pure {dtype} parameters ({ROUNDING_NAMES[dynamics.pure_rounding]})",
-            OVERFLOW_COLOR,
-            line={"color": OVERFLOW_COLOR, "width": 2, "dash": "dash"},
-        ),  # fmt: skip
+            run.loss(name)[picked],
+            curve_names[name],
+            colors[name],
+            line={"color": colors[name], "width": 2, "dash": dashes[name]},
+        )
+        for name in runs
     ]
+    return data + _nan_traces(run, {name: colors[name] for name in runs})
+
+
+def dynamics_loss_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
+    """float32 loss of the three runs' parameters after 0, 1, ..., K steps (log scale)."""
+    current = as_curves(dynamics)
     layout = base_layout(
         "Loss over the steps", "step (0 = before training)", "MSE (float32, log scale)"
     )
-    # Each tick labelled with its value. A curve spanning under 1000x (the usual case) gets
+
+    def pinned(pin: RunCurves, color: str) -> list[Figure]:
+        runs = [
+            name
+            for name in ("float32", "mixed", "pure")
+            if not same_curve(pin.loss(name), current.loss(name))
+        ]
+        return _loss_traces(pin, dict.fromkeys(runs, color), PIN_DASHES, runs)
+
+    own = _loss_traces(current, RUN_COLORS, DASHES)
+    data = _overlay(current, pins, own, pinned, layout)
+    # Each tick labelled with its value. Curves spanning under 1000x (the usual case) get
     # ticks at 1, 2 and 5 per decade: Plotly's own choice there, every digit, labels 0.9 on
     # top of 1. Wider curves keep Plotly's ticks, one per decade or fewer.
-    losses = np.concatenate([dynamics.float32_loss, dynamics.mixed_loss, dynamics.pure_loss])
+    losses = np.concatenate([run.loss(name) for run in (current, *pins) for name in DASHES])
     losses = losses[np.isfinite(losses) & (losses > 0)]
     narrow = losses.size and np.log10(losses.max() / losses.min()) < 3
     layout["yaxis"].update(type="log", tickformat=LOG_FORMAT, **({"dtick": "D2"} if narrow else {}))
@@ -59,7 +156,25 @@ LOST_MEANING = {
 }
 
 
-def lost_update_figure(dynamics: DynamicsReport) -> Figure:
+def _meter_traces(
+    run: RunCurves, pure_color: str, mixed_color: str, runs: Sequence[str] = ("pure", "mixed")
+) -> list[Figure]:
+    picked = subsample(run.steps)
+    x = (picked + 1).tolist()  # step k's update is the (k+1)-th: it lines up with the loss after
+    hover = "step %{x}: %{y:.3g}% of entries<extra>"
+    names = {
+        "pure": f"pure {run.compute_dtype} ({ROUNDING_NAMES[run.pure_rounding]})",
+        "mixed": "float32 masters",
+    }
+    colors = {"pure": pure_color, "mixed": mixed_color}
+    return [
+        line_trace(x, 100 * run.lost_share(name)[picked], names[name], colors[name])
+        | {"hovertemplate": hover + f"{names[name]}</extra>"}
+        for name in runs
+    ]
+
+
+def lost_update_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
     """Share of parameter entries whose update was rounded away, per step, pure vs masters.
 
     The y axis is fitted to the shares, not fixed at 0-100%: shares are often below 1%, which a
@@ -67,34 +182,36 @@ def lost_update_figure(dynamics: DynamicsReport) -> Figure:
     loses nothing draws its line above the x axis, not hidden on it) to a little above the
     largest share; 0-1% when nothing is lost.
     """
-    dtype = dynamics.config.compute_dtype
-    picked = subsample(dynamics.steps)
-    x = (picked + 1).tolist()  # step k's update is the (k+1)-th: it lines up with the loss after it
-    hover = "step %{x}: %{y:.3g}% of entries<extra>"
-    pure = f"pure {dtype} ({ROUNDING_NAMES[dynamics.pure_rounding]})"
-    data = [
-        line_trace(x, 100 * dynamics.pure_lost_share[picked], pure, OVERFLOW_COLOR)
-        | {"hovertemplate": hover + f"{pure}</extra>"},
-        line_trace(x, 100 * dynamics.mixed_lost_share[picked], "float32 masters", MIXED_COLOR)
-        | {"hovertemplate": hover + "float32 masters</extra>"},
-    ]
-    curves = [dynamics.pure_lost_share, dynamics.mixed_lost_share]
-    if recipe(dtype).saturates:
+    current = as_curves(dynamics)
+    data = _meter_traces(current, OVERFLOW_COLOR, MIXED_COLOR)
+    curves = [current.pure_lost_share, current.mixed_lost_share]
+    if current.saturates:
         # float8: the share of the mixed run's quantized entries that saturated at the format's
         # largest value (delayed scaling clips the step after an amax jump).
-        saturated = 100 * dynamics.mixed_saturated_share[picked]
-        name = f"{dtype} entries saturated (mixed run)"
+        picked = subsample(current.steps)
+        saturated = 100 * current.mixed_saturated_share[picked]
+        name = f"{current.compute_dtype} entries saturated (mixed run)"
         data.append(
-            line_trace(x, saturated, name, FLOAT32_COLOR)
+            line_trace((picked + 1).tolist(), saturated, name, FLOAT32_COLOR)
             | {"hovertemplate": "step %{x}: %{y:.3g}% saturated<extra></extra>"}
         )
-        curves.append(dynamics.mixed_saturated_share)
-    lost = LOST_MEANING[dynamics.pure_rounding]
-    layout = base_layout(
-        f"Lost-update meter<br><sup>{lost}</sup>",
-        "step",
-        "share of entries",
-    )
+        curves.append(current.mixed_saturated_share)
+    lost = LOST_MEANING[current.pure_rounding]
+    layout = base_layout(f"Lost-update meter<br><sup>{lost}</sup>", "step", "share of entries")
+
+    def pinned(pin: RunCurves, color: str) -> list[Figure]:
+        runs = [
+            name
+            for name in ("pure", "mixed")
+            if not same_curve(pin.lost_share(name), current.lost_share(name))
+        ]
+        traces = _meter_traces(pin, color, color, runs)
+        for trace, name in zip(traces, runs, strict=True):
+            trace["line"]["dash"] = PIN_DASHES[name]
+        return traces
+
+    data = _overlay(current, pins, data, pinned, layout)
+    curves += [share for pin in pins for share in (pin.pure_lost_share, pin.mixed_lost_share)]
     shares = 100 * np.concatenate(curves)
     shares = shares[np.isfinite(shares)]
     top = float(shares.max()) if shares.size and shares.max() > 0 else 1.0
@@ -102,32 +219,43 @@ def lost_update_figure(dynamics: DynamicsReport) -> Figure:
     return {"data": data, "layout": layout}
 
 
-def scale_figure(dynamics: DynamicsReport) -> Figure:
+def _scale_trace(run: RunCurves, color: str, name: str = "log2 loss scale") -> Figure:
+    picked = subsample(run.steps)
+    return line_trace(
+        (picked + 1).tolist(),  # the scale step k used, at the step it produced
+        np.log2(run.mixed_scale[picked]),
+        name,
+        color,
+        line={"color": color, "width": 2, "shape": "hv"},
+    )
+
+
+def scale_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
     """The loss scale over the steps (log2), skipped steps marked with crosses."""
-    picked = subsample(dynamics.steps)
-    x = (picked + 1).tolist()  # the scale step k used, at the step it produced
-    skipped = np.flatnonzero(dynamics.mixed_skipped)[:MAX_POINTS]
+    current = as_curves(dynamics)
+    skipped = np.flatnonzero(current.mixed_skipped)[:MAX_POINTS]
     data = [
-        line_trace(
-            x,
-            np.log2(dynamics.mixed_scale[picked]),
-            "log2 loss scale",
-            MIXED_COLOR,
-            line={"color": MIXED_COLOR, "width": 2, "shape": "hv"},
-        ),  # fmt: skip
+        _scale_trace(current, MIXED_COLOR),
         {
             "type": "scatter",
             "mode": "markers",
             "x": (skipped + 1).tolist(),
-            "y": np.log2(dynamics.mixed_scale[skipped]).tolist(),
-            "name": f"skipped update ({int(dynamics.mixed_skipped.sum())})",
+            "y": np.log2(current.mixed_scale[skipped]).tolist(),
+            "name": f"skipped update ({int(current.mixed_skipped.sum())})",
             "marker": {"symbol": "x", "size": 9, "color": OVERFLOW_COLOR},
             "hovertemplate": "step %{x} skipped at S = 2^%{y}<extra></extra>",
         },
     ]
-    title = f"Loss scale over the steps ({dynamics.mode} scaling, mixed run)"
+    title = f"Loss scale over the steps ({current.mode} scaling, mixed run)"
     layout = base_layout(title, "step", "log2 S")
     layout["showlegend"] = True  # keep the skipped-update entry visible even when it is empty
+
+    def pinned(pin: RunCurves, color: str) -> list[Figure]:
+        if same_curve(pin.mixed_scale, current.mixed_scale):
+            return []
+        return [_scale_trace(pin, color, f"log2 loss scale ({pin.mode})")]
+
+    data = _overlay(current, pins, data, pinned, layout)
     return {"data": data, "layout": layout}
 
 

@@ -3,11 +3,14 @@
 Rule: ``dynamics_views(dynamics)`` turns a finished training run into the ``dynamics``
 endpoint's named outputs, as plain values (Markdown, JSON, a Plotly dict per chart, CSV and JSON
 files); the page (``ui.tabs.dynamics``) runs the training and lays out the components under the
-same names.
+same names. The page's own additions, outside the API: ``pinned_figures`` (the charts with the
+pinned runs overlaid, ``sections.dynamics.pins``) and ``run_notes`` (where a curve stopped being
+finite and why, and the pins by name).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from playground.core.train import DynamicsReport
@@ -16,6 +19,9 @@ from playground.sections.dynamics.charts import (
     lost_update_figure,
     scale_figure,
 )
+from playground.sections.dynamics.curves import RunCurves
+from playground.sections.dynamics.nan_marks import nan_marks
+from playground.sections.dynamics.pins import pins_note
 from playground.sections.dynamics.summary import dynamics_summary
 from playground.views import downloads
 from playground.views.numbers import bullets
@@ -36,6 +42,39 @@ PLOT_LABELS = {
     "lost_updates": "Lost-update meter",
     "scale_curve": "Loss scale over the steps",
 }
+
+
+PIN_HELP = (
+    "*Pin this run* keeps its curves; change one setting and train again, and the charts draw "
+    "the pinned runs beside the new one, each named by the settings that differ."
+)
+
+
+class PinnedFigures(NamedTuple):
+    """The three charts of a run with pinned runs overlaid (the page's own, not the API's)."""
+
+    loss_curves: dict[str, Any]
+    lost_updates: dict[str, Any]
+    scale_curve: dict[str, Any]
+
+
+def pinned_figures(current: RunCurves, pins: Sequence[RunCurves]) -> PinnedFigures:
+    """The three charts of ``current`` with ``pins`` overlaid."""
+    return PinnedFigures(
+        dynamics_loss_figure(current, pins),
+        lost_update_figure(current, pins),
+        scale_figure(current, pins),
+    )
+
+
+def run_notes(current: RunCurves | None, pins: Sequence[RunCurves]) -> str:
+    """The notes under the training reading: where a curve stopped being finite and why, then
+    the pinned runs (Markdown; "" when there is nothing to say)."""
+    lines = [f"- {mark.sentence}" for mark in nan_marks(current)] if current else []
+    parts = ["\n".join(lines)] if lines else []
+    if pins:
+        parts.append(pins_note(current, pins))
+    return "\n\n".join(parts)
 
 
 class DynamicsViews(NamedTuple):

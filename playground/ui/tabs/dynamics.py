@@ -1,30 +1,57 @@
-"""The Training dynamics tab on the page: the run's own controls, the train button, and the
-``dynamics`` endpoint (a heavy run).
+"""The Training dynamics tab on the page: the run's own controls, the train button, pinned runs,
+the stale banner, and the ``dynamics`` endpoint (a heavy run).
 
 Rule: the endpoint takes every settings field (``arguments.DYNAMICS``: the step's, then the
 run's ``steps``, ``mode`` and ``period`` in the table's order, each named as in the table),
 trains with the core and hands the run to the section (``sections.dynamics.tab``), whose figure
 dicts become PlotData here. ``build`` lays out the components under the outputs' names.
+
+The page adds, in private events (the endpoint's inputs and outputs stay as they are):
+    after a run  its curves (``RunCurves``, kept by the endpoint in a small cache keyed by the
+                 settings and the upload) become the session's ``shown_run``; the charts are
+                 redrawn with the session's pins overlaid, the notes name where a curve stopped
+                 being finite, and the stale banner clears
+    pin / clear  ``Pin this run`` adds the shown run to the session's pins (at most
+                 ``pins.MAX_PINS``, oldest dropped); ``Clear pins`` empties them and redraws
+    stale        whenever a control commits (or the step's results change), the controls'
+                 settings are compared with the shown run's; a difference shows the banner
+                 (``sections.dynamics.stale``) and the results' column dims (``ui.assets``)
 """
 
 from __future__ import annotations
 
+import collections
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
+from playground.core.settings import ConfigError, StepConfig, check_setting, settings
 from playground.core.train import run_dynamics
 from playground.sections.dynamics import tab as dynamics_tab
+from playground.sections.dynamics.curves import RunCurves, curves_of, settings_text
+from playground.sections.dynamics.pins import pinned
+from playground.sections.dynamics.stale import TRAIN_WORDS, stale_banner
 from playground.ui.arguments import DYNAMICS, core_errors, validated, validated_data
 from playground.ui.components import Page
 from playground.ui.downloads_input import ASK_JS, checkbox, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
-from playground.ui.widgets import control, plot_slot, plotted
+from playground.ui.uploads import upload_key
+from playground.ui.widgets import as_plot, commit_triggers, control, plot_slot, plotted
 
 TAB_LABEL = "Training dynamics"
 # The run's own settings, shown in this tab.
 RUN_FIELDS = ("steps", "mode", "period", "pure_rounding")
+# Curves of the latest runs, by (config, upload path): the page's event after a run reads them.
+RECENT_RUNS = 16
+_recent: collections.OrderedDict[tuple, RunCurves] = collections.OrderedDict()
+_lock = threading.Lock()
+
+
+def _run_key(config: StepConfig, data_payload: Any) -> tuple:
+    upload = upload_key(data_payload)
+    return config, upload[0] if upload else None
 
 
 def _dynamics(values: dict[str, Any], files: bool) -> dynamics_tab.DynamicsViews:
@@ -34,6 +61,12 @@ def _dynamics(values: dict[str, Any], files: bool) -> dynamics_tab.DynamicsViews
     data = validated_data(values, config)
     with core_errors():
         dynamics = run_dynamics(config, data=data)
+    with _lock:
+        _recent[_run_key(config, values.get("data"))] = curves_of(
+            dynamics, data.name if data else None
+        )
+        while len(_recent) > RECENT_RUNS:
+            _recent.popitem(last=False)
     views = dynamics_tab.dynamics_views(dynamics, files=files)
     return plotted(views, dynamics_tab.PLOT_LABELS)
 
@@ -42,13 +75,40 @@ dynamics_endpoint = with_downloads(DYNAMICS, _dynamics)
 run_dynamics_event = frees_heavy_place(dynamics_endpoint)
 
 
+def recent_run(values: dict[str, Any]) -> RunCurves | None:
+    """The curves of the run the endpoint computed for ``values``, if still kept."""
+    try:
+        config = StepConfig(**{name: values[name] for name in settings()})
+    except ConfigError:
+        return None
+    with _lock:
+        return _recent.get(_run_key(config, values.get("data")))
+
+
+def controls_settings(values: dict[str, Any]) -> dict[str, str]:
+    """What the controls say, as the shown run's settings are written (a value the field
+    refuses is written as typed)."""
+    checked = {}
+    for name, bounds in settings().items():
+        try:
+            checked[name] = check_setting(name, values.get(name), bounds)
+        except ConfigError:
+            checked[name] = values.get(name)
+    upload = upload_key(values.get("data"))
+    return settings_text(checked, upload[1] if upload else None)
+
+
 @dataclass
 class DynamicsTab:
     """The Training dynamics tab's components, by the names of the outputs they show."""
 
     controls: dict[str, gr.components.Component]  # the run's own settings, by field name
     train_button: gr.Button
+    pin_button: gr.Button
+    clear_pins: gr.Button
+    dynamics_status: gr.Markdown
     dynamics_reading: gr.Markdown
+    dynamics_notes: gr.Markdown
     dynamics_charts: gr.Column
     loss_curves: gr.Plot
     lost_updates: gr.Plot
@@ -56,6 +116,8 @@ class DynamicsTab:
     dynamics_json: gr.JSON
     dynamics_files: gr.File
     dynamics_downloads: gr.Checkbox
+    shown_run: gr.State  # the RunCurves the charts show, None before a run
+    pins: gr.State  # this session's pinned RunCurves, oldest first
 
     @property
     def charts(self) -> dict[str, gr.Plot]:
@@ -69,11 +131,19 @@ def build() -> DynamicsTab:
         gr.Markdown(dynamics_tab.INTRO)
         with gr.Row():
             controls = {name: control(name) for name in RUN_FIELDS}
-        train_button = gr.Button("Train the three runs", variant="primary")
-        reading = gr.Markdown(elem_id="dynamics-reading")
-        # No empty chart boxes before the first run: the charts appear once it has drawn them.
-        with gr.Column(visible=False) as charts:
-            plots = {name: plot_slot(label) for name, label in dynamics_tab.PLOT_LABELS.items()}
+        with gr.Row():
+            train_button = gr.Button(TRAIN_WORDS, variant="primary", scale=2)
+            pin_button = gr.Button("Pin this run", elem_id="pin-run", scale=1)
+            clear_pins = gr.Button("Clear pins", elem_id="clear-pins", scale=1)
+        gr.Markdown(dynamics_tab.PIN_HELP, elem_classes=["pin-help"])
+        # Everything a run shows sits in one column: a stale banner in it dims the rest.
+        with gr.Column(elem_id="dynamics-results"):
+            status = gr.Markdown(visible=False, elem_id="dynamics-status")
+            reading = gr.Markdown(elem_id="dynamics-reading")
+            notes = gr.Markdown(elem_id="dynamics-notes")
+            # No empty chart boxes before the first run: they appear once it has drawn them.
+            with gr.Column(visible=False) as charts:
+                plots = {name: plot_slot(label) for name, label in dynamics_tab.PLOT_LABELS.items()}
         with gr.Accordion("Training numbers (JSON, CSV)", open=False):
             summary = gr.JSON(label="dynamics")
             files = gr.File(label="training downloads", file_count="multiple")
@@ -81,12 +151,18 @@ def build() -> DynamicsTab:
     return DynamicsTab(
         controls,
         train_button,
+        pin_button,
+        clear_pins,
+        status,
         reading,
+        notes,
         charts,
         **plots,
         dynamics_json=summary,
         dynamics_files=files,
         dynamics_downloads=downloads,
+        shown_run=gr.State(None),
+        pins=gr.State(()),
     )
 
 
@@ -95,16 +171,62 @@ def show_charts() -> gr.Column:
     return gr.Column(visible=True)
 
 
+def _figures(current: RunCurves, pins: tuple) -> list[Any]:
+    return [as_plot(figure) for figure in dynamics_tab.pinned_figures(current, pins)]
+
+
+def after_run(values: dict[str, Any], pins: tuple) -> list[Any]:
+    """The page's answer to a finished run: the charts' column shown, the run's curves kept as
+    the shown run, its notes, no stale banner, and the charts with the pins overlaid (skipped
+    when no pin is kept, as the endpoint drew them)."""
+    current = recent_run(values)
+    if current is None:  # pushed out of the cache by other runs: keep what the endpoint drew
+        return [show_charts(), *[gr.skip()] * 6]
+    figures = _figures(current, pins) if pins else [gr.skip()] * 3
+    notes = dynamics_tab.run_notes(current, pins)
+    status = gr.update(value="", visible=False)
+    return [show_charts(), current, notes, status, *figures]
+
+
+def pin_run(current: RunCurves | None, pins: tuple) -> tuple[tuple, str]:
+    """The pins with the shown run added (see ``pins.pinned``), and the notes."""
+    if current is None:
+        return pins, f"Nothing to pin yet: press **{TRAIN_WORDS}** first."
+    pins = pinned(pins, current)
+    return pins, dynamics_tab.run_notes(current, pins)
+
+
+def clear_run_pins(current: RunCurves | None) -> list[Any]:
+    """No pins; the charts redrawn without them."""
+    if current is None:
+        return [(), "", *[gr.skip()] * 3]
+    return [(), dynamics_tab.run_notes(current, ()), *_figures(current, ())]
+
+
+def stale_status(values: dict[str, Any], current: RunCurves | None) -> Any:
+    """The stale banner when the controls differ from the shown run's settings, else hidden."""
+    banner = stale_banner(current.settings if current else None, controls_settings(values))
+    return gr.update(value=banner, visible=bool(banner))
+
+
 def wire(page: Page, tab: DynamicsTab) -> None:
     """The train button: every settings field, in the API's order (its own controls here).
 
-    A successful run then shows the charts' column, in a private event of its own, so the
-    ``dynamics`` endpoint's outputs stay the figures themselves.
+    A successful run then shows the charts' column and the pins, in a private event of its own,
+    so the ``dynamics`` endpoint's outputs stay the figures themselves. Pins and the stale
+    check are private events too (see the module rule).
     """
     every = page.controls | tab.controls
+    inputs = [*(every[name] for name in DYNAMICS.order)]
+    figures = [tab.loss_curves, tab.lost_updates, tab.scale_curve]
+    private = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
+
+    def on_run_end(*args: Any) -> list[Any]:
+        return after_run(DYNAMICS.values(args[:-1]), args[-1])
+
     tab.train_button.click(
         run_dynamics_event,
-        inputs=[*(every[name] for name in DYNAMICS.order), tab.dynamics_downloads],
+        inputs=[*inputs, tab.dynamics_downloads],
         outputs=[getattr(tab, name) for name in dynamics_tab.DynamicsViews._fields],
         js=ASK_JS,  # the page shows the run's files: it asks for them
         api_name="dynamics",
@@ -114,9 +236,39 @@ def wire(page: Page, tab: DynamicsTab) -> None:
         show_progress="full",
         validator=admit(dynamics_endpoint),
     ).success(
-        show_charts,
-        outputs=tab.dynamics_charts,
-        api_visibility="private",
-        queue=False,
-        show_progress="hidden",
+        on_run_end,
+        inputs=[*inputs, tab.pins],
+        outputs=[
+            tab.dynamics_charts,
+            tab.shown_run,
+            tab.dynamics_notes,
+            tab.dynamics_status,
+            *figures,
+        ],
+        preprocess=False,
+        **private,
+    )
+    tab.pin_button.click(
+        pin_run, [tab.shown_run, tab.pins], [tab.pins, tab.dynamics_notes], **private
+    )
+    tab.clear_pins.click(
+        clear_run_pins, [tab.shown_run], [tab.pins, tab.dynamics_notes, *figures], **private
+    )
+
+    def on_change(*args: Any) -> Any:
+        return stale_status(DYNAMICS.values(args[:-1]), args[-1])
+
+    # A commit of any control, or new step results (an example, a preset, the URL: they set
+    # the controls and commit), checks the shown run against the controls.
+    triggers = [page.last_valid.change] + [
+        trigger for component in inputs for trigger in commit_triggers(component)
+    ]
+    gr.on(
+        triggers,
+        on_change,
+        [*inputs, tab.shown_run],
+        tab.dynamics_status,
+        preprocess=False,
+        trigger_mode="always_last",
+        **private,
     )

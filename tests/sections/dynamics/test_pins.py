@@ -1,0 +1,129 @@
+"""Pinned runs: kept per session (at most four, oldest dropped), named by what differs, drawn
+beside the current run without drawing a shared curve twice."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from playground import StepConfig
+from playground.core.train import run_dynamics
+from playground.sections.dynamics.charts import (
+    dynamics_loss_figure,
+    lost_update_figure,
+    scale_figure,
+)
+from playground.sections.dynamics.curves import curves_of, value_text
+from playground.sections.dynamics.pins import MAX_PINS, differing, names, pinned, pins_note
+from scenarios import TINY_FLOAT16
+
+TINY = TINY_FLOAT16.replace(steps=8)  # float16 data near 2^-12: S = 1 flushes its gradients
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Float16 runs at S = 1 and S = 2^10; bfloat16 runs rounding to nearest and with Kahan."""
+    return {
+        "S=1": run_dynamics(TINY.replace(loss_scale=1.0)),
+        "S=2^10": run_dynamics(TINY),
+        # Data of scale 1 in bfloat16, where the pure run's rounding changes its curve.
+        "nearest": run_dynamics(StepConfig(n=32, d_in=8, d_out=4, steps=8)),
+        "kahan": run_dynamics(StepConfig(n=32, d_in=8, d_out=4, steps=8, pure_rounding="kahan")),
+    }
+
+
+def test_values_are_written_as_the_page_writes_them():
+    assert [value_text(v) for v in (32768.0, 1.0, 0.1, 2.0**24, 1e-3, "kahan", 8)] == [
+        "32768",
+        "1",
+        "0.1",
+        "16777216",
+        "0.001",
+        "kahan",
+        "8",
+    ]
+
+
+def test_at_most_four_pins_are_kept_oldest_dropped_and_a_repeat_replaces_its_pin(runs):
+    seen = [curves_of(runs["S=1"])]
+    for lr in (0.01, 0.02, 0.03, 0.04, 0.05):
+        seen.append(curves_of(run_dynamics(TINY.replace(lr=lr, steps=2))))
+    pins: tuple = ()
+    for run in seen:
+        pins = pinned(pins, run)
+    assert MAX_PINS >= 4 and pins == tuple(seen[-MAX_PINS:])
+    again = curves_of(run_dynamics(TINY.replace(lr=0.03, steps=2)))
+    repinned = pinned(pins, again)
+    assert len(repinned) == len(pins) and repinned[-1] is again
+    assert [p.settings["lr"] for p in repinned] == ["0.02", "0.04", "0.05", "0.03"]
+
+
+def test_runs_are_named_by_the_settings_that_differ(runs):
+    one, big, kahan = (curves_of(runs[k]) for k in ("S=1", "S=2^10", "kahan"))
+    assert differing([one, big]) == ["loss_scale"]
+    assert names(big, [one]) == ("loss_scale=1024", ["loss_scale=1"])
+    assert names(kahan, [curves_of(runs["nearest"])]) == (
+        "pure_rounding=kahan",
+        ["pure_rounding=nearest"],
+    )
+    tiny = "input_scale=0.000244140625, target_scale=0.000244140625"
+    # Both at the default S = 1024: the data, the dtype and the rounding differ, in table order.
+    assert names(kahan, [big])[1] == [f"{tiny}, compute_dtype=float16, pure_rounding=nearest"]
+    assert names(big, [big]) == ("same settings", ["same settings"])
+
+
+def _figure(figure: dict) -> dict:
+    go.Figure(figure)  # raises on an invalid property
+    return json.loads(json.dumps(figure, allow_nan=False))  # strict JSON, as the page gets it
+
+
+def _y(values: np.ndarray) -> list:
+    return [float(v) if np.isfinite(v) else None for v in values]
+
+
+def test_a_pinned_loss_scale_is_drawn_beside_the_current_run_in_a_group_named_by_it(runs):
+    one, big = runs["S=1"], runs["S=2^10"]
+    figure = _figure(dynamics_loss_figure(big, [curves_of(one)]))
+    groups = {t["legendgrouptitle"]["text"] for t in figure["data"]}
+    assert groups == {"this run: loss_scale=1024", "pinned: loss_scale=1"}
+    pinned_traces = [t for t in figure["data"] if t["legendgroup"] == "pin0"]
+    by_name = {t["name"]: t["y"] for t in pinned_traces}
+    # The float32 run has no loss scale: its curve is the same, drawn once (the current run's).
+    assert np.array_equal(one.float32_loss, big.float32_loss)
+    assert not any(name == "float32" for name in by_name)
+    assert by_name["mixed (float16, float32 masters)"] == _y(one.mixed_loss)
+    assert figure["layout"]["legend"]["yref"] == "container"  # below the plot, under the title
+    meter = _figure(lost_update_figure(big, [curves_of(one)]))
+    pinned_meter = [t for t in meter["data"] if t.get("legendgroup") == "pin0"]
+    assert pinned_meter and all(t["legendgrouptitle"]["text"] == "pinned: loss_scale=1"
+                                for t in pinned_meter)  # fmt: skip
+    top = meter["layout"]["yaxis"]["range"][1]
+    assert top >= 100 * max(one.pure_lost_share.max(), one.mixed_lost_share.max())
+    scale = _figure(scale_figure(big, [curves_of(one)]))
+    (pinned_scale,) = [t for t in scale["data"] if t.get("legendgroup") == "pin0"]
+    assert pinned_scale["y"] == pytest.approx(np.log2(one.mixed_scale).tolist())
+
+
+def test_a_pinned_rounding_draws_only_the_pure_curve_it_changes(runs):
+    nearest, kahan = runs["nearest"], runs["kahan"]
+    figure = _figure(dynamics_loss_figure(kahan, [curves_of(nearest)]))
+    pinned_names = [t["name"] for t in figure["data"] if t["legendgroup"] == "pin0"]
+    assert pinned_names == ["pure bfloat16 parameters (round-to-nearest)"]
+    title = {t["legendgrouptitle"]["text"] for t in figure["data"] if t["legendgroup"] == "pin0"}
+    assert title == {"pinned: pure_rounding=nearest"}
+    note = pins_note(curves_of(kahan), [curves_of(nearest)])
+    assert "pin 1: pure_rounding=nearest" in note
+    assert "its float32 and mixed loss curve is this run's" in note
+
+
+def test_without_pins_the_figures_have_no_groups(runs):
+    figure = dynamics_loss_figure(runs["S=1"])
+    assert all("legendgroup" not in t for t in figure["data"])
+    assert [t["name"] for t in figure["data"]][:3] == [
+        "float32",
+        "mixed (float16, float32 masters)",
+        "pure float16 parameters (round-to-nearest)",
+    ]
