@@ -20,7 +20,10 @@ own X-Forwarded-For visitor; only documentation addresses, 192.0.2.x and 198.51.
            within 3 s, no 503, its sweep not behind a backlog, the flood answered 200 or 429;
   caps     each endpoint's largest request that the cost model (core/cost.py) accepts, priced
            in-process: first and warm time against 8 x the largest linear /step's warm time,
-           and what its first call adds to the server's peak memory (VmHWM) against 1 GB.
+           and what its first call adds to the server's peak memory (VmHWM) against 1 GB;
+  mixed    6,000 mixed calls from 20 visitors (/step at a few seeds, /inspect, /export, and every
+           50th a small /sweep or /dynamics): RSS after calls 3,000 and 6,000 differ by at most
+           MIXED_MB (flat; the queue used to keep a record per finished call).
 
 Progress goes to stderr, result lines (measured value, target, PASS/FAIL) to stdout. Takes
 about 10 minutes on 2 vCPUs; it always exits 0. The server process is always stopped.
@@ -72,6 +75,7 @@ STEP_SHAPES_MB, DYNAMICS_SETTINGS_MB, REPEAT_MB = 80.0, 40.0, 20.0
 CLASS_VISITORS, CLASS_CALLS, LATENCY_TARGET = 30, 5, 3.0
 FLOOD, FLOOD_SECONDS, FLOOD_STEPS = 6, 20.0, 100
 CAP_FACTOR = 8.0
+MIXED_CALLS, MIXED_MB = 6000, 10.0
 CALL_TIMEOUT = 180.0
 
 
@@ -206,6 +210,46 @@ def memory(url: str, pid: int) -> None:
             f"<= {REPEAT_MB:.0f} MB",
             at[700] - at[350] <= REPEAT_MB,
         )
+
+
+def mixed_calls(url: str, pid: int) -> None:
+    """MIXED_CALLS calls of every kind from 20 visitors, one at a time: RSS must stay flat over
+    the second half (after the first half has filled every bounded cache)."""
+    small = {"n": 16, "d_in": 4, "d_out": 2}
+
+    def request(i: int) -> tuple[str, list[Any]]:
+        if i % 50 == 25:
+            return "sweep", args(**small, compute_dtype="float16")
+        if i % 50 == 49:
+            return "dynamics", args(DYNAMICS_FIELDS, **small, steps=20, mode="dynamic", period=5)
+        kind = i % 4
+        if kind == 0:
+            return "inspect", [1e-8 * (1 + i % 97)]
+        if kind == 1:
+            return "export", args()
+        return "step", args(model_seed=i % 8)
+
+    log(f"mixed: {MIXED_CALLS} mixed calls from 20 visitors")
+    rss: dict[int, float] = {}
+    failures = 0
+    with httpx.Client(timeout=CALL_TIMEOUT) as http:
+        for i in range(1, MIXED_CALLS + 1):
+            api, inputs = request(i)
+            answer = attempt(url, api, inputs, visitor(f"198.51.100.{1 + i % 20}"), http)
+            failures += answer.kind != "complete"
+            if i % 1000 == 0:
+                rss[i] = settled_rss(pid)
+                log(f"  call {i}: RSS {rss[i]:.0f} MB")
+    half = MIXED_CALLS // 2
+    trend = ", ".join(f"{i}: {mb:.0f}" for i, mb in sorted(rss.items()))
+    result_line(
+        f"memory: {MIXED_CALLS} mixed calls (/step /inspect /export /sweep /dynamics), "
+        f"calls {half} to {MIXED_CALLS}",
+        f"{rss[MIXED_CALLS] - rss[half]:+.1f} MB (RSS after calls {trend} MB; "
+        f"{failures} not answered)",
+        f"<= {MIXED_MB:.0f} MB, all answered",
+        rss[MIXED_CALLS] - rss[half] <= MIXED_MB and not failures,
+    )
 
 
 def a_class(url: str) -> None:
@@ -556,6 +600,7 @@ def main() -> None:
         pid = server.process.pid
         info_line(f"server: pid {pid}, RSS at start {rss_mb(pid):.0f} MB, {os.cpu_count()} CPUs")
         memory(server.url, pid)
+        mixed_calls(server.url, pid)
         a_class(server.url)
         flood(server.url)
         fair_share(server.url)
