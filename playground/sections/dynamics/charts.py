@@ -50,6 +50,23 @@ def _loss_names(run: RunCurves) -> dict[str, str]:
     }
 
 
+SAME_CURVES = "same curves as this run"
+
+
+def _legend_only(name: str, color: str) -> Figure:
+    """A legend entry with nothing to draw."""
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": [None],
+        "y": [None],
+        "name": name,
+        "line": {"color": color, "width": 2},
+        "showlegend": True,
+        "hoverinfo": "skip",
+    }
+
+
 def _grouped(traces: list[Figure], group: str, title: str) -> list[Figure]:
     """``traces`` in one legend group titled ``title``."""
     return [trace | {"legendgroup": group, "legendgrouptitle": {"text": title}} for trace in traces]
@@ -70,7 +87,9 @@ def _overlay(
     data = _grouped(own, "current", f"this run: {current_name}")
     for index, (pin, name) in enumerate(zip(pins, pin_names, strict=True)):
         color = PIN_COLORS[index % len(PIN_COLORS)]
-        data += _grouped(pinned_traces(pin, color), f"pin{index}", f"pinned: {name}")
+        # A pin whose every curve here is the current run's still names itself in the legend.
+        traces = pinned_traces(pin, color) or [_legend_only(SAME_CURVES, color)]
+        data += _grouped(traces, f"pin{index}", f"pinned: {name}")
     layout["legend"] = LEGEND_BELOW | {"groupclick": "toggleitem"}
     return data
 

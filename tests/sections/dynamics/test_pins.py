@@ -127,3 +127,11 @@ def test_without_pins_the_figures_have_no_groups(runs):
         "mixed (float16, float32 masters)",
         "pure float16 parameters (round-to-nearest)",
     ]
+
+
+def test_a_pin_whose_curves_are_all_the_current_runs_still_names_itself(runs):
+    one = runs["S=1"]
+    figure = _figure(dynamics_loss_figure(one, [curves_of(one)]))
+    pinned_traces = [t for t in figure["data"] if t["legendgroup"] == "pin0"]
+    assert [t["name"] for t in pinned_traces] == ["same curves as this run"]
+    assert pinned_traces[0]["legendgrouptitle"]["text"] == "pinned: same settings"

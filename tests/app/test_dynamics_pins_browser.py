@@ -1,0 +1,114 @@
+"""The Training dynamics tab in headless Chromium: two loss scales pinned side by side with a
+legend naming them, and results marked stale (banner, dimmed) once the controls change."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from playwright.sync_api import expect
+from test_browser import ARTIFACTS, TIMEOUT_MS, _select_tab
+
+from browser_waits import wait_for_headline
+from playground.core.report import run_report
+from playground.core.train import run_dynamics
+from playground.sections.dynamics.summary import dynamics_reading
+from scenarios import TINY_FLOAT16
+
+STEPS = 20
+# float16 data near 2^-12 at S = 1: its gradients flush, so S = 2^10 gives other curves.
+START = TINY_FLOAT16.replace(loss_scale=1.0, steps=STEPS)
+QUERY = {
+    name: START.to_dict()[name]
+    for name in ("n", "d_in", "d_out", "input_scale", "target_scale", "compute_dtype")
+} | {"loss_scale": 1, "steps": STEPS}
+RUN_TIMEOUT_MS = 3 * TIMEOUT_MS  # a run compiles its program the first time
+
+# The group titles of the loss chart's legend, as Plotly holds them.
+LOSS_GROUPS = """() => {
+  const chart = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+    g => g.layout && g.layout.title && String(g.layout.title.text) === 'Loss over the steps');
+  if (!chart) return [];
+  return [...new Set(chart.data.map(t => t.legendgrouptitle && t.legendgrouptitle.text)
+    .filter(Boolean))];
+}"""
+OPACITY = "id => getComputedStyle(document.getElementById(id)).opacity"
+
+
+def _train_and_wait(page, config) -> None:
+    """Press Train and wait until the reading shows this run's first sentence."""
+    first = dynamics_reading(run_dynamics(config))[0]
+    page.get_by_role("button", name="Train the three runs").click()
+    page.wait_for_function(
+        "text => (document.querySelector('#dynamics-reading')?.innerText || '').includes(text)",
+        arg=first,
+        timeout=RUN_TIMEOUT_MS,
+    )
+
+
+def _shot(page, name: str) -> None:
+    """A screenshot of the training results (banner, reading, notes, charts)."""
+    results = page.locator("#dynamics-results")
+    results.scroll_into_view_if_needed()
+    results.screenshot(path=str(ARTIFACTS / name))
+
+
+def _banner(page):
+    return page.locator("#dynamics-status .stale-banner")
+
+
+def test_two_pinned_loss_scales_are_named_in_the_legend_and_a_change_marks_the_run_stale(
+    browser, app_url
+):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{app_url}?{urlencode(QUERY)}")
+        wait_for_headline(page, f"{run_report(START).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
+        _select_tab(page, "Training dynamics")
+        _train_and_wait(page, START)
+        expect(_banner(page)).to_have_count(0)
+
+        page.get_by_role("button", name="Pin this run").click()
+        expect(page.locator("#dynamics-notes")).to_contain_text("pin 1: same settings")
+
+        # A preset changes the loss scale: the shown run is now stale, named with both values.
+        page.locator("#loss-scale-presets").get_by_text("2^10", exact=True).click()
+        expect(_banner(page)).to_contain_text(
+            "computed with loss_scale=1; the controls now say loss_scale=1024"
+        )
+        expect(_banner(page)).to_contain_text("Train the three runs")
+        assert float(page.evaluate(OPACITY, "dynamics-reading")) < 0.6  # dimmed
+        assert float(page.evaluate(OPACITY, "dynamics-status")) == 1.0
+        _shot(page, "dynamics_stale_loss_scale.png")
+
+        second = START.replace(loss_scale=2.0**10)
+        _train_and_wait(page, second)
+        expect(_banner(page)).to_have_count(0)
+        assert float(page.evaluate(OPACITY, "dynamics-reading")) == 1.0
+        page.wait_for_function(f"() => ({LOSS_GROUPS})().length === 2", timeout=TIMEOUT_MS)
+        assert sorted(page.evaluate(LOSS_GROUPS)) == [
+            "pinned: loss_scale=1",
+            "this run: loss_scale=1024",
+        ]
+        # The legend on the page shows both names.
+        legend = page.locator("#dynamics-results .js-plotly-plot .legend").first
+        expect(legend).to_contain_text("pinned: loss_scale=1")
+        expect(legend).to_contain_text("this run: loss_scale=1024")
+        expect(page.locator("#dynamics-notes")).to_contain_text("pin 1: loss_scale=1")
+        _shot(page, "dynamics_pins.png")
+
+        # Another compute dtype after the run: stale again, naming the dtype it was computed with.
+        page.locator("#compute_dtype").get_by_role("radio", name="bfloat16", exact=True).check()
+        expect(_banner(page)).to_contain_text(
+            "computed with compute_dtype=float16; the controls now say compute_dtype=bfloat16"
+        )
+        _shot(page, "dynamics_stale_dtype.png")
+        page.set_viewport_size({"width": 390, "height": 844})  # a phone
+        page.wait_for_timeout(500)  # the charts lay themselves out again
+        _shot(page, "dynamics_stale_dtype_phone.png")
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+        page.get_by_role("button", name="Clear pins").click()
+        page.wait_for_function(f"() => ({LOSS_GROUPS})().length === 0", timeout=TIMEOUT_MS)
+    finally:
+        page.close()
