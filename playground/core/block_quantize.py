@@ -1,0 +1,186 @@
+"""Quantize-dequantize of a 2-D operand block by block, by a ``BlockRecipe``'s rule.
+
+Rule, for an (R, C) array and a tile (tr, tc) (1 x b: blocks of b along the rows' last axis;
+b x 1: blocks of b down the columns; b x b: square tiles of a weight)::
+
+    padded   zeros appended so that tr divides R and tc divides C (the last block of a
+             contraction of length K holds ``last_block_size(K, b)`` real values)
+    amax     max |value| per tile (per tensor too, for a two-level recipe)
+    scaled   value / (block_scale x tensor_scale)        (scales: ``core.block_formats``)
+    element  round-to-nearest-even (or stochastic, given uniforms) of clip(scaled, +-max)
+             into the element format
+    value'   element x block_scale x tensor_scale         (``BlockQuantized.dequantized``)
+
+A scaled magnitude beyond the format's overflow edge (max plus half the gap above it) is
+counted as saturated: it is stored as +-max where an unbounded format would have kept more.
+
+``random_hadamard`` rotates every 16 consecutive rows by the orthogonal H S (H: the normalized
+Sylvester-Hadamard matrix, S: random signs from a key); rotating both inputs of a product that
+contracts over the rows leaves it unchanged, and spreads an outlier over its 16 rows first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from playground.core.block_formats import (
+    BlockRecipe,
+    e8m0_exponent,
+    element_dtype,
+    element_facts,
+    float32_block_scale,
+    nvfp4_block_scale,
+    nvfp4_tensor_scale,
+)
+
+Tile = tuple[int, int]
+
+
+def last_block_size(length: int, block: int) -> int:
+    """How many real values the last block of a dimension of ``length`` holds (the rest of it
+    is zero padding); ``block`` when it divides ``length``."""
+    if length < 1 or block < 1:
+        raise ValueError(f"length and block must be at least 1; got {length} and {block}")
+    return (length - 1) % block + 1
+
+
+def pad_to_tiles(values: jax.Array, tile: Tile) -> jax.Array:
+    """``values`` with zero rows and columns appended so that the tile divides its shape."""
+    rows, cols = values.shape
+    extra = (-rows % tile[0], -cols % tile[1])
+    return jnp.pad(values, ((0, extra[0]), (0, extra[1]))) if any(extra) else values
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class BlockQuantized:
+    """One operand quantized by the module rule.
+
+    elements: (padded rows, padded cols) float32 holding element-format values.
+    scales: (rows / tr, cols / tc) block scales, float32 (E8M0 and E4M3 scales are exact).
+    scale_log2: log2 of scales (E8M0's exponent exactly, even where 2^e is no normal float32).
+    tensor_scale: the float32 tensor scale (1 for a one-level recipe).
+    saturated: (padded shape) bool, the entries clipped beyond the overflow edge.
+    shape, tile: the unpadded shape and the tile (static).
+    power_of_two: whether the block scales are powers of two (E8M0) (static).
+    """
+
+    elements: jax.Array
+    scales: jax.Array
+    scale_log2: jax.Array
+    tensor_scale: jax.Array
+    saturated: jax.Array
+    shape: tuple[int, int] = field(metadata={"static": True})
+    tile: Tile = field(metadata={"static": True})
+    power_of_two: bool = field(metadata={"static": True})
+
+    def dequantized(self) -> jax.Array:
+        """element x block_scale x tensor_scale, float32, in the unpadded shape."""
+        tiles = _tiled(self.elements, self.tile)
+        if self.power_of_two:
+            # ldexp keeps E8M0's 2^-127 (a float32 subnormal, which XLA on CPU flushes to 0).
+            exponent = self.scale_log2.astype(jnp.int32)[:, None, :, None]
+            values = jnp.ldexp(tiles, exponent)
+        else:
+            values = tiles * self.scales[:, None, :, None] * self.tensor_scale
+        values = values.reshape(self.elements.shape)
+        return values[: self.shape[0], : self.shape[1]]
+
+
+def _tiled(values: jax.Array, tile: Tile) -> jax.Array:
+    """(R, C) -> (R / tr, tr, C / tc, tc): the tiles' entries on axes 1 and 3."""
+    rows, cols = values.shape
+    return values.reshape(rows // tile[0], tile[0], cols // tile[1], tile[1])
+
+
+def quantize(
+    values: jax.Array,
+    tile: Tile,
+    recipe: BlockRecipe,
+    uniform: jax.Array | None = None,
+) -> BlockQuantized:
+    """``values`` (2-D) quantized tile by tile by ``recipe``'s rule; ``uniform`` (the padded
+    shape, in [0, 1)) rounds stochastically instead of to nearest."""
+    values = values.astype(jnp.float32)
+    tiles = _tiled(pad_to_tiles(values, tile), tile)
+    amax = jnp.max(jnp.abs(tiles), axis=(1, 3))
+    fmt = recipe.element_format
+    tensor_scale = jnp.float32(1)
+    if recipe.power_of_two_scales:
+        exponent = e8m0_exponent(amax, fmt, recipe.scale_rule)
+        scale_log2 = exponent.astype(jnp.float32)
+        scales = jnp.ldexp(jnp.float32(1), exponent)
+        scaled = jnp.ldexp(tiles, -exponent[:, None, :, None])
+    else:
+        if recipe.two_level:
+            tensor_scale = nvfp4_tensor_scale(jnp.max(amax), fmt, recipe.scale_format)
+            scales = nvfp4_block_scale(amax, tensor_scale, fmt, recipe.scale_format)
+            tiles = tiles / tensor_scale
+        else:
+            scales = float32_block_scale(amax, fmt)
+        spread = scales[:, None, :, None]
+        # A block scale flushed to zero (a two-level block far below the tensor's amax)
+        # stores its entries as 0, where a division would give NaN.
+        scaled = jnp.where(spread > 0, tiles / jnp.where(spread > 0, spread, 1), 0)
+        scale_log2 = jnp.log2(scales)
+    facts = element_facts(fmt)
+    scaled = scaled.reshape(tiles.shape[0] * tile[0], tiles.shape[2] * tile[1])
+    saturated = jnp.abs(scaled) > facts.overflow_edge
+    clipped = jnp.clip(scaled, -facts.max, facts.max)
+    if uniform is None:
+        elements = clipped.astype(element_dtype(fmt)).astype(jnp.float32)
+    else:
+        elements = stochastic_round(clipped, fmt, uniform)
+    return BlockQuantized(
+        elements,
+        scales,
+        scale_log2,
+        tensor_scale,
+        saturated,
+        values.shape,
+        tile,
+        recipe.power_of_two_scales,
+    )
+
+
+def stochastic_round(values: jax.Array, fmt: str, uniform: jax.Array) -> jax.Array:
+    """Each entry of ``values`` (within +-max of ``fmt``) rounded to one of its two neighbours
+    in ``fmt``: up with probability (|v| - lower) / gap, so its expectation is v.
+
+    The gap at |v| is 2^(floor(log2 |v|) - mantissa_bits), at least the smallest subnormal."""
+    facts = element_facts(fmt)
+    magnitude = jnp.abs(values)
+    _, k = jnp.frexp(magnitude)  # magnitude = m 2^k, m in [0.5, 1): floor(log2) = k - 1
+    gap = jnp.maximum(
+        jnp.ldexp(jnp.float32(1), k - 1 - facts.mantissa_bits), facts.smallest_subnormal
+    )
+    lower = jnp.floor(magnitude / gap) * gap
+    up = uniform < (magnitude - lower) / gap
+    return jnp.sign(values) * jnp.where(up, lower + gap, lower)
+
+
+def hadamard_matrix(size: int) -> np.ndarray:
+    """The Sylvester-Hadamard matrix of ``size`` (a power of two) over sqrt(size): orthogonal."""
+    if size < 1 or size & (size - 1):
+        raise ValueError(f"hadamard size must be a power of two; got {size}")
+    matrix = np.ones((1, 1))
+    while matrix.shape[0] < size:
+        matrix = np.block([[matrix, matrix], [matrix, -matrix]])
+    return (matrix / math.sqrt(size)).astype(np.float32)
+
+
+def random_hadamard(values: jax.Array, block: int, key: jax.Array) -> jax.Array:
+    """``values`` (R, C) zero-padded to a multiple of ``block`` rows, each run of ``block``
+    rows v replaced by (H S)^T v, S = diag(random signs from ``key``). A product contracting
+    over the rows of two arrays rotated with the same key is unchanged."""
+    signs = jax.random.rademacher(key, (block,), jnp.float32)
+    rotation = jnp.asarray(hadamard_matrix(block)) * signs[None, :]
+    padded = pad_to_tiles(values.astype(jnp.float32), (block, 1))
+    runs = padded.reshape(-1, block, padded.shape[1])
+    rotated = jnp.einsum("ji,bjc->bic", rotation, runs, precision=jax.lax.Precision.HIGHEST)
+    return rotated.reshape(padded.shape)

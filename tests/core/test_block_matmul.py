@@ -1,0 +1,206 @@
+"""The block-scaled matmul's forward, gradients and statistics against a numpy reference
+written here: each operand quantized block by block in numpy (ml_dtypes for the element and
+E4M3 scale formats, E2M1's grid for stochastic rounding, scipy's Hadamard matrix), the cotangent
+quantized the same way, the products in float64."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+import scipy.linalg
+from flax import nnx
+
+from playground.core.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, NVFP4
+from playground.core.block_matmul import (
+    COLUMNS,
+    ROWS,
+    SIGNS,
+    block_dot_general,
+    block_matmul,
+    empty_meta,
+    matmul_path,
+    native_scaled_dot_general,
+)
+
+E4M3, E2M1 = ml_dtypes.float8_e4m3fn, ml_dtypes.float4_e2m1fn
+E2M1_GRID = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6])
+
+
+def round_e2m1_stochastic(values: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+    """Up to the next E2M1 magnitude with probability (|v| - lower) / (upper - lower)."""
+    magnitude = np.abs(values)
+    low_index = np.searchsorted(E2M1_GRID, magnitude, side="right") - 1
+    low = E2M1_GRID[low_index]
+    high = E2M1_GRID[np.minimum(low_index + 1, len(E2M1_GRID) - 1)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_up = np.where(high > low, (magnitude - low) / (high - low), 0)
+    return np.sign(values) * np.where(uniform < p_up, high, low)
+
+
+def reference_quantize(values, tile, recipe, uniform=None) -> np.ndarray:
+    """Dequantized ``values`` (padded to the tile), by the recipe's rule, in numpy."""
+    values = np.asarray(values, np.float32)
+    rows = math.ceil(values.shape[0] / tile[0]) * tile[0]
+    cols = math.ceil(values.shape[1] / tile[1]) * tile[1]
+    padded = np.zeros((rows, cols), np.float32)
+    padded[: values.shape[0], : values.shape[1]] = values
+    out = np.zeros_like(padded)
+    tensor_scale = np.float32(1)
+    if recipe is NVFP4 and np.abs(values).max() > 0:
+        tensor_scale = np.float32(np.abs(values).max() / np.float32(448 * 6))
+    for i in range(rows // tile[0]):
+        for j in range(cols // tile[1]):
+            part = (slice(i * tile[0], (i + 1) * tile[0]), slice(j * tile[1], (j + 1) * tile[1]))
+            block = padded[part] / tensor_scale
+            amax = float(np.abs(block).max())
+            if recipe is MXFP8:  # OCP: 2^(floor(log2 amax) - 8)
+                scale = np.float32(2.0 ** (math.frexp(amax)[1] - 1 - 8)) if amax else 1
+                elements = np.clip(block / scale, -448, 448).astype(E4M3).astype(np.float32)
+            elif recipe is FP8_BLOCK:
+                scale = np.float32(amax / np.float32(448)) if amax else np.float32(1)
+                elements = (block / scale).astype(E4M3).astype(np.float32)
+            else:
+                scale = np.float32(np.float32(min(amax / 6, 448)).astype(E4M3))
+                scaled = np.clip(block / scale, -6, 6) if scale > 0 else np.zeros_like(block)
+                if uniform is None:
+                    elements = scaled.astype(E2M1).astype(np.float32)
+                else:
+                    elements = round_e2m1_stochastic(scaled, uniform[part])
+            out[part] = elements.astype(np.float64) * scale * tensor_scale
+    return out
+
+
+def reference_rotation(values: np.ndarray, key) -> np.ndarray:
+    """Each run of 16 rows v -> (H S)^T v, H = scipy's Hadamard / 4, S the recipe's signs."""
+    signs = np.asarray(jax.random.rademacher(jax.random.fold_in(key, SIGNS), (16,), jnp.float32))
+    rotation = scipy.linalg.hadamard(16) / 4 * signs[None, :]
+    rows = math.ceil(values.shape[0] / 16) * 16
+    padded = np.zeros((rows, values.shape[1]))
+    padded[: values.shape[0]] = values
+    runs = padded.reshape(-1, 16, values.shape[1])
+    return np.einsum("ji,bjc->bic", rotation, runs).reshape(padded.shape)
+
+
+def uniforms(key, which, shape, tile):
+    padded = tuple(math.ceil(s / t) * t for s, t in zip(shape, tile, strict=True))
+    return np.asarray(jax.random.uniform(jax.random.fold_in(key, which), padded, jnp.float32))
+
+
+def reference_matmul(x, w, g, recipe, key, hadamard):
+    """(out, d_x, d_w) by the rule of ``core.block_matmul``, in numpy."""
+    n, k = x.shape
+    m = w.shape[1]
+    b = recipe.block
+    tile_w = recipe.weight_tile or (b, 1)
+    a = reference_quantize(x, (1, b), recipe)[:n, :k]
+    w_forward = reference_quantize(w, tile_w, recipe)[:k, :m]
+    sr = recipe.stochastic_gradients
+    g_rows = reference_quantize(
+        g, (1, b), recipe, uniforms(key, ROWS, g.shape, (1, b)) if sr else None
+    )[:n, :m]
+    w_back = w_forward if recipe.weight_tile else reference_quantize(w, (1, b), recipe)[:k, :m]
+    x_in, g_in = x, g
+    if hadamard and recipe.hadamard_block:
+        x_in, g_in = reference_rotation(x, key), reference_rotation(g, key)
+    x_cols = reference_quantize(x_in, (b, 1), recipe)
+    g_cols = reference_quantize(
+        g_in, (b, 1), recipe, uniforms(key, COLUMNS, g_in.shape, (b, 1)) if sr else None
+    )
+    f64 = np.float64
+    return (
+        a.astype(f64) @ w_forward,
+        g_rows.astype(f64) @ w_back.T,
+        x_cols[: x_in.shape[0]].astype(f64).T @ g_cols[: g_in.shape[0]],
+    )
+
+
+def operands(seed: int, integers: bool):
+    """x (40, 70) with an outlier, w (70, 24), g (40, 24): shapes no block divides. Integer
+    entries (for the Hadamard case) make the rotation exact in float32 and float64 alike."""
+    rng = np.random.default_rng(seed)
+    if integers:
+        x = rng.integers(-8, 9, (40, 70)).astype(np.float32)
+        g = rng.integers(-8, 9, (40, 24)).astype(np.float32)
+    else:
+        x = rng.standard_normal((40, 70)).astype(np.float32)
+        g = (rng.standard_normal((40, 24)) * 1e-3).astype(np.float32)
+    x[3, 5] = 4096
+    w = (rng.standard_normal((70, 24)) / 8).astype(np.float32)
+    return x, w, g
+
+
+@pytest.mark.parametrize(
+    "name, hadamard",
+    [("mxfp8", False), ("fp8_block", False), ("nvfp4", False), ("nvfp4", True)],
+)
+def test_forward_and_gradients_match_the_numpy_reference(name, hadamard):
+    recipe = BLOCK_RECIPES[name]
+    x, w, g = operands(seed=1, integers=hadamard)
+    key = jax.random.key(5)
+
+    @jax.jit
+    def forward_and_back(x, w, g):
+        out, pullback = jax.vjp(
+            lambda x, w: block_matmul(x, w, empty_meta(), key, recipe, hadamard, False), x, w
+        )
+        return (out, *pullback(g))
+
+    out, d_x, d_w = forward_and_back(jnp.asarray(x), jnp.asarray(w), jnp.asarray(g))
+    expected = reference_matmul(x, w, g, recipe, key, hadamard)
+    for ours, theirs in zip((out, d_x, d_w), expected, strict=True):
+        scale = np.abs(theirs).max()
+        np.testing.assert_allclose(np.asarray(ours), theirs, rtol=1e-5, atol=1e-6 * scale)
+
+
+def test_statistics_leave_through_meta():
+    x, w, g = operands(seed=2, integers=False)
+
+    def loss(x, w, meta):
+        out = block_matmul(x, w, meta, jax.random.key(0), MXFP8, False, False)
+        return jnp.sum(out * g)
+
+    stats = np.asarray(
+        jax.jit(jax.grad(loss, argnums=2))(jnp.asarray(x), jnp.asarray(w), empty_meta())
+    )
+    for row, (values, tile) in zip(stats, ((x, (1, 32)), (w, (32, 1)), (g, (1, 32))), strict=True):
+        dequantized = reference_quantize(values, tile, MXFP8)[: values.shape[0], : values.shape[1]]
+        flushed = int(np.sum((values != 0) & (dequantized == 0)))
+        assert row.tolist()[0] == np.abs(values).max()
+        assert row[1] == 1 and row[3] == flushed and row[4] == values.size
+    # The outlier's block under the OCP rule saturates its largest entry, 4096 -> 448 x 2^3.
+    assert stats[0, 2] >= 1
+
+
+def test_dot_general_in_a_linear_layer():
+    x, _, _ = operands(seed=3, integers=False)
+    layer = nnx.Linear(70, 24, rngs=nnx.Rngs(0))
+    layer.dot_general = lambda *args, **kwargs: block_dot_general(
+        *args, **kwargs, meta=empty_meta(), recipe=FP8_BLOCK
+    )
+    kernel = np.asarray(layer.kernel[...])
+    expected = reference_quantize(x, (1, 128), FP8_BLOCK)[:, :70] @ reference_quantize(
+        kernel, (128, 128), FP8_BLOCK
+    )[:70, :24] + np.asarray(layer.bias[...])
+    np.testing.assert_allclose(np.asarray(layer(jnp.asarray(x))), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_dot_general_refuses_what_it_cannot_do():
+    x, w = jnp.ones((4, 32)), jnp.ones((32, 2))
+    numbers = (((1,), (0,)), ((), ()))
+    with pytest.raises(ValueError, match="takes no fp8_scaling"):
+        block_dot_general(x, w, numbers, meta=empty_meta(), scaling="current", recipe=MXFP8)
+    with pytest.raises(ValueError, match="2-D batch"):
+        block_dot_general(x[None], w, numbers, meta=empty_meta(), recipe=MXFP8)
+
+
+def test_cpu_emulates_and_says_so():
+    if jax.default_backend() != "cpu":
+        pytest.skip("the native path needs a Blackwell GPU; this checks the CPU answer")
+    assert native_scaled_dot_general("mxfp8") is False
+    for recipe in BLOCK_RECIPES.values():
+        assert matmul_path(recipe).startswith("emulated")

@@ -1,0 +1,151 @@
+"""Operand statistics, the recipe comparison, the outlier helper and its lesson, against numpy
+computations written here (ml_dtypes for E4M3)."""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from test_block_matmul import reference_quantize
+
+from playground.core.block_formats import FP8_BLOCK, MXFP8, NVFP4
+from playground.core.block_outliers import add_outliers, outlier_count, outlier_lesson
+from playground.core.block_stats import (
+    per_tensor_float8_stats,
+    recipe_comparison,
+    recipe_operand_stats,
+)
+
+E4M3 = ml_dtypes.float8_e4m3fn
+SMALLEST_NORMAL_E4M3 = float(ml_dtypes.finfo(E4M3).smallest_normal)
+
+
+def outlier_batch(share: float = 1e-3, scale: float = 2.0**16) -> np.ndarray:
+    x = np.random.default_rng(0).standard_normal((64, 100)).astype(np.float32)
+    return add_outliers(x, share, scale, seed=1)
+
+
+def mxfp8_classes(x: np.ndarray) -> dict[str, np.ndarray]:
+    """numpy: per entry of x (K = 100 padded to 128 per row), its class under MXFP8's OCP rule."""
+    padded = np.zeros((x.shape[0], 128))
+    padded[:, : x.shape[1]] = x
+    blocks = padded.reshape(x.shape[0], 4, 32)
+    amax = np.abs(blocks).max(axis=-1, keepdims=True)
+    exponent = np.floor(np.log2(np.where(amax > 0, amax, 1))) - 8
+    scaled = blocks / 2.0**exponent
+    elements = np.clip(scaled, -448, 448).astype(E4M3).astype(np.float64)
+    live = blocks != 0
+    flushed = live & (elements == 0)
+    saturated = live & np.isnan(scaled.astype(E4M3))
+    kept = live & ~flushed & ~saturated
+    normal = kept & (np.abs(elements) >= SMALLEST_NORMAL_E4M3)
+    return {
+        "live": live,
+        "flushed": flushed,
+        "saturated": saturated,
+        "kept": kept,
+        "normal": normal,
+    }
+
+
+def per_tensor_classes(x: np.ndarray) -> dict[str, np.ndarray]:
+    """numpy: per-tensor float8 with current scaling, s = 448 / amax, E4M3(x s)."""
+    scaled = x * np.float32(448 / np.abs(x).max())
+    elements = scaled.astype(E4M3).astype(np.float64)
+    live = x != 0
+    flushed = live & (elements == 0)
+    subnormal = live & ~flushed & (np.abs(elements) < SMALLEST_NORMAL_E4M3)
+    return {"live": live, "flushed": flushed, "subnormal": subnormal}
+
+
+def test_mxfp8_operand_stats_per_tensor_and_per_block():
+    x = outlier_batch()
+    stats = recipe_operand_stats(x, MXFP8, "input")
+    expected = mxfp8_classes(x)
+    assert stats.size == x.size and stats.nonzero == int(expected["live"].sum())
+    for name in ("flushed", "saturated", "kept"):
+        assert stats.counts[name] == int(expected[name].sum())
+        per_block = expected[name].sum(axis=-1) / expected["live"].sum(axis=-1)
+        np.testing.assert_allclose(stats.block_shares[name], per_block)
+    assert stats.subnormal == int((expected["kept"] & ~expected["normal"]).sum())
+    assert math.isclose(sum(stats.shares.values()), 1.0)
+    assert stats.counts["saturated"] > 0  # the OCP rule clips the top of some blocks
+    assert stats.scale_log2.shape == (64, 4)  # 100 values: 4 blocks, the last holding 4
+
+
+def test_per_tensor_float8_stats_against_numpy():
+    x = outlier_batch()
+    stats = per_tensor_float8_stats(x)
+    expected = per_tensor_classes(x)
+    assert stats.counts["flushed"] == int(expected["flushed"].sum())
+    assert stats.subnormal == int(expected["subnormal"].sum())
+    assert stats.counts["saturated"] == 0
+    assert stats.scale_log2.shape == (1, 1)
+    assert math.isclose(stats.scale_log2[0, 0], math.log2(np.abs(x).max() / 448), rel_tol=1e-6)
+
+
+def test_nvfp4_stats_include_the_tensor_scale():
+    x = outlier_batch()
+    stats = recipe_operand_stats(x, NVFP4, "input")
+    tensor_log2 = math.log2(np.abs(x).max() / (448 * 6))
+    # The outlier's own block has block scale 448 (E4M3's largest) x the tensor scale.
+    assert math.isclose(stats.scale_log2.max(), tensor_log2 + math.log2(448), abs_tol=1e-5)
+    kernel = recipe_operand_stats(np.ones((20, 40), np.float32), NVFP4, "kernel")
+    assert kernel.scale_log2.shape == (2, 3)  # 16 x 16 tiles over a padded 32 x 48
+
+
+def relative_error(out: np.ndarray, reference: np.ndarray) -> float:
+    return float(np.linalg.norm(out - reference) / np.linalg.norm(reference))
+
+
+@pytest.mark.parametrize("share", [0.0, 1e-3])
+def test_recipe_comparison_against_numpy(share):
+    x = outlier_batch(share)
+    w = (np.random.default_rng(2).standard_normal((100, 24)) / 10).astype(np.float32)
+    reference = x.astype(np.float64) @ w
+    comparison = recipe_comparison(x, w, FP8_BLOCK)
+    blocks = (
+        reference_quantize(x, (1, 128), FP8_BLOCK)[:, :100]
+        @ reference_quantize(w, (128, 128), FP8_BLOCK)[:100, :24]
+    )
+    assert math.isclose(
+        comparison["output_rel_error"], relative_error(blocks, reference), rel_tol=1e-4
+    )
+    scales = [np.float32(448 / np.abs(t).max()) for t in (x, w)]
+    a, b = ((t * s).astype(E4M3).astype(np.float64) for t, s in zip((x, w), scales, strict=True))
+    per_tensor = a @ b / scales[0] / scales[1]
+    assert math.isclose(
+        comparison["per_tensor_float8_output_rel_error"],
+        relative_error(per_tensor, reference),
+        rel_tol=1e-4,
+    )
+
+
+def test_add_outliers_scales_exactly_the_drawn_entries():
+    x = np.random.default_rng(0).standard_normal((50, 40)).astype(np.float32)
+    with_outliers = add_outliers(x, 0.005, 2.0**10, seed=3)
+    changed = with_outliers != x
+    assert changed.sum() == outlier_count(x.size, 0.005) == 10
+    np.testing.assert_array_equal(with_outliers[changed], x[changed] * 2.0**10)
+    np.testing.assert_array_equal(add_outliers(x, 0.005, 2.0**10, seed=3), with_outliers)
+    assert outlier_count(x.size, 1e-9) == 1 and outlier_count(x.size, 0) == 0
+    np.testing.assert_array_equal(add_outliers(x, 0, 2.0**16, seed=3), x)
+    with pytest.raises(ValueError, match="outlier_share must be between 0 and 0.01"):
+        add_outliers(x, 0.02, 2.0, seed=0)
+    with pytest.raises(ValueError, match="outlier_scale must be between 2\\^0 and 2\\^16"):
+        add_outliers(x, 0.001, 2.0**17, seed=0)
+
+
+def test_outlier_lesson_holds_with_outliers_and_not_without():
+    x = outlier_batch()
+    lesson = outlier_lesson(x)
+    per_tensor, mxfp8 = per_tensor_classes(x), mxfp8_classes(x)
+    lost = (per_tensor["flushed"] | per_tensor["subnormal"]).sum() / per_tensor["live"].sum()
+    normal = mxfp8["normal"].sum() / mxfp8["live"].sum()
+    assert lost > 0.5 and normal >= 0.9 and lesson.holds
+    assert f"{lost:.1%}" in lesson.sentence and f"{normal:.1%}" in lesson.sentence
+    assert f"{lost:.1%}" in lesson.condition
+    plain = outlier_lesson(outlier_batch(share=0.0))
+    assert not plain.holds  # without an outlier per-tensor float8 loses nothing much
