@@ -1,14 +1,18 @@
-"""The precision inspector: how one number is stored in each registered dtype.
+"""The precision inspector: how one typed number is stored in each registered format.
 
-Rule: a number is stored the way the playground stores it: the typed value becomes a float32
-first (as ``jnp.asarray`` does with x64 off) and is then cast to the dtype with
-round-to-nearest-even by numpy / ml_dtypes, which matches ``jnp.astype`` bit for bit. Errors are
-measured in float64 against the value that was typed; every limit comes from the dtype registry.
+Rule: the typed text is read exactly (``core.typed_number``) and rounded ONCE into each format,
+straight from that exact value (``core.exact_rounding``: round to nearest, ties to even, the
+format's subnormals and largest value), never through a float32 or a float64 first; the rounded
+value is then written in the format by numpy / ml_dtypes (exact: the value is one of its own).
+An overflow stores what the format's cast makes of +-inf (inf; NaN in float8_e4m3fn, which
+has none). Errors are exact (fractions) against the typed value, shown as float64: a finite
+number stored as inf has an infinite error, even when float64 itself could not hold it (1e400).
 
-That plain cast is what ``astype`` does; a recipe whose casts saturate (float8) clips to +-max
-first instead (``dtypes.saturating_cast``), so each view also carries that value, and says
-whether a recipe stores numbers of its dtype that way (``saturates``). They differ only past a
-format's largest value: 500 is NaN in a plain float8_e4m3fn cast, 448 when saturated.
+That plain rounding is what ``astype`` does for in-range values; a recipe whose casts saturate
+(float8) clips to +-max first instead (``dtypes.saturating_cast``), so each view also carries
+that value, and says whether a recipe stores numbers of its dtype that way (``saturates``).
+They differ only past a format's largest value: 500 is NaN in a plain float8_e4m3fn cast, 448
+when saturated.
 
 Example::
 
@@ -16,55 +20,64 @@ Example::
     'zero'
     >>> bit_view(-2.0, "float32").sign_bit, bit_view(-2.0, "float32").exponent_bits
     ('1', '10000000')
+    >>> bit_view("65519.99998", "float16").stored
+    65504.0
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from playground.core.dtypes import (
-    DTYPES,
-    DtypeFacts,
-    cast,
-    computed_here,
-    dtype_facts,
-    saturating_cast,
-)
+from playground.core.dtypes import DTYPES, cast, computed_here, dtype_facts
+from playground.core.exact_rounding import round_exactly
 from playground.core.policy import saturating_formats
+from playground.core.typed_number import TypedNumber, bits_text, read_number
 
 CATEGORIES = ("zero", "subnormal", "normal", "inf", "nan")
-# The examples offered in the UI. Each one shows a single fact about the formats.
-PRESETS: tuple[tuple[str, float], ...] = (
-    ("1e-9: kept by bfloat16, flushed to zero by float16", 1e-9),
-    ("1 + 1e-4: rounds to 1 in bfloat16, not in float32", 1 + 1e-4),
-    ("65504: the largest float16", 65504.0),
-    ("65520: the first value that rounds to inf in float16", 65520.0),
-    ("1/3: no binary format holds it exactly", 1 / 3),
-    ("0.1: not exact in binary either", 0.1),
-    ("1e-6: a float16 subnormal", 1e-6),
-    ("1e39: overflows even float32", 1e39),
-    ("500: NaN in a plain float8_e4m3fn cast, 448 saturated (as the float8 step casts)", 500.0),
-    ("1e-4: flushed to zero in float8_e4m3fn, kept by float8_e5m2", 1e-4),
+# The examples offered in the UI, as typed. Each one shows a single fact about the formats.
+PRESETS: tuple[tuple[str, str], ...] = (
+    ("1e-9: kept by bfloat16, flushed to zero by float16", "1e-9"),
+    ("1.0001: rounds to 1 in bfloat16, not in float32", "1.0001"),
+    ("65504: the largest float16", "65504"),
+    ("65520: the first value that rounds to inf in float16", "65520"),
+    (
+        "65519.99998: float16 keeps 65504 (through float32 it would be 65520, then inf)",
+        "65519.99998",
+    ),
+    ("1/3: no binary format holds it exactly", "1/3"),
+    ("0.1: not exact in binary either", "0.1"),
+    ("1e-6: a float16 subnormal", "1e-6"),
+    ("1e39: overflows even float32", "1e39"),
+    ("1e400: beyond float64 too", "1e400"),
+    ("nan: not a number, in every format", "nan"),
+    ("0x3c00:float16: the bits of 1 in float16", "0x3c00:float16"),
+    ("500: NaN in a plain float8_e4m3fn cast, 448 saturated (as the float8 step casts)", "500"),
+    ("1e-4: flushed to zero in float8_e4m3fn, kept by float8_e5m2", "1e-4"),
 )
 
 
 @dataclass(frozen=True)
 class BitView:
-    """One number as stored in one dtype: its value, its three bit fields and its rounding error.
+    """One number as stored in one dtype: its value, its bit fields and its rounding error.
 
-    stored is the value after the cast (may be 0 or +-inf). rounding_error = stored - input in
-    float64 (0 when both are the same infinity, nan when input is nan); relative_error =
-    |rounding_error| / |input| (0 when the error is 0). gap_to_next is the distance from stored
-    to the next value of the dtype toward +inf (inf at the largest finite value, nan when stored
-    is not finite). category is one of CATEGORIES. computed_here is the stored value after one
-    compiled product on this backend: 0 for a subnormal where the backend flushes them.
-    saturated is the value after a saturating cast (finite values clipped to +-max first); it
-    equals stored except past the largest finite value. saturates: whether a registered recipe
-    casts to this dtype with saturation (float8's formats), so that ``saturated`` is what its
-    step stores; where none does, the saturated value is no step's.
+    input is the typed number as a float64 (inf for 1e400); stored the value after rounding
+    (may be 0, +-inf or NaN). rounding_error = stored - typed, exactly, shown as float64 (0
+    when both are the same infinity, +-inf when a finite number became inf, nan when either is
+    nan); relative_error = |rounding_error| / |typed| (0 when the error is 0). gap_to_next is
+    the distance from stored to the next value of the dtype toward +inf (inf at the largest
+    finite value, nan when stored is not finite). category is one of CATEGORIES.
+    computed_here is the stored value after one compiled product on this backend: 0 for a
+    subnormal where the backend flushes them. saturated is the value after a saturating cast
+    (finite values clipped to +-max first); it equals stored except past the largest finite
+    value. saturates: whether a registered recipe casts to this dtype with saturation
+    (float8's formats), so that ``saturated`` is what its step stores. raw is the stored bit
+    pattern as an unsigned integer of the format's width; sign_bit is empty for a format
+    without one.
     """
 
     dtype: str
@@ -80,30 +93,51 @@ class BitView:
     computed_here: float
     saturated: float
     saturates: bool
+    raw: int = 0
+
+    @property
+    def bits(self) -> str:
+        """The whole bit pattern, sign first."""
+        return self.sign_bit + self.exponent_bits + self.mantissa_bits
+
+    def flipped(self, position: int) -> str:
+        """The inspector's text for this pattern with bit ``position`` (0 = lowest) flipped."""
+        return bits_text(self.raw ^ (1 << position), self.dtype)
 
 
-def _store(value: float, dtype: str) -> np.ndarray:
-    """A 0-d array of ``dtype``: the typed value made float32, then cast (the playground's path)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return cast(np.asarray(value, dtype=np.float64).astype(np.float32), dtype)
-
-
-def _category(stored: float, facts: DtypeFacts) -> str:
+def _category(stored: float, dtype: str) -> str:
     if math.isnan(stored):
         return "nan"
     if math.isinf(stored):
         return "inf"
     if stored == 0:
         return "zero"
-    return "subnormal" if abs(stored) < facts.smallest_normal else "normal"
+    return "subnormal" if abs(stored) < dtype_facts(dtype).smallest_normal else "normal"
 
 
-def _errors(stored: float, value: float) -> tuple[float, float]:
-    """(stored - value, |stored - value| / |value|), with equal infinities counting as exact."""
-    if stored == value:  # also covers 0 and the infinities, where the subtraction would fail
+def _as_float(value: Fraction) -> float:
+    """``value`` as the nearest float64, +-inf past its range."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _errors(stored: float, typed: TypedNumber) -> tuple[float, float]:
+    """(stored - typed, |stored - typed| / |typed|), exact where both are finite."""
+    exact = typed.signed
+    if exact is None or not math.isfinite(stored):  # an inf or nan on either side
+        if exact is not None and not math.isnan(stored):  # a finite number became +-inf
+            return stored, math.inf
+        value = typed.float64
+        if stored == value:  # the same infinity
+            return 0.0, 0.0
+        error = stored - value
+        return error, abs(error) / abs(value) if not math.isnan(error) else math.nan
+    error = Fraction(stored) - exact
+    if error == 0:
         return 0.0, 0.0
-    error = stored - value  # float64: a finite value that became inf has an infinite error
-    return error, abs(error) / abs(value)
+    return _as_float(error), _as_float(abs(error) / abs(exact))
 
 
 def _next_up(stored: np.ndarray) -> float:
@@ -120,40 +154,59 @@ def _next_up(stored: np.ndarray) -> float:
     return math.inf if math.isnan(following) else following
 
 
-def bit_view(value: float, dtype: str) -> BitView:
-    """How ``value`` is stored in ``dtype``: the rounded value, its bits and the rounding error.
+def store(typed: TypedNumber, dtype: str) -> tuple[np.ndarray, bool]:
+    """(the 0-d array of ``dtype`` holding ``typed``, whether it overflowed): see the rule."""
+    sign = -1.0 if typed.negative else 1.0
+    if typed.is_nan:
+        return cast(np.float64(math.nan), dtype), False
+    if typed.magnitude is None:
+        return cast(np.float64(sign * math.inf), dtype), False
+    rounded = round_exactly(typed.magnitude, dtype)
+    if rounded is None:
+        return cast(np.float64(sign * math.inf), dtype), True
+    return cast(np.float64(sign * float(rounded)), dtype), False
 
-    The raw bits come from viewing the stored value as an unsigned integer of the same width;
-    they split into 1 sign bit, ``exponent_bits`` and ``mantissa_bits`` as finfo states.
+
+def bit_view(value: Any, dtype: str) -> BitView:
+    """How ``value`` (a number, the inspector's text, or a TypedNumber) is stored in ``dtype``.
+
+    The raw bits come from viewing the stored value as an unsigned integer; they split into
+    the sign bit (if the format has one), ``exponent_bits`` and ``mantissa_bits`` as finfo
+    states.
     """
+    typed = value if isinstance(value, TypedNumber) else read_number(value)
     facts = dtype_facts(dtype)
-    value = float(value)
-    stored_array = _store(value, dtype)
+    stored_array, overflowed = store(typed, dtype)
     stored = float(stored_array)
-    raw = int(stored_array.view(np.dtype(f"uint{facts.bits}")))
+    container = np.dtype(f"uint{stored_array.dtype.itemsize * 8}")
+    raw = int(stored_array.view(container)) & ((1 << facts.bits) - 1)
     bits = format(raw, f"0{facts.bits}b")
-    exponent_end = 1 + facts.exponent_bits
+    sign_end = facts.bits - facts.exponent_bits - facts.mantissa_bits
+    exponent_end = sign_end + facts.exponent_bits
     gap = _next_up(stored_array) - stored if math.isfinite(stored) else math.nan
-    error, relative = _errors(stored, value)
-    with np.errstate(over="ignore"):
-        saturated = float(saturating_cast(np.float64(value).astype(np.float32), dtype))
+    error, relative = _errors(stored, typed)
+    # A saturating cast clips a finite overflow to the largest value, keeping its sign.
+    saturated = (-facts.max if typed.negative else facts.max) if overflowed else stored
     return BitView(
         dtype=dtype,
-        input=value,
+        input=typed.float64,
         stored=stored,
-        sign_bit=bits[0],
-        exponent_bits=bits[1:exponent_end],
+        sign_bit=bits[:sign_end],
+        exponent_bits=bits[sign_end:exponent_end],
         mantissa_bits=bits[exponent_end:],
         rounding_error=error,
         relative_error=relative,
         gap_to_next=gap,
-        category=_category(stored, facts),
-        computed_here=computed_here(value, dtype),
+        category=_category(stored, dtype),
+        computed_here=computed_here(stored, dtype),
         saturated=saturated,
         saturates=dtype in saturating_formats(),
+        raw=raw,
     )
 
 
-def inspect_number(value: float) -> tuple[BitView, ...]:
-    """``value`` as stored in each of DTYPES, in that order."""
-    return tuple(bit_view(value, dtype) for dtype in DTYPES)
+def inspect_number(value: Any) -> tuple[BitView, ...]:
+    """``value`` (a number, the inspector's text, or a TypedNumber) as stored in each of DTYPES,
+    in that order."""
+    typed = value if isinstance(value, TypedNumber) else read_number(value)
+    return tuple(bit_view(typed, dtype) for dtype in DTYPES)

@@ -11,6 +11,7 @@ from playground.core.dtypes import log2_magnitude_bands
 from playground.core.policy import RECIPES, recipe
 from playground.core.report import LOG2_LOW, StepReport
 from playground.core.sweep import SweepReport
+from playground.sections.lab.notes import activation_note, sweep_gap_notes
 from playground.views.plotly import (
     BAND_COLORS,
     COUNT_FORMAT,
@@ -122,6 +123,7 @@ def activation_histogram(report: StepReport) -> Figure:
         )
         layout["xaxis"]["visible"] = layout["yaxis"]["visible"] = False
         return {"data": [], "layout": layout}
+    title += f"<br><sup>{activation_note(report)}</sup>"  # what to notice
     live = [np.flatnonzero(a.log2_counts) for a in report.activations]
     present = (np.concatenate(live) + LOG2_LOW).astype(np.float64)
     axis = _binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
@@ -268,7 +270,8 @@ def sweep_figure(sweep: SweepReport) -> Figure:
                 "yanchor": "bottom",
                 "text": f"your S = 2^{current:.3g}",
                 "showarrow": False,
-            }
+            },
+            *sweep_gap_notes(sweep),  # why a curve has no point there
         ],
         height=620,
     )

@@ -1,22 +1,19 @@
 """The precision lab: where the gradients land in the dtype, the loss-scale sweep, the inspector.
 
 Rule: ``step_views(report)`` gives the lab's part of the step event (counters and the magnitude
-chart), ``sweep_views(sweep)`` the sweep's outputs and ``inspection(number)`` the inspector's
-table, each as plain values (Markdown, JSON, Plotly dicts, file paths); a value the inspector
-cannot read raises ConfigError naming ``number``. The page (``ui.tabs.lab``) lays out the
-components under the same names. Every range quoted in the text is read from the dtype registry
-and the sweep's own exponents.
+chart), ``sweep_views(sweep)`` the sweep's outputs (the inspector's are ``inspector_view``'s),
+each as plain values (Markdown, JSON, Plotly dicts, file paths). The page (``ui.tabs.lab``)
+lays out the components under the same names. Every range quoted in the text is read from the
+dtype registry and the sweep's own exponents.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 from playground.core.dtypes import DTYPES
-from playground.core.inspector import PRESETS, inspect_number
+from playground.core.inspector import PRESETS
 from playground.core.policy import COMPUTE_DTYPES, recipe
-from playground.core.settings import ConfigError, shown
 from playground.core.step_report import StepReport
 from playground.core.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
 from playground.sections.lab.charts import (
@@ -25,6 +22,7 @@ from playground.sections.lab.charts import (
     magnitude_histogram,
     sweep_figure,
 )
+from playground.sections.lab.notes import magnitude_note
 from playground.sections.lab.summary import sweep_summary
 from playground.views import downloads
 from playground.views.numbers import bullets
@@ -49,6 +47,9 @@ INSPECTOR_INTRO = f"""
 ### Precision inspector
 Type a number to see how {", ".join(DTYPES)} store it: the sign, exponent and mantissa
 bits, the value actually kept, the rounding error and the gap to the next representable value.
+Each format rounds the number you type once, from its exact decimal value (to nearest, ties to
+even), never through another format. Press any bit in a format's row to flip it: the inspector
+then shows that bit pattern (typed as `0x3c01:float16`, the format's bits in hex and its name).
 """
 
 
@@ -119,7 +120,8 @@ def magnitude_table(report: StepReport) -> str:
     )
     return (
         f"Gradient entries in {dtype} ({total:,} in all), "
-        f"by where they land{note}:\n\n" + header + "\n".join(rows) + "\n"
+        f"by where they land{note}:\n\n" + header + "\n".join(rows) + "\n\n"
+        f"**What to notice:** {magnitude_note(report)}\n"
     )
 
 
@@ -132,36 +134,6 @@ def step_views(report: StepReport) -> LabStepViews:
     )
 
 
-def parse_number(text: Any) -> float:
-    """The inspector's text as a number: decimal (``1e-8``), hexadecimal float (``0x1p-24``), or
-    ``inf`` / ``-inf``; a decimal beyond float64's range reads as +-inf, as it would be stored.
-
-    Raises ConfigError naming ``number`` for anything else (``abc``, ``nan``, an empty box).
-    """
-    cleaned = str(text).strip().replace("\u2212", "-").replace(" ", "") if text is not None else ""
-    # float.fromhex also reads bare hex digits ("abc" = 2748): only text with 0x is hex here.
-    hexadecimal = cleaned.lower().lstrip("+-").startswith("0x")
-    try:
-        value = float.fromhex(cleaned) if hexadecimal else float(cleaned)
-    except ValueError:
-        value = math.nan
-    if not math.isnan(value):
-        return value
-    raise ConfigError(
-        "number",
-        f"number must be a decimal (1e-8), a hexadecimal float (0x1p-24) or inf; got {shown(text)}",
-    )
-
-
-def inspect_text(text: Any) -> str:
-    """The page's inspector: the typed text read by ``parse_number``, then its table; a bad
-    text gets its message in place of the table (so no stale table stays under an error)."""
-    try:
-        return inspection(parse_number(text))
-    except ConfigError as error:
-        return f"**Invalid {error.field}**: {error}"
-
-
 def sweep_views(sweep: SweepReport, files: bool = True) -> SweepViews:
     """The sweep's outputs: (reading Markdown, JSON, figure, CSV and JSON files: None unless
     ``files``)."""
@@ -172,42 +144,6 @@ def sweep_views(sweep: SweepReport, files: bool = True) -> SweepViews:
     return SweepViews(bullets(summary["reading"]), summary, sweep_figure(sweep), paths)
 
 
-def inspection(number: Any) -> str:
-    """The inspector's table: how a number is stored in each registered dtype.
-
-    Raises ConfigError naming ``number`` for what is no real number within float range."""
-    try:
-        value = float(number) if isinstance(number, (int, float)) and number is not True else None
-    except OverflowError:  # an int beyond float range, which JSON can carry
-        value = None
-    if number is False or value is None or math.isnan(value):
-        raise ConfigError(
-            "number", f"number must be a real number within float range; got {shown(number)}"
-        )
-    views = inspect_number(value)
-    # One column per dtype and one row per property: short columns stay readable on a phone.
-    # "stored value" is the plain cast (astype); the float8 step saturates instead.
-    fields = (
-        ("stored value", lambda v: f"{v.stored:.9g}"),
-        (
-            "the float8 step's cast (saturating)",
-            lambda v: f"{v.saturated:.9g}" if v.saturates else "",
-        ),
-        ("as computed here", lambda v: f"{v.computed_here:.9g}"),
-        ("kind", lambda v: v.category),
-        ("sign bit", lambda v: f"`{v.sign_bit}`"),
-        ("exponent bits", lambda v: f"`{v.exponent_bits}`"),
-        ("mantissa bits", lambda v: f"`{v.mantissa_bits}`"),
-        ("rounding error", lambda v: f"{v.rounding_error:.3g}"),
-        ("relative error", lambda v: f"{v.relative_error:.3g}"),
-        ("gap to next value", lambda v: f"{v.gap_to_next:.3g}"),
-    )
-    header = "| | " + " | ".join(v.dtype for v in views) + " |"
-    rule = "|---" * (len(views) + 1) + "|"
-    rows = [f"| {name} | " + " | ".join(show(v) for v in views) + " |" for name, show in fields]
-    return f"Typed: **{value!r}**\n\n" + "\n".join([header, rule, *rows]) + "\n"
-
-
-def preset_number(label: str) -> float:
-    """The number of an inspector preset label."""
+def preset_number(label: str) -> str:
+    """The text of an inspector preset label."""
     return dict(PRESETS)[label]

@@ -4,6 +4,12 @@ endpoints ``sweep`` (a heavy run) and ``inspect``.
 Rule: the endpoints validate their inputs with the core and hand the results to the section
 (``sections.lab.tab``), whose plain values become Gradio's here (a figure dict as PlotData, a
 ConfigError as gr.Error); ``build`` lays out the components under the outputs' names.
+
+The sweep keeps the settings it ran with (its JSON's ``config``); whenever a control is
+committed or the results change, a banner over it names what differs, its results are dimmed
+(the page's ``stale-banner`` style) and a rerun button shows. The inspector's bit rows are
+buttons: pressing one sends that format's pattern with the bit flipped (``0x3c01:float16``),
+which is typed into the box and inspected, as if it had been typed.
 """
 
 from __future__ import annotations
@@ -15,12 +21,42 @@ import gradio as gr
 
 from playground.core.inspector import PRESETS
 from playground.core.sweep import run_sweep
+from playground.sections.lab import inspector_view, sweep_status
 from playground.sections.lab import tab as lab_tab
 from playground.ui.arguments import STEP, core_errors, validated, validated_data
 from playground.ui.components import Page
 from playground.ui.downloads_input import ASK_JS, checkbox, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
-from playground.ui.widgets import plot_slot, plotted
+from playground.ui.widgets import commit_triggers, plot_slot, plotted
+
+# The bit rows' script: a press on a bit button asks the server for its flipped pattern, and
+# after the rows are drawn again the same bit keeps the keyboard focus.
+BITS_JS = """
+let pressed = null;
+element.addEventListener('click', (event) => {
+  const bit = event.target.closest('button[data-bits]');
+  if (!bit) return;
+  pressed = bit.dataset.key;
+  trigger('click', {bits: bit.dataset.bits});
+});
+watch('value', () => {
+  const again = pressed && element.querySelector(`button[data-key="${pressed}"]`);
+  if (again) again.focus();
+});
+"""
+BITS_CSS = """
+.bit-row { display: flex; flex-wrap: wrap; align-items: center; gap: 4px; margin: 4px 0; }
+.bit-format { min-width: 8.5em; font-family: var(--font-mono); font-size: var(--text-sm); }
+.bit-field { display: inline-flex; flex-wrap: wrap; gap: 1px; }
+.bit { min-width: 24px; min-height: 28px; padding: 0 2px; border: 1px solid #6b7280;
+  border-radius: 3px; font-family: var(--font-mono); font-size: var(--text-md); cursor: pointer; }
+.bit:focus-visible { outline: 3px solid #1d4ed8; outline-offset: 1px; }
+.sign { background: #fee2e2; color: #7f1d1d; }
+.exponent { background: #dbeafe; color: #1e3a8a; }
+.mantissa { background: #dcfce7; color: #14532d; }
+.bit-legend span { padding: 0 4px; border-radius: 3px; }
+.bit-value { font-family: var(--font-mono); font-size: var(--text-sm); }
+"""
 
 
 def _sweep(values: dict[str, Any], files: bool) -> lab_tab.SweepViews:
@@ -36,15 +72,34 @@ run_sweep_event = frees_heavy_place(sweep_endpoint)
 
 
 def inspect_event(number: Any) -> str:
-    """The ``inspect`` endpoint: how a number is stored in each registered dtype; gr.Error for
-    what is no real number within float range."""
+    """The ``inspect`` endpoint: how a number (or the inspector's text: ``nan``, ``1/3``,
+    ``0x3c00:float16``) is stored in each registered dtype; gr.Error for what it cannot read."""
     with core_errors():
-        return lab_tab.inspection(number)
+        return inspector_view.inspection(number)
 
 
-def inspect_text(text: Any) -> str:
-    """The page's inspector: the typed text's table, or its refusal in place of the table."""
-    return lab_tab.inspect_text(text)
+def inspect_text(text: Any) -> tuple[str, str]:
+    """The page's inspector: the typed text's table and bit rows, or its refusal in place of
+    the table."""
+    return inspector_view.inspector_views(text)
+
+
+def flip_bit(event: gr.EventData) -> tuple[str, str, str]:
+    """A pressed bit: its flipped pattern typed into the box, then inspected."""
+    text = str(event.bits)
+    return (text, *inspect_text(text))
+
+
+def sweep_check(ran_with: Any, *controls: Any) -> tuple[str, Any]:
+    """The stale banner over the sweep and the rerun button, for the controls now."""
+    banner = sweep_status.stale_banner(ran_with, STEP.values(controls))
+    return banner, gr.Button(visible=bool(banner))
+
+
+def sweep_done(summary: Any, *controls: Any) -> tuple[Any, ...]:
+    """After a sweep: its chart shown, the settings it ran with kept, its banner checked."""
+    ran_with = summary.get("config") if isinstance(summary, dict) else None
+    return (gr.Column(visible=True), ran_with, *sweep_check(ran_with, *controls))
 
 
 @dataclass
@@ -53,6 +108,9 @@ class LabTab:
 
     activation_plot: gr.Plot
     sweep_button: gr.Button
+    sweep_status: gr.Markdown
+    sweep_rerun: gr.Button
+    sweep_ran_with: gr.State
     sweep_reading: gr.Markdown
     sweep_chart: gr.Column
     sweep_plot: gr.Plot
@@ -62,6 +120,7 @@ class LabTab:
     number: gr.Textbox
     number_presets: gr.Dropdown
     inspection: gr.Markdown
+    bits: gr.HTML
     inspect_api: gr.Number
     controls: dict[str, gr.components.Component] = field(default_factory=dict)
 
@@ -90,10 +149,15 @@ def build() -> LabTab:
         activation_plot = plot_slot(lab_tab.ACTIVATION_LABEL)
         gr.Markdown(lab_tab.SWEEP_INTRO)
         sweep_button = gr.Button("Sweep the loss scale", variant="primary")
-        sweep_reading = gr.Markdown(elem_id="sweep-reading")
-        # No empty chart box before the first sweep: the chart appears once a sweep drew it.
-        with gr.Column(visible=False) as sweep_chart:
-            sweep_plot = plot_slot("Loss-scale sweep")
+        # The sweep's results, dimmed under the banner when the controls have moved on.
+        with gr.Column(elem_id="sweep-results"):
+            sweep_status_md = gr.Markdown(elem_id="sweep-status")
+            sweep_rerun = gr.Button(sweep_status.RERUN_LABEL, visible=False, elem_id="sweep-rerun")
+            sweep_reading = gr.Markdown(elem_id="sweep-reading")
+            # No empty chart box before the first sweep: the chart appears once a sweep drew it.
+            with gr.Column(visible=False) as sweep_chart:
+                sweep_plot = plot_slot("Loss-scale sweep")
+        sweep_ran_with = gr.State(None)
         with gr.Accordion("Sweep numbers (JSON, CSV)", open=False):
             sweep_json = gr.JSON(label="sweep")
             sweep_files = gr.File(label="sweep downloads", file_count="multiple")
@@ -103,7 +167,7 @@ def build() -> LabTab:
             number = gr.Textbox(
                 value="1.0001",
                 label="a number",
-                info="Decimal (1e-8), hexadecimal float (0x1p-24) or inf; Enter to inspect.",
+                info=inspector_view.HELP,
                 elem_id="inspect-number",
                 max_lines=1,
             )
@@ -111,11 +175,17 @@ def build() -> LabTab:
                 [label for label, _ in PRESETS], label="examples", value=None
             )
         inspection = gr.Markdown(elem_id="inspection")
+        bits = gr.HTML(
+            elem_id="inspect-bits", js_on_load=BITS_JS, css_template=BITS_CSS, padding=False
+        )
         # The `inspect` API endpoint's own input: a number, as scripts send it.
         inspect_api = gr.Number(visible=False)
     return LabTab(
         activation_plot,
         sweep_button,
+        sweep_status_md,
+        sweep_rerun,
+        sweep_ran_with,
         sweep_reading,
         sweep_chart,
         sweep_plot,
@@ -125,20 +195,23 @@ def build() -> LabTab:
         number,
         number_presets,
         inspection,
+        bits,
         inspect_api,
     )
 
 
-def _preset(label: str) -> tuple[str, str]:
-    number = lab_tab.preset_number(label)
-    return repr(number), inspect_event(number)
+def _preset(label: str) -> tuple[str, str, str]:
+    text = lab_tab.preset_number(label)
+    return (text, *inspect_text(text))
 
 
 def wire(page: Page, lab: LabTab) -> None:
-    """The lab's own events: the sweep button and the inspector."""
-    lab.sweep_button.click(
-        run_sweep_event,
-        inputs=[*page.inputs(STEP.order), lab.sweep_downloads],
+    """The lab's own events: the sweep (and its rerun), its stale check, the inspector."""
+    controls = page.inputs(STEP.order)
+    gr.on(
+        triggers=[lab.sweep_button.click, lab.sweep_rerun.click],
+        fn=run_sweep_event,
+        inputs=[*controls, lab.sweep_downloads],
         outputs=[getattr(lab, name) for name in lab_tab.SweepViews._fields],
         js=ASK_JS,  # the page shows the sweep's files: it asks for them
         api_name="sweep",
@@ -148,25 +221,41 @@ def wire(page: Page, lab: LabTab) -> None:
         show_progress="full",
         validator=admit(sweep_endpoint),
     ).success(  # a private event, so the sweep endpoint's outputs stay the figure itself
-        lambda: gr.Column(visible=True),
-        outputs=lab.sweep_chart,
+        sweep_done,
+        inputs=[lab.sweep_json, *controls],
+        outputs=[lab.sweep_chart, lab.sweep_ran_with, lab.sweep_status, lab.sweep_rerun],
         api_visibility="private",
         queue=False,
+        preprocess=False,
         show_progress="hidden",
     )
+    # Any committed control, and any new results (an example, a preset, the URL), re-check it.
+    committed = [trigger for component in controls for trigger in commit_triggers(component)]
+    gr.on(
+        triggers=[*committed, page.last_valid.change],
+        fn=sweep_check,
+        inputs=[lab.sweep_ran_with, *controls],
+        outputs=[lab.sweep_status, lab.sweep_rerun],
+        api_visibility="private",
+        queue=False,
+        preprocess=False,
+        show_progress="hidden",
+    )
+    inspector = [lab.inspection, lab.bits]
     gr.on(
         triggers=[page.demo.load, lab.number.submit, lab.number.blur],
         fn=inspect_text,
         inputs=lab.number,
-        outputs=lab.inspection,
+        outputs=inspector,
         api_visibility="private",
         preprocess=False,
         trigger_mode="always_last",
     )
+    lab.bits.click(flip_bit, None, [lab.number, *inspector], api_visibility="private")
     lab.number_presets.input(
         _preset,
         lab.number_presets,
-        [lab.number, lab.inspection],
+        [lab.number, *inspector],
         api_name="preset_number",
         api_visibility="private",
     )

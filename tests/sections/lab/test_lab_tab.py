@@ -1,33 +1,101 @@
-"""The precision lab section's inspector text, read and refused without Gradio."""
+"""The precision lab section's inspector as the page shows it: the typed line, the table and the
+bit rows, read and refused without Gradio."""
 
 from __future__ import annotations
 
 import math
+import sys
+from html.parser import HTMLParser
 
+import numpy as np
 import pytest
+
+from playground.core.dtypes import DTYPES, numpy_dtype
+from playground.core.typed_number import read_number
+from playground.sections.lab.inspector_view import inspection, inspector_views
+
+
+def _table(markdown: str) -> dict[str, dict[str, str]]:
+    lines = [line for line in markdown.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")][1:]
+    return {
+        cells[0]: dict(zip(header, cells[1:], strict=True))
+        for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])
+    }
+
+
+class _Buttons(HTMLParser):
+    """The bit buttons of the rows: (row's format, text, data-bits, aria-label)."""
+
+    def __init__(self):
+        super().__init__()
+        self.row, self.buttons, self._open = None, [], None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("class") == "bit-row":
+            self.row = attrs["aria-label"].split()[0]
+        if tag == "button":
+            self._open = attrs
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self.buttons.append((self.row, data, self._open["data-bits"], self._open["aria-label"]))
+            self._open = None
 
 
 @pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("1e-8", 1e-8),
-        ("0x1p-24", 2.0**-24),
-        ("-0X1.8p1", -3.0),
-        ("inf", math.inf),
-        (" -inf ", -math.inf),
-        ("1e400", math.inf),
-        ("\u22122.5", -2.5),
-    ],
+    ("text", "shown"),
+    [("1e-8", "Typed: **1e-08**"), ("0x1p-24", "Typed: **5.960464477539063e-08**"),
+     ("inf", "Typed: **inf**"), ("-inf", "Typed: **-inf**"), ("nan", "Typed: **nan**"),
+     ("0x3c00:float16", "Typed: **0x3c00:float16**, the float16 bits of 1.0")],
 )
-def test_the_page_inspector_reads_decimal_hex_and_infinite_text(text, value):
-    from playground.sections.lab.tab import parse_number
+def test_the_page_inspector_reads_decimal_hex_specials_and_bits(text, shown):
+    table, bits = inspector_views(text)
+    assert table.startswith(shown), table
+    assert list(_table(table)["stored value"]) == list(DTYPES)
+    assert bits.count("bit-row") == len(DTYPES)
 
-    assert parse_number(text) == value
+
+def test_a_decimal_beyond_float64_says_so_and_has_an_infinite_error():
+    table = inspection("1e400")
+    first = table.splitlines()[0]
+    assert "Typed: **1e400**" in first and "beyond float64" in first
+    assert repr(sys.float_info.max) in first and "Typed: **inf**" not in table
+    rows = _table(table)
+    assert rows["stored value"]["float16"] == "inf"
+    assert rows["rounding error"]["float32"] == "inf" and rows["relative error"]["float32"] == "inf"
 
 
-@pytest.mark.parametrize("text", ["abc", "ff", "nan", "", None, "1e-8x"])
+def test_a_decimal_float64_cannot_hold_exactly_is_named_as_typed():
+    first = inspection("0.1000000000000000000001").splitlines()[0]
+    assert "Typed: **0.1000000000000000000001**" in first and "would round it to 0.1" in first
+    assert inspection("1/3").startswith("Typed: **1/3**")
+
+
+@pytest.mark.parametrize("text", ["abc", "ff", "", None, "1e-8x", "0x10000:float16"])
 def test_the_page_inspector_refuses_text_that_is_no_number(text):
-    from playground.sections.lab.tab import inspect_text
-
-    shown = inspect_text(text)
+    shown, bits = inspector_views(text)
     assert shown.startswith("**Invalid number**") and "Typed" not in shown, shown
+    assert bits == ""
+
+
+@pytest.mark.parametrize("text", ["1.0001", "-500", "nan", "1e-6"])
+def test_every_bit_is_a_button_that_flips_exactly_that_bit(text):
+    parser = _Buttons()
+    parser.feed(inspector_views(text)[1])
+    for dtype in DTYPES:
+        buttons = [b for b in parser.buttons if b[0] == dtype]
+        width = numpy_dtype(dtype).itemsize * 8
+        assert len(buttons) == width, dtype
+        shown = "".join(bit for _, bit, _, _ in buttons)  # highest bit first
+        stored = np.asarray(read_number(text).float64).astype(numpy_dtype(dtype))
+        if not math.isnan(float(stored)):  # NaN's payload is the format's own choice
+            assert int(shown, 2) == int(stored.view(f"uint{width}")), (dtype, shown)
+        for index, (_, bit, flipped, label) in enumerate(buttons):
+            pattern, name = flipped.split(":")
+            assert name == dtype
+            assert int(pattern, 16) ^ int(shown, 2) == 1 << (width - 1 - index)
+            # The accessible name starts with the text the button shows.
+            assert label.startswith(f"{bit}: {dtype} bit {width - 1 - index}")
+            assert read_number(flipped).bits_of == dtype

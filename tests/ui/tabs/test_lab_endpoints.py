@@ -136,7 +136,7 @@ def test_inspector_shows_e4m3s_plain_cast_and_the_float8_steps_saturated_one():
     assert saturated["float32"] == ""  # no step saturates a 16- or 32-bit format
 
 
-@pytest.mark.parametrize("value", [math.nan, "abc", None, True])
+@pytest.mark.parametrize("value", ["abc", None, True])  # nan is read now (issue 22)
 def test_inspector_refuses_what_is_not_a_real_number(value):
     with pytest.raises(gr.Error) as caught:
         inspect_event(value)

@@ -1,0 +1,129 @@
+"""What to notice in the lab's charts: a sentence or two computed from the numbers they draw.
+
+Rule: every count and share is read from the report or the sweep; nothing is typed in.
+
+    magnitude_note(report)   the magnitude figure: what the loss scale did to the entries lost
+                             to zero, subnormal or non-finite (the counts beside it)
+    activation_note(report)  the activation chart's subtitle: the layer with most exact zeros
+                             and any non-finite entries
+    sweep_gap_notes(sweep)   the sweep chart: where a curve has no point (inf or NaN), a note at
+                             that place naming the first such scale and why
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from playground.core.dtypes import dtype_facts
+from playground.core.policy import recipe
+from playground.core.step_report import StepReport
+from playground.core.sweep import SweepReport
+from playground.views.plotly import WARNING_TEXT_COLOR, true_runs
+
+
+def _scale(loss_scale: float) -> str:
+    exponent = math.log2(loss_scale)
+    return f"2^{exponent:g}" if exponent.is_integer() else f"{loss_scale:g} (2^{exponent:.3g})"
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count / total:.1%} ({count:,})"
+
+
+def magnitude_note(report: StepReport) -> str:
+    """One or two sentences on the magnitude figure (see the module rule)."""
+    counts = report.magnitudes
+    total = counts["entries"]["total"]
+    unscaled, scaled = counts["before scaling"], counts["after scaling"]
+    dtype = recipe(report.config.compute_dtype).gradient_format
+    scale = _scale(report.config.loss_scale)
+    if scaled["non-finite"]:
+        return (
+            f"At S = {scale}, {_share(scaled['non-finite'], total)} of the scaled gradient "
+            f"entries overflow {dtype} (largest {dtype_facts(dtype).max:g}) and land in the "
+            "inf/NaN bar at the right: this scale is too large for them; a smaller one keeps "
+            "them finite."
+        )
+    lost_before, lost_after = unscaled["lost to zero"], scaled["lost to zero"]
+    if lost_after < lost_before:
+        return (
+            f"Without scaling, {_share(lost_before, total)} of the entries would be lost to zero "
+            f"in {dtype}; scaled by S = {scale}, the bars sit log2 S binades further right and "
+            f"{_share(lost_after, total)} are."
+        )
+    if lost_after > lost_before:
+        return (
+            f"At S = {scale}, {_share(lost_after, total)} of the entries come out exactly zero "
+            f"where float32's are not, against {_share(lost_before, total)} for float32's "
+            f"gradient cast to {dtype}: a rounding inside the low-precision backward pass, not "
+            f"{dtype}'s range, lost them."
+        )
+    if lost_after:
+        return (
+            f"{_share(lost_after, total)} of the entries fall left of {dtype}'s subnormal band "
+            f"and become zero at S = {scale}: a larger loss scale moves the bars right, out of "
+            "the red band."
+        )
+    if scaled["subnormal"]:
+        return (
+            f"No entry is lost, but {_share(scaled['subnormal'], total)} sit in {dtype}'s "
+            "subnormal band, where fewer significant bits remain."
+        )
+    return (
+        f"Every entry lands in {dtype}'s normal range at S = {scale}: nothing is lost to zero "
+        "or to overflow, so the scale changes where the bars sit, not what they keep."
+    )
+
+
+def activation_note(report: StepReport) -> str:
+    """The activation chart's subtitle: where the zeros and non-finite entries are."""
+    layers = report.activations
+    if not layers:
+        return ""
+    most = max(layers, key=lambda a: a.zero_share)
+    sentence = f"most exact zeros: layer {most.layer + 1}, {most.zero_share:.1%}"
+    nonfinite = sum(a.nonfinite_count for a in layers)
+    if nonfinite:
+        first = next(a for a in layers if a.nonfinite_count)
+        sentence += (
+            f"; {nonfinite:,} entries inf or NaN from layer {first.layer + 1} "
+            "(drawn at the right, not in a binade)"
+        )
+    return sentence
+
+
+def _first_gap(values: np.ndarray, exponents: np.ndarray) -> tuple[int, int] | None:
+    """The first run of exponents where ``values`` is not finite, as (first, last)."""
+    runs = true_runs(~np.isfinite(values))
+    return (int(exponents[runs[0][0]]), int(exponents[runs[0][1]])) if runs else None
+
+
+def sweep_gap_notes(sweep: SweepReport) -> list[dict[str, Any]]:
+    """Plotly annotations where the sweep's error or new-loss curve has no point, saying why."""
+    dtype = sweep.config.compute_dtype
+    overflowing = bool(np.any(sweep.nonfinite_share > 0))
+    why = f"scaled gradients overflow {dtype}" if overflowing else "the step is not finite"
+    middle = sweep.exponents[len(sweep.exponents) // 2]
+    notes = []
+    for curve, axis in ((sweep.rel_error, "y"), (sweep.new_loss, "y3")):
+        gap = _first_gap(curve, sweep.exponents)
+        if gap is None:
+            continue
+        first, last = gap
+        where = f"from 2^{first}" if last == sweep.exponents[-1] else f"at 2^{first} to 2^{last}"
+        notes.append(
+            {
+                "x": first,
+                "y": 0.5,
+                "xref": "x",
+                "yref": f"{axis} domain",
+                "xanchor": "right" if first > middle else "left",
+                "text": f"no point {where}: {why}",
+                "showarrow": False,
+                "font": {"color": WARNING_TEXT_COLOR, "size": 12},
+            }
+        )
+    return notes
