@@ -8,6 +8,14 @@ Definitions (``xp`` is ``numpy`` on the host or ``jax.numpy`` inside a compiled 
     lost_update_mask(before, after, update)
                          = (update != 0) & (after == before)
                            the optimizer asked for a change that rounding swallowed
+    flushed_update_mask(grads, reference_grads, update)
+                         = (update == 0) & underflow_mask(grads, reference_grads)
+                           no change was asked for, because the gradient underflowed to 0
+                           (reference_grads: float32's gradient at the same parameters)
+
+The two masks never overlap (one needs update != 0, the other update == 0), so a training run
+can count both ways an update is lost: before the optimizer (a flushed gradient) and after it
+(an update rounded away when added to the stored weight).
 
 A lost update uses the update the optimizer really produced (for SGD -lr x gradient, for
 momentum or Adam something else), never a guess from the gradient.
@@ -54,6 +62,12 @@ def nonfinite_mask(values: Any, xp: Any = np) -> Any:
 def lost_update_mask(before: Any, after: Any, update: Any) -> Any:
     """Entries whose nonzero update left the stored value unchanged."""
     return (update != 0) & (after == before)
+
+
+def flushed_update_mask(grads: Any, reference_grads: Any, update: Any) -> Any:
+    """Entries whose update is zero because their gradient underflowed to zero (the gradient
+    is 0 where ``reference_grads``, float32's at the same parameters, is not)."""
+    return (update == 0) & underflow_mask(grads, reference_grads)
 
 
 def magnitude_counts(float32_grads: np.ndarray, scaled_grads: np.ndarray, dtype: str) -> dict:

@@ -105,7 +105,9 @@ def scaled_step(
     updates, opt_state = tx.update(grads, opt_state, point)
     finite = all_finite(grads)
     # A gradient lost to zero is told from a true zero by float32's gradient at the same point.
-    reference = jax.grad(float32_mse, argnums=1)(graphdef, jax.tree.map(_float32, point), x, y)
+    reference = jax.grad(float32_mse, argnums=1)(
+        graphdef, jax.tree.map(_float32, point), x, y, precision.task
+    )
     flushed = _share(jax.tree.map(metrics.flushed_update_mask, grads, reference, updates))
     saturated = jnp.float32(0)
     if history is not None:

@@ -33,7 +33,8 @@ E4M3 too).
 Recorded: the float32 MSE of each run's parameters before the first update and after every
 update (K + 1 values for K steps), so the three curves compare models rather than loss
 rounding; and per step k = 0 .. K-1, the scale that step used, whether its update was skipped,
-and, for the mixed and pure runs, the share of parameter entries whose update was lost (see
+and, for the mixed and pure runs, the share of parameter entries whose update was lost, split
+into updates rounded away and updates that were zero because their gradient underflowed (see
 ``DynamicsReport``) and, under float8, the share of quantized entries that saturated. A skipped
 step leaves every stored array, Kahan's buffer too, as it was (the amax history still records
 the step, as TransformerEngine's does).
@@ -79,6 +80,11 @@ class DynamicsReport:
       only on average by the draws that jump a whole gap). Under Kahan the run stores p and
       its compensation c, so lost = both unchanged: the update neither moved p nor was kept
       in c (it happens only when c dwarfs it); an update waiting in c is not lost.
+    mixed_flushed_share, pure_flushed_share: share of all parameter entries whose update was
+      zero because their gradient underflowed: the run's gradient is 0 where float32's gradient
+      at the same parameters is not (lost before the optimizer; never counted in
+      ``*_lost_share``, whose updates are nonzero). At S = 1 with tiny gradients in float16
+      this is where the updates go: none is left to be rounded away.
     pure_rounding: the pure run's rounding (``nearest``, ``stochastic``, ``kahan``).
     mixed_saturated_share, pure_saturated_share (float8 only; zeros otherwise): per step, the
       share of the entries that step cast to float8 (every matmul's input and weights forward,
@@ -104,6 +110,8 @@ class DynamicsReport:
     pure_rounding: str = "nearest"
     mixed_saturated_share: np.ndarray | None = None
     pure_saturated_share: np.ndarray | None = None
+    mixed_flushed_share: np.ndarray | None = None
+    pure_flushed_share: np.ndarray | None = None
 
     @property
     def mixed_applied(self) -> int:
@@ -193,11 +201,12 @@ def _three_runs(
             rounded = None
             if name == "pure" and pure_rounding != "nearest":
                 rounded = (pure_rounding, state, jax.random.fold_in(rounding_key, index))
-            params, opt_state, finite, lost, state, saturated, history = scaled_step(
+            params, opt_state, finite, lost, state, saturated, history, flushed = scaled_step(
                 graphdef, params, x, y, policy, precision, tx, opt_state, rounded, history
             )
             outputs[f"{name}_skipped"] = start.skips_nonfinite & ~finite
             outputs[f"{name}_lost_share"] = lost
+            outputs[f"{name}_flushed_share"] = flushed
             outputs[f"{name}_saturated_share"] = saturated
             new_runs[name] = (params, opt_state, policy.adjust(finite), state, history)
         return (float32_params, float32_opt, new_runs), outputs

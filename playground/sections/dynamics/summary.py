@@ -50,6 +50,11 @@ def dynamics_summary(dynamics: DynamicsReport) -> dict[str, Any]:
             "mixed": json_number(float(dynamics.mixed_lost_share.mean())),
             "pure": json_number(float(dynamics.pure_lost_share.mean())),
         },
+        # Updates lost before the optimizer: zero because their gradient underflowed (never
+        # counted in mean_lost_share, whose updates were nonzero and rounded away).
+        "mean_flushed_share": {
+            run: json_number(float(_flushed(dynamics, run).mean())) for run in ("mixed", "pure")
+        },
         # A saturating recipe (float8) only, empty otherwise: the steps in which the mixed run
         # saturated entries.
         "mixed_saturated_steps": np.flatnonzero(_saturated(dynamics)).tolist(),
@@ -80,6 +85,7 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
             f"{LOST_WORDS[rounding]}; with float32 master weights, "
             f"{dynamics.mixed_lost_share.mean():.1%} were rounded away."
         ),
+        _flushed_sentence(dynamics),
     ]
     if dynamics.mode == "dynamic":
         skipped = np.flatnonzero(dynamics.mixed_skipped)
@@ -93,6 +99,22 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
     if recipe(dtype).saturates:
         sentences.append(_saturation_sentence(dynamics))
     return sentences
+
+
+def _flushed(dynamics: DynamicsReport, run: str) -> np.ndarray:
+    shares = getattr(dynamics, f"{run}_flushed_share")
+    return np.zeros(dynamics.steps) if shares is None else shares
+
+
+def _flushed_sentence(dynamics: DynamicsReport) -> str:
+    """The updates lost before the optimizer: zero because the gradient flushed to zero."""
+    mixed, pure = (float(_flushed(dynamics, run).mean()) for run in ("mixed", "pure"))
+    return (
+        f"Apart from those, {mixed:.1%} of the mixed run's parameter updates per step and "
+        f"{pure:.1%} of the pure run's were zero because their gradient underflowed to zero in "
+        f"{dynamics.config.compute_dtype} (float32's gradient at the same weights is not zero "
+        "there): lost before the optimizer, with nothing left to round away."
+    )
 
 
 def _saturated(dynamics: DynamicsReport) -> np.ndarray:
