@@ -1,0 +1,135 @@
+"""Every lesson is a claim checked on its own run (playground.core.lessons): each lesson's
+condition holds, the condition can fail, and the key facts are recomputed here independently
+(float64 numpy, numpy float16, PyTorch's GradScaler)."""
+
+import functools
+import inspect
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from playground import make_batch
+from playground.core.lessons import (
+    DYNAMICS_LESSONS,
+    DYNAMICS_TAB,
+    GRAD_SCALER_INIT,
+    RUN_FIELDS,
+    STEP_LESSONS,
+)
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+FLOAT16 = np.finfo(np.float16)
+
+
+@functools.cache
+def step_run(index: int):
+    return STEP_LESSONS[index].run()
+
+
+@functools.cache
+def dynamics_run(index: int):
+    return DYNAMICS_LESSONS[index].run()
+
+
+def lesson(label_start: str):
+    (index,) = [i for i, x in enumerate(DYNAMICS_LESSONS) if x.label.startswith(label_start)]
+    return DYNAMICS_LESSONS[index], dynamics_run(index)
+
+
+@pytest.mark.parametrize("index", range(len(STEP_LESSONS)))
+def test_every_step_lesson_holds(index):
+    claim = STEP_LESSONS[index].claim(step_run(index))
+    assert claim.holds, claim.condition
+
+
+@pytest.mark.parametrize("index", range(len(DYNAMICS_LESSONS)))
+def test_every_training_lesson_holds(index):
+    lesson_ = DYNAMICS_LESSONS[index]
+    claim = lesson_.claim(dynamics_run(index))
+    assert claim.holds, claim.condition
+    assert lesson_.tab == DYNAMICS_TAB
+    assert (
+        set(lesson_.run_inputs) == set(RUN_FIELDS) == {"steps", "mode", "period", "pure_rounding"}
+    )
+    assert not set(lesson_.step_overrides) & set(RUN_FIELDS)
+
+
+def test_a_claim_fails_on_a_run_that_does_not_show_it():
+    # The scaled lesson's claim on the unscaled run, and the reverse: neither holds.
+    unscaled, unscaled_run = lesson("float16, S = 1")
+    scaled, scaled_run = lesson("float16, S = 2^15")
+    assert not scaled.claim(unscaled_run).holds
+    assert not unscaled.claim(scaled_run).holds
+    assert "at least 100" in unscaled.claim(scaled_run).condition
+    # A step lesson likewise: the S = 2^15 claim on the S = 1 step.
+    assert not STEP_LESSONS[2].claim(step_run(1)).holds
+
+
+def test_float32_reaches_the_least_squares_floor_that_float16_at_s1_stalls_far_above():
+    _, run = lesson("float16, S = 1")
+    config = run.config
+    x, y = (a.astype(np.float64) for a in make_batch(config))
+    design = np.hstack([x, np.ones((x.shape[0], 1))])
+    best = np.linalg.lstsq(design, y, rcond=None)[0]
+    floor = np.mean((design @ best - y) ** 2)
+    assert run.float32_loss[-1] == pytest.approx(floor, rel=0.01)
+    # Where the float16 run stalls, each entry of d loss / d prediction, 2 r / (N D_out) at the
+    # residual's root mean square r, is below half of float16's smallest subnormal: it rounds to 0.
+    rms = np.sqrt(run.mixed_loss[-1])
+    assert 2 * rms / y.size < float(FLOAT16.smallest_subnormal) / 2
+    assert run.mixed_loss[-1] > 1000 * floor
+
+
+def test_dynamic_scaling_starts_where_pytorch_does_and_that_scale_overflows_float16():
+    init = inspect.signature(torch.amp.GradScaler.__init__).parameters["init_scale"].default
+    assert GRAD_SCALER_INIT == init > float(FLOAT16.max)
+    assert float(np.float16(GRAD_SCALER_INIT)) == np.inf
+    _, run = lesson("float16, dynamic")
+    assert run.mixed_scale[0] == init and run.mixed_scale[-1] == init / 2
+
+
+def test_the_unscaled_float16_lesson_shows_the_flush_and_no_rounding_loss():
+    # The meter's two counts where the lesson says: flushed late in the run, nothing rounded away.
+    _, run = lesson("float16, S = 1")
+    half = run.steps // 2
+    assert run.mixed_flushed_share[:5].max() < 0.05 < 0.5 < run.mixed_flushed_share[half:].mean()
+    assert run.mixed_lost_share.max() == 0
+
+
+def test_sentences_carry_their_runs_numbers():
+    lesson_, run = lesson("float16, S = 1")
+    sentence = lesson_.claim(run).sentence
+    assert f"{run.mixed_loss[-1]:.3g}" in sentence and f"{run.float32_loss[-1]:.3g}" in sentence
+    assert f"{run.mixed_loss[-1] / run.float32_loss[-1]:,.0f} x" in sentence
+    step = STEP_LESSONS[2]
+    report = step_run(2)
+    flushed = sum(p.underflow_count for p in report.params.values())
+    assert (
+        f"{flushed:,} of {sum(p.size for p in report.params.values()):,}"
+        in step.claim(report).sentence
+    )
+
+
+def test_the_scaled_step_caption_no_longer_calls_subnormal_gradients_normal():
+    report = step_run(2)
+    scaled = np.concatenate([p.scaled_grads.ravel() for p in report.params.values()])
+    magnitude = np.abs(scaled)
+    normal = int(np.sum(magnitude >= FLOAT16.smallest_normal))
+    subnormal = int(np.sum((magnitude > 0) & (magnitude < FLOAT16.smallest_normal)))
+    sentence = STEP_LESSONS[2].claim(report).sentence
+    assert f"{normal:,} ({normal / scaled.size:.0%}) land in float16's normal range" in sentence
+    assert f"{subnormal:,} ({subnormal / scaled.size:.0%}) are subnormal" in sentence
+
+
+def test_readme_counts_the_float16_2_16_overflow_as_the_run_does():
+    report = step_run(3)
+    assert report.config.loss_scale == 2.0**16 and report.config.compute_dtype == "float16"
+    scaled = np.concatenate([p.scaled_grads.ravel() for p in report.params.values()])
+    text = " ".join(README.read_text().split())
+    said = re.search(r"([\d,]+) NaN and ([\d,]+) inf of ([\d,]+) entries", text)
+    assert said, "the README's float16 2^16 sentence"
+    nan, inf, total = (int(group.replace(",", "")) for group in said.groups())
+    assert (nan, inf, total) == (np.isnan(scaled).sum(), np.isinf(scaled).sum(), scaled.size)
