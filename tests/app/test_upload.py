@@ -10,7 +10,7 @@ import pytest
 
 from playground import StepConfig, run_report
 from playground.core.settings import ConfigError
-from playground.core.user_data import parse_csv
+from playground.core.user_data import UserData, parse_csv
 
 ROWS = np.random.default_rng(7).standard_normal((40, 6)).round(5)
 
@@ -73,8 +73,8 @@ def test_each_bad_file_is_refused_through_the_api(client, tmp_path: Path):
         assert words in str(caught.value), (words, str(caught.value))
 
 
-def test_uploads_through_the_page_name_the_cell_then_drive_the_step(browser, app_url, tmp_path):
-    from test_browser import _open
+def test_uploads_through_the_page_name_the_cell_then_fit_the_shapes(browser, app_url, tmp_path):
+    from test_browser import ARTIFACTS, _open
 
     from browser_waits import headline, wait_for_headline
 
@@ -100,21 +100,27 @@ def test_uploads_through_the_page_name_the_cell_then_drive_the_step(browser, app
         assert headline(page) == shown
     finally:
         page.close()
-    # A fresh page: D_out = 2 first (its synthetic result shown), then the file, so each run
-    # starts from settings that are already in place.
-    page = _open(browser, app_url, 1400, 1000)
-    try:
-        synthetic = run_report(StepConfig(d_out=2)).mixed_new_loss
-        page.locator("#d_out input[type=number]").fill("2")
-        page.locator("#d_out input[type=number]").press("Tab")  # a slider's box applies when left
-        wait_for_headline(page, f"{synthetic:.7g}", 90_000)
-        upload(page, good)
-        expected = run_report(StepConfig(d_out=2), parse_csv(good.read_bytes(), 2))
-        wait_for_headline(page, f"{expected.mixed_new_loss:.7g}", 90_000)
-        expect(page.locator("#headline")).to_contain_text("good.csv")
-        page.screenshot(path=str(Path(__file__).resolve().parents[1] / "artifacts" / "upload.png"))
-    finally:
-        page.close()
+    # A fresh page at the defaults (D_out = 16, more than the file's 6 columns): the upload
+    # adapts the shapes (its last column is the one target) and the controls show them. Then a
+    # header naming two targets (y1, target) picks them, wherever they are.
+    marked = tmp_path / "marked.csv"
+    marked.write_text(_csv(ROWS).replace("c0,c1,c2,c3,c4,c5", "a,y1,b,c,d,target"))
+    columns = {good: ([0, 1, 2, 3, 4], [5]), marked: ([0, 2, 3, 4], [1, 5])}
+    for path, (inputs, targets) in columns.items():
+        page = _open(browser, app_url, 1400, 1000)
+        try:
+            upload(page, path)
+            data = UserData(path.name, ROWS[:, inputs].astype(np.float32),
+                            ROWS[:, targets].astype(np.float32))  # fmt: skip
+            shapes = {"n": len(ROWS), "d_in": len(inputs), "d_out": len(targets)}
+            expected = run_report(StepConfig(**shapes), data)
+            wait_for_headline(page, f"{expected.mixed_new_loss:.7g}", 90_000)
+            expect(page.locator("#headline")).to_contain_text(path.name)
+            for name, value in shapes.items():
+                expect(page.locator(f"#{name} input[type=number]")).to_have_value(str(value))
+            page.screenshot(path=str(ARTIFACTS / f"upload_{path.stem}.png"))
+        finally:
+            page.close()
 
 
 def test_uploaded_data_drives_the_step_through_the_api(client, tmp_path: Path):
