@@ -17,8 +17,8 @@ operand to float32 before the product, where a block-scaled tensor core multipli
 first and applies the scales to the block's partial sum: the two differ by float32 rounding.
 Gradients are in the recipe's element format (E4M3 for MXFP8 and FP8 blocks, as
 TransformerEngine 2.x's MXFP8BlockScaling and Float8BlockScaling default to ``Format.E4M3``;
-E2M1 for NVFP4). The randomness (Hadamard signs, stochastic rounding) comes from ``key``: the
-same key gives the same numbers.
+E2M1 for NVFP4). The randomness (Hadamard signs, stochastic rounding's uniforms,
+``gradient_uniforms``) comes from ``key``: the same key gives the same numbers on a backend.
 
 Statistics leave through ``meta`` as in ``core.float8``: its gradient is one STATS row per role
 (input: Q(lhs, 1 x b); kernel: Q(rhs, W); gradient: Q(g, 1 x b)), where ``scale`` is the
@@ -42,8 +42,8 @@ from playground.core.block_quantize import BlockQuantized, quantize, random_hada
 from playground.core.float8 import ROLES, STATS
 
 HIGHEST = jax.lax.Precision.HIGHEST
-# Keys folded from the matmul's key: the Hadamard signs and the two stochastic roundings.
-SIGNS, ROWS, COLUMNS = 1, 2, 3
+# Keys folded from the matmul's key: the Hadamard signs, the stochastic roundings' draws.
+SIGNS, ROUNDING = 1, 2
 
 
 def _product(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -74,12 +74,14 @@ def weight_tile(recipe: BlockRecipe, forward: bool) -> tuple[int, int]:
     return (recipe.block, 1) if forward else (1, recipe.block)
 
 
-def _uniform(recipe: BlockRecipe, key: jax.Array, which: int, shape: tuple[int, int], tile):
-    """Uniforms for stochastic rounding of a gradient of ``shape`` (padded to ``tile``)."""
-    if not recipe.stochastic_gradients:
-        return None
-    padded = tuple(-(-size // t) * t for size, t in zip(shape, tile, strict=True))
-    return jax.random.uniform(jax.random.fold_in(key, which), padded, jnp.float32)
+def gradient_uniforms(key: jax.Array, shape: tuple[int, int]) -> tuple[jax.Array, jax.Array]:
+    """Two independent arrays of ``shape`` of uniforms in [0, 1), 16 bits each, for the
+    gradient's two stochastic roundings (rows, columns): the halves of one draw of 32-bit words
+    from XLA's RngBitGenerator seeded from ``key`` (on CPU about twice as fast as threefry)."""
+    seed = jax.random.bits(jax.random.fold_in(key, ROUNDING), (4,), jnp.uint32)
+    words = jax.random.bits(jax.random.wrap_key_data(seed, impl="rbg"), shape, jnp.uint32)
+    step = jnp.float32(2**-16)
+    return (words >> 16).astype(jnp.float32) * step, (words & 0xFFFF).astype(jnp.float32) * step
 
 
 def _native_forward(lhs, rhs, a, w, recipe):
@@ -111,19 +113,21 @@ def _backward(recipe, hadamard, native, residuals, d_out):
     lhs, rhs, w, (input_stats, kernel_stats), key = residuals
     d_out = d_out.astype(jnp.float32)
     rows_tile, columns_tile = (1, recipe.block), (recipe.block, 1)
-    g_rows = quantize(d_out, rows_tile, recipe, _uniform(recipe, key, ROWS, d_out.shape, rows_tile))
-    # A 2-D tile serves both directions; 1-D blocks are quantized again along M.
-    w_back = w if recipe.weight_tile else quantize(rhs, weight_tile(recipe, False), recipe)
-    d_lhs = _product(g_rows.dequantized(), w_back.dequantized().T)
     x_in, g_in = lhs, d_out
     if hadamard and recipe.hadamard_block:
         signs = jax.random.fold_in(key, SIGNS)
         x_in = random_hadamard(lhs, recipe.hadamard_block, signs)
         g_in = random_hadamard(d_out, recipe.hadamard_block, signs)
+    rows_uniform = columns_uniform = None
+    if recipe.stochastic_gradients:  # g_in has at least d_out's rows (padded when rotated)
+        rows_uniform, columns_uniform = gradient_uniforms(key, g_in.shape)
+        rows_uniform = rows_uniform[: d_out.shape[0]]
+    g_rows = quantize(d_out, rows_tile, recipe, rows_uniform)
+    # A 2-D tile serves both directions; 1-D blocks are quantized again along M.
+    w_back = w if recipe.weight_tile else quantize(rhs, weight_tile(recipe, False), recipe)
+    d_lhs = _product(g_rows.dequantized(), w_back.dequantized().T)
     x_columns = quantize(x_in, columns_tile, recipe)
-    g_columns = quantize(
-        g_in, columns_tile, recipe, _uniform(recipe, key, COLUMNS, g_in.shape, columns_tile)
-    )
+    g_columns = quantize(g_in, columns_tile, recipe, columns_uniform)
     d_rhs = _product(x_columns.dequantized().T, g_columns.dequantized())
     stats = jnp.stack([input_stats, kernel_stats, tensor_stats(d_out, g_rows)])
     return d_lhs, d_rhs, stats, None

@@ -17,12 +17,11 @@ from flax import nnx
 
 from playground.core.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, NVFP4
 from playground.core.block_matmul import (
-    COLUMNS,
-    ROWS,
     SIGNS,
     block_dot_general,
     block_matmul,
     empty_meta,
+    gradient_uniforms,
     matmul_path,
     native_scaled_dot_general,
 )
@@ -86,9 +85,9 @@ def reference_rotation(values: np.ndarray, key) -> np.ndarray:
     return np.einsum("ji,bjc->bic", rotation, runs).reshape(padded.shape)
 
 
-def uniforms(key, which, shape, tile):
-    padded = tuple(math.ceil(s / t) * t for s, t in zip(shape, tile, strict=True))
-    return np.asarray(jax.random.uniform(jax.random.fold_in(key, which), padded, jnp.float32))
+def padded(values: np.ndarray, tile) -> np.ndarray:
+    rows, cols = (math.ceil(s / t) * t for s, t in zip(values.shape, tile, strict=True))
+    return np.pad(values, ((0, rows - values.shape[0]), (0, cols - values.shape[1])))
 
 
 def reference_matmul(x, w, g, recipe, key, hadamard):
@@ -99,18 +98,17 @@ def reference_matmul(x, w, g, recipe, key, hadamard):
     tile_w = recipe.weight_tile or (b, 1)
     a = reference_quantize(x, (1, b), recipe)[:n, :k]
     w_forward = reference_quantize(w, tile_w, recipe)[:k, :m]
-    sr = recipe.stochastic_gradients
-    g_rows = reference_quantize(
-        g, (1, b), recipe, uniforms(key, ROWS, g.shape, (1, b)) if sr else None
-    )[:n, :m]
-    w_back = w_forward if recipe.weight_tile else reference_quantize(w, (1, b), recipe)[:k, :m]
     x_in, g_in = x, g
     if hadamard and recipe.hadamard_block:
         x_in, g_in = reference_rotation(x, key), reference_rotation(g, key)
+    rows_u = columns_u = None
+    if recipe.stochastic_gradients:  # the recipe's draws: an input of the rule, not its logic
+        rows_u, columns_u = (np.asarray(u) for u in gradient_uniforms(key, g_in.shape))
+        rows_u, columns_u = padded(rows_u[:n], (1, b)), padded(columns_u, (b, 1))
+    g_rows = reference_quantize(g, (1, b), recipe, rows_u)[:n, :m]
+    w_back = w_forward if recipe.weight_tile else reference_quantize(w, (1, b), recipe)[:k, :m]
     x_cols = reference_quantize(x_in, (b, 1), recipe)
-    g_cols = reference_quantize(
-        g_in, (b, 1), recipe, uniforms(key, COLUMNS, g_in.shape, (b, 1)) if sr else None
-    )
+    g_cols = reference_quantize(g_in, (b, 1), recipe, columns_u)
     f64 = np.float64
     return (
         a.astype(f64) @ w_forward,

@@ -1,0 +1,115 @@
+"""Block-scaled matmuls against their float32 matmul bound and against per-tensor float8.
+
+Run ``python bench/bench_blocks.py`` from anywhere. At the largest shape the settings table
+allows (N x D_in x D_out; the caps of ``core.caps``) it prints, all measured in one run:
+
+* this machine's float32 matmul throughput and the bound it gives for one matmul's forward and
+  backward: three matmuls (out, d_x, d_w) of 2 N D_in D_out flops each;
+* warm medians of the compiled forward + backward (``jax.vjp``, both gradients) of the plain
+  float32 matmul, per-tensor float8 (``core.float8``, current scaling) and every block recipe
+  (``core.block_formats.BLOCK_RECIPES``; NVFP4 with and without its Hadamard transform), timed
+  in alternation (``bench_core.warm_medians``);
+* each one's ratio to the bound (target <= 2.5, PASS or MISS, never raised), to the measured
+  float32 forward + backward, and to per-tensor float8. On CPU every block recipe is emulated:
+  its extra work over the float32 matmuls is the element-wise quantization (amax per block,
+  scale, clip, cast; random draws for stochastic rounding; the Hadamard rotation is a small
+  matmul).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_core import matmul_gflops, ms, shapes, time_call, warm_medians  # noqa: E402
+
+from playground.core.block_formats import BLOCK_RECIPES  # noqa: E402
+from playground.core.block_matmul import block_matmul, empty_meta, matmul_path  # noqa: E402
+from playground.core.float8 import float8_matmul  # noqa: E402
+
+BLOCK_OVER_BOUND_MAX = 2.5
+MATMULS_PER_PASS = 3  # out, d_x, d_w
+
+
+def forward_and_back(matmul):
+    """A compiled (x, w, g) -> (out, d_x, d_w) of ``matmul(x, w)``."""
+
+    def run(x, w, g):
+        out, pullback = jax.vjp(matmul, x, w)
+        return (out, *pullback(g))
+
+    return jax.jit(run)
+
+
+def plain(x, w):
+    return jnp.dot(x, w, precision=jax.lax.Precision.HIGHEST)
+
+
+def variants() -> dict[str, object]:
+    """Name -> compiled forward + backward, the float32 matmul and per-tensor float8 first."""
+    key = jax.random.key(0)
+    found = {
+        "float32": forward_and_back(plain),
+        "per-tensor float8": forward_and_back(
+            lambda x, w: float8_matmul(x, w, empty_meta(), "current")
+        ),
+    }
+    for recipe in BLOCK_RECIPES.values():
+        settings = (True, False) if recipe.hadamard_block else (False,)
+        for hadamard in settings:
+            name = recipe.name + (" hadamard" if hadamard else "")
+            found[name] = forward_and_back(
+                lambda x, w, r=recipe, h=hadamard: block_matmul(
+                    x, w, empty_meta(), key, r, h, False
+                )
+            )
+    return found
+
+
+def main() -> None:
+    print(f"jax {jax.__version__} | backend {jax.default_backend()} | cpu_count {os.cpu_count()}")
+    start = time.perf_counter()
+    _, largest = shapes()[-1]
+    n, d_in, d_out = largest
+    shape = "x".join(map(str, largest))
+    rng = np.random.default_rng(0)
+    x = jax.device_put(rng.standard_normal((n, d_in), dtype=np.float32))
+    w = jax.device_put(rng.standard_normal((d_in, d_out), dtype=np.float32) / np.sqrt(d_in))
+    g = jax.device_put(rng.standard_normal((n, d_out), dtype=np.float32) * 1e-3)
+    programs = variants()
+    for name, program in programs.items():
+        print(
+            f"largest {shape} {name:>18} first call {ms(time_call(lambda p=program: p(x, w, g)))}"
+        )
+    warm = warm_medians(*[((lambda i, p=p: p(x, w, g)), None) for p in programs.values()])
+    timings = dict(zip(programs, warm, strict=True))
+    gflops = matmul_gflops(largest)
+    bound = MATMULS_PER_PASS * 2 * n * d_in * d_out / (gflops * 1e9)
+    print(
+        f"largest {shape} matmul f32 x@w {gflops:.3g} GFLOP/s | bound {MATMULS_PER_PASS} "
+        f"matmuls {ms(bound)}"
+    )
+    float8, float32 = timings["per-tensor float8"], timings["float32"]
+    for name, seconds in timings.items():
+        ratio = seconds / bound
+        verdict = "PASS" if ratio <= BLOCK_OVER_BOUND_MAX else "MISS"
+        print(
+            f"  {name:>18} fwd+bwd warm {ms(seconds)} | / bound {ratio:6.2f} target <= "
+            f"{BLOCK_OVER_BOUND_MAX:g} {verdict} | / float32 {seconds / float32:5.2f} | "
+            f"/ per-tensor float8 {seconds / float8:5.2f}"
+        )
+    print(f"path: {matmul_path(BLOCK_RECIPES['mxfp8'])}")
+    print(f"total {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
