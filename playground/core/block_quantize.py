@@ -11,8 +11,10 @@ b x 1: blocks of b down the columns; b x b: square tiles of a weight)::
              into the element format
     value'   element x block_scale x tensor_scale         (``BlockQuantized.dequantized``)
 
-A scaled magnitude beyond the format's overflow edge (max plus half the gap above it) is
-counted as saturated: it is stored as +-max where an unbounded format would have kept more.
+A finite scaled magnitude beyond the format's overflow edge (max plus half the gap above it) is
+counted as saturated: it is stored as +-max where an unbounded format would have kept more. An
+inf or NaN entry stays inf or NaN (its block's other entries are quantized by whatever scale
+its amax gives), so an overflow upstream is never turned into a number.
 
 ``random_hadamard`` rotates every 16 consecutive rows by the orthogonal H S (H: the normalized
 Sylvester-Hadamard matrix, S: random signs from a key); rotating both inputs of a product that
@@ -116,7 +118,8 @@ def quantize(
     """``values`` (2-D) quantized tile by tile by ``recipe``'s rule; ``uniform`` (values'
     shape, in [0, 1)) rounds stochastically instead of to nearest."""
     values = values.astype(jnp.float32)
-    tiles = _tiled(pad_to_tiles(values, tile), tile)
+    padded = pad_to_tiles(values, tile)
+    tiles = _tiled(padded, tile)
     amax = jnp.max(jnp.abs(tiles), axis=(1, 3))
     fmt = recipe.element_format
     tensor_scale = jnp.float32(1)
@@ -140,12 +143,15 @@ def quantize(
         scale_log2 = jnp.log2(scales)
     facts = element_facts(fmt)
     scaled = scaled.reshape(tiles.shape[0] * tile[0], tiles.shape[2] * tile[1])
-    saturated = jnp.abs(scaled) > facts.overflow_edge
+    finite = jnp.isfinite(padded)
+    saturated = finite & (jnp.abs(scaled) > facts.overflow_edge)
     clipped = jnp.clip(scaled, -facts.max, facts.max)
     if uniform is None:
         elements = clipped.astype(element_dtype(fmt)).astype(jnp.float32)
     else:
         elements = stochastic_round(clipped, fmt, pad_to_tiles(uniform, tile))
+    # An inf or NaN stays one (never clipped into a number), so an overflow upstream shows.
+    elements = jnp.where(finite, elements, padded)
     return BlockQuantized(
         elements,
         scales,

@@ -194,3 +194,14 @@ def test_formats_facts_come_from_ml_dtypes():
     assert (e4m3.max, e4m3.emax, e4m3.overflow_edge) == (448.0, 8, 464.0)
     assert (e2m1.max, e2m1.emax, e2m1.overflow_edge) == (6.0, 2, 7.0)
     assert e2m1.smallest_normal == float(ml_dtypes.finfo(E2M1).smallest_normal)
+
+
+@pytest.mark.parametrize("recipe", [MXFP8, FP8_BLOCK, NVFP4], ids=lambda r: r.name)
+def test_non_finite_entries_stay_non_finite(recipe):
+    values = batch(2, 64, 6)
+    values[0, 3], values[1, 40] = np.inf, np.nan
+    ours = quantize(jnp.asarray(values), (1, recipe.block), recipe)
+    dequantized = np.asarray(ours.dequantized())
+    assert np.isinf(dequantized[0, 3]) or np.isnan(dequantized[0, 3])
+    assert np.isnan(dequantized[1, 40])
+    assert not np.asarray(ours.saturated)[0, 3]  # an inf is not a saturated finite value
