@@ -9,6 +9,7 @@ optimizer or a recipe without its reference here fails ``test_every_member_has_a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable
@@ -16,12 +17,22 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
+import op_reference
 import pytest
 from flax import nnx
 
 import reference
 from playground.core.loss_scale import StaticLossScale
-from playground.core.models import ACTIVATIONS, MODELS, ModelChoice, build_model, param_shapes
+from playground.core.losses import TASKS
+from playground.core.models import (
+    ACTIVATIONS,
+    MODELS,
+    NORMS,
+    ModelChoice,
+    build_model,
+    param_shapes,
+)
+from playground.core.op_policy import PRESETS
 from playground.core.optimizers import OPTIMIZERS, build_optimizer
 from playground.core.policy import FLOAT32_TWIN, RECIPES, Policy
 from playground.core.step import step_trace
@@ -263,3 +274,78 @@ def test_new_loss_is_the_models_loss_after_the_update(case):
     eps = float(jnp.finfo(jnp.dtype(policy.loss_dtype)).eps)
     assert float(trace.new_loss[0]) == pytest.approx(expected_loss, rel=4 * eps)
     assert trace.new_loss.shape == (1,) and trace.new_loss.dtype == jnp.float32
+
+
+# Precision per operation: every preset, both tasks and the layer norm against the float64
+# model of tests/op_reference.py (each operation rounded to its kind's dtype).
+OP_CHOICES = {
+    "linear": ModelChoice(),
+    "mlp-tanh-layernorm": ModelChoice("mlp", 2, 8, "tanh", "layernorm"),
+    "mlp-gelu-layernorm": ModelChoice("mlp", 1, 8, "gelu", "layernorm"),
+    "mlp-relu": ModelChoice("mlp", 1, 8, "relu"),
+}
+# Smooth activations after a norm: relu's kink at 0 would turn a normalised value that rounds
+# to the other side of 0 into a whole row's gradient (a 35% error on one entry was seen).
+OP_ROWS = (
+    ("mlp-tanh-layernorm", "bfloat16", "regression"),
+    ("mlp-gelu-layernorm", "float16", "classification"),
+    ("linear", "bfloat16", "classification"),
+    ("mlp-relu", "float16", "regression"),
+)
+OP_CASES = [(preset, *row) for preset in op_reference.FLOAT32_KINDS for row in OP_ROWS] + [
+    ("exercise", "mlp-tanh-layernorm", "float32", "classification")
+]
+GRAD_TOLERANCE = {"bfloat16": 0.05, "float16": 0.01, "float32": 1e-4}
+
+
+def test_every_preset_task_and_norm_has_a_reference():
+    assert set(PRESETS) == set(op_reference.FLOAT32_KINDS)
+    assert {task for *_, task in OP_CASES} == set(TASKS)
+    assert {OP_CHOICES[name].norm for _, name, _, _ in OP_CASES} == set(NORMS)
+
+
+def _one_hot_batch():
+    x, _ = _batch()
+    labels = np.random.default_rng(5).integers(0, SHAPE[2], SHAPE[0])
+    return x, np.eye(SHAPE[2], dtype=np.float32)[labels]
+
+
+@pytest.mark.parametrize("preset, choice_name, dtype, task", OP_CASES)
+def test_each_preset_task_and_norm_match_the_float64_model(preset, choice_name, dtype, task):
+    choice = OP_CHOICES[choice_name]
+    x, y = _one_hot_batch() if task == "classification" else _batch()
+    if dtype == "float32":
+        policy = dataclasses.replace(FLOAT32_TWIN, task=task)
+    else:
+        policy = Policy.of(dtype, precision_policy=preset, task=task)
+    model = build_model(choice, SHAPE[1], SHAPE[2], nnx.Rngs(SEED))
+    trace = step_trace(
+        model,
+        build_optimizer("sgd", LR),
+        jnp.asarray(x),
+        jnp.asarray(y),
+        StaticLossScale(jnp.float32(LOSS_SCALE)),
+        policy,
+    )
+    before = {k: np.asarray(v, np.float64) for k, v in trace.params_before.items()}
+    activation = ACTIVATION_REFERENCES[choice.activation] if choice.name != "linear" else None
+    loss, expected = op_reference.step_reference(
+        before,
+        x,
+        y,
+        dtype=dtype,
+        preset=preset,
+        task=task,
+        activation=activation,
+        hidden=choice.hidden_layers if choice.name != "linear" else 0,
+        norm=choice.norm == "layernorm",
+    )
+    assert set(expected) == set(trace.grads)
+    for name, want in expected.items():
+        got = np.asarray(trace.grads[name], np.float64)
+        error = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert error <= GRAD_TOLERANCE[dtype], (name, error)
+    # Within a few ulps of the compute dtype, whose rounding of the outputs the loss inherits in
+    # any preset (test_op_policy checks which dtype the loss itself is computed in).
+    eps = float(jnp.finfo(jnp.dtype(dtype)).eps)
+    assert float(trace.initial_loss[0]) == pytest.approx(loss, rel=8 * eps)

@@ -1,0 +1,128 @@
+"""The autocast preset against PyTorch itself: the op lists it names are the installed torch's
+(probed through its CPU autocast), and the same model, parameters and batch under
+``torch.autocast(device_type="cpu")`` give the same losses and gradients within the dtype."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from playground.core.data import make_batch  # noqa: E402
+from playground.core.loss_scale import StaticLossScale  # noqa: E402
+from playground.core.models import build_model  # noqa: E402
+from playground.core.op_policy import TORCH_AUTOCAST, TORCH_VERSION  # noqa: E402
+from playground.core.optimizers import build_optimizer  # noqa: E402
+from playground.core.policy import Policy  # noqa: E402
+from playground.core.settings import StepConfig  # noqa: E402
+from playground.core.step import step_trace  # noqa: E402
+
+LOW = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+WEIGHT = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
+CALLS = {
+    "linear": lambda t: F.linear(t, WEIGHT.to(t.dtype)),
+    "matmul": lambda t: t @ WEIGHT.T.to(t.dtype),
+    "mse_loss": lambda t: F.mse_loss(t, torch.zeros_like(t)),
+    "cross_entropy": lambda t: F.cross_entropy(t, torch.zeros(t.shape[0], dtype=torch.long)),
+    "layer_norm": lambda t: F.layer_norm(t, (t.shape[-1],)),
+    "softmax": lambda t: torch.softmax(t, -1),
+    "log_softmax": lambda t: torch.log_softmax(t, -1),
+    "relu": torch.relu,
+    "gelu": lambda t: F.gelu(t, approximate="tanh"),
+    "tanh": torch.tanh,
+}
+
+
+def test_the_installed_torch_is_the_version_the_preset_names():
+    assert torch.__version__.split("+")[0] == TORCH_VERSION
+
+
+@pytest.mark.parametrize("low", list(LOW))
+def test_the_op_lists_are_torchs_cpu_autocast_lists(low):
+    dtype = LOW[low]
+    inputs = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
+    named = [name for names in TORCH_AUTOCAST.values() for name in names]
+    assert sorted(named) == sorted(CALLS)
+    with torch.autocast(device_type="cpu", dtype=dtype):
+        # The lower-precision list casts float32 inputs down; the float32 list casts low inputs
+        # up; an op on neither list computes in its input's dtype.
+        for name in TORCH_AUTOCAST["lower_precision"]:
+            assert CALLS[name](inputs).dtype == dtype, name
+        for name in TORCH_AUTOCAST["float32"]:
+            assert CALLS[name](inputs.to(dtype)).dtype == torch.float32, name
+        for name in TORCH_AUTOCAST["neither"]:
+            assert CALLS[name](inputs.to(dtype)).dtype == dtype, name
+        normed = F.layer_norm(inputs.to(dtype) * 40, (8,))
+    # layer_norm on no list still computes in float32 inside: its output is the float32 norm
+    # rounded once.
+    expected = F.layer_norm((inputs.to(dtype) * 40).float(), (8,)).to(dtype)
+    assert torch.equal(normed, expected)
+
+
+def _torch_step(params, x, y, low, task, hidden, activation):
+    """Loss and gradients of the MLP under torch.autocast, parameters float32 leaves."""
+    leaves = {name: torch.tensor(np.asarray(v), requires_grad=True) for name, v in params.items()}
+    inputs = torch.tensor(x)
+    with torch.autocast(device_type="cpu", dtype=LOW[low]):
+        for index in range(hidden):
+            kernel, bias = leaves[f"layers.{index}.kernel"], leaves[f"layers.{index}.bias"]
+            z = F.linear(inputs, kernel.T, bias)
+            scale, shift = leaves[f"norms.{index}.scale"], leaves[f"norms.{index}.bias"]
+            z = F.layer_norm(z, (z.shape[-1],), scale, shift, eps=1e-6)
+            inputs = activation(z)
+        last = f"layers.{hidden}"
+        outputs = F.linear(inputs, leaves[f"{last}.kernel"].T, leaves[f"{last}.bias"])
+        if task == "classification":
+            loss = F.cross_entropy(outputs, torch.tensor(y).argmax(-1))
+        else:
+            loss = F.mse_loss(outputs, torch.tensor(y))
+    loss.backward()
+    grads = {name: leaf.grad.numpy().astype(np.float64) for name, leaf in leaves.items()}
+    return float(loss), grads
+
+
+@pytest.mark.parametrize(
+    "low, task, activation",
+    [
+        ("bfloat16", "regression", "tanh"),
+        ("bfloat16", "classification", "gelu"),
+        ("float16", "classification", "tanh"),
+    ],
+)
+def test_autocast_gives_torch_autocasts_losses_and_gradients(low, task, activation):
+    config = StepConfig(
+        n=64,
+        d_in=16,
+        d_out=5,
+        model="mlp",
+        hidden_layers=2,
+        hidden_width=32,
+        activation=activation,
+        norm="layernorm",
+        task=task,
+        input_scale=3.0,
+    )
+    x, y = make_batch(config)
+    model = build_model(config.model_choice, config.d_in, config.d_out, nnx.Rngs(2))
+    trace = step_trace(
+        model,
+        build_optimizer("sgd", 0.1),
+        jnp.asarray(x),
+        jnp.asarray(y),
+        StaticLossScale(jnp.float32(1.0)),
+        Policy.of(low, precision_policy="autocast", task=task),
+    )
+    params = {name: np.asarray(value) for name, value in trace.params_before.items()}
+    loss, grads = _torch_step(params, x, y, low, task, 2, CALLS[activation])
+    eps = float(jnp.finfo(jnp.dtype(low)).eps)
+    # The loss is float32 in both, of outputs rounded to the low dtype: a few of its ulps.
+    assert float(trace.initial_loss[0]) == pytest.approx(loss, rel=4 * eps)
+    assert set(grads) == set(trace.grads)
+    for name, want in grads.items():
+        got = np.asarray(trace.grads[name], np.float64)
+        error = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert error <= 8 * eps, (name, error)
