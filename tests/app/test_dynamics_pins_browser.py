@@ -112,3 +112,29 @@ def test_two_pinned_loss_scales_are_named_in_the_legend_and_a_change_marks_the_r
         page.wait_for_function(f"() => ({LOSS_GROUPS})().length === 0", timeout=TIMEOUT_MS)
     finally:
         page.close()
+
+
+def test_a_nan_curve_ends_with_a_marker_naming_its_step_and_cause(browser, app_url):
+    # float16's largest value is 65504: at S = 2^16 the scaled gradients of data of scale 1
+    # leave it, and the mixed run's loss is NaN from its first update on.
+    config = START.replace(input_scale=1.0, target_scale=1.0, loss_scale=2.0**16, steps=10)
+    run = run_dynamics(config)
+    step = next(k for k, loss in enumerate(run.mixed_loss.tolist()) if loss != loss)
+    query = QUERY | {"input_scale": 1, "target_scale": 1, "loss_scale": 2**16, "steps": 10}
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{app_url}?{urlencode(query)}")
+        wait_for_headline(page, f"{run_report(config).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
+        _select_tab(page, "Training dynamics")
+        _train_and_wait(page, config)
+        label = f"NaN at step {step}: float16 step not finite (S = 2^16)"
+        marker = page.locator("#dynamics-results .js-plotly-plot .textpoint", has_text=label)
+        expect(marker).to_have_count(1)
+        expect(page.locator("#dynamics-notes")).to_contain_text(
+            f"The mixed run's loss is NaN from step {step}: the float16 step at loss scale "
+            "S = 2^16 was not finite"
+        )
+        _shot(page, "dynamics_nan_marker.png")
+    finally:
+        page.close()

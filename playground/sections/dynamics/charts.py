@@ -10,6 +10,7 @@ step and the cause its run shows (``sections.dynamics.nan_marks``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,24 +96,37 @@ def _overlay(
 
 
 def _nan_traces(run: RunCurves, color_of: dict[str, str]) -> list[Figure]:
-    """A marker where each drawn curve stops being finite, naming the step and the cause."""
-    traces = []
+    """A marker where each drawn curve stops being finite, naming the step and the cause; curves
+    that stop at the same point share one marker, a line of its text each."""
+    ends: dict[tuple[int, float], list] = {}
     for mark in nan_marks(run):
         if mark.run not in color_of or mark.last_finite is None or mark.last_finite <= 0:
             continue  # no curve drawn, or no point on a log axis to end it at
-        late = mark.step > run.steps / 2
+        # Within 10% at the same step, two ends would print their texts over each other.
+        near = [
+            end
+            for end in ends
+            if end[0] == mark.step and abs(math.log10(end[1] / mark.last_finite)) < 0.04
+        ]
+        ends.setdefault(near[0] if near else (mark.step, mark.last_finite), []).append(mark)
+    traces = []
+    for (step, last), marks in ends.items():
+        shared = len(marks) > 1
+        lines = [f"{m.run}: {m.label}" if shared else m.label for m in marks]
         traces.append(
             {
                 "type": "scatter",
                 "mode": "markers+text",
-                "x": [mark.step],
-                "y": [mark.last_finite],
-                "text": [mark.label],
-                "textposition": "top left" if late else "top right",
+                "x": [step],
+                "y": [last],
+                "text": ["<br>".join(lines)],
+                # Below the point: a curve about to fail is high on the chart, often at its top.
+                "textposition": "bottom left" if step > run.steps / 2 else "bottom right",
+                "cliponaxis": False,
                 "textfont": {"color": WARNING_TEXT_COLOR, "size": 11},
-                "name": f"{mark.run}: {mark.word} at step {mark.step}",
-                "marker": {"symbol": "x", "size": 11, "color": color_of[mark.run]},
-                "hovertemplate": mark.sentence + "<extra></extra>",
+                "name": f"{', '.join(m.run for m in marks)}: {marks[0].word} at step {step}",
+                "marker": {"symbol": "x", "size": 11, "color": color_of[marks[0].run]},
+                "hovertemplate": "<br>".join(m.sentence for m in marks) + "<extra></extra>",
             }
         )
     return traces

@@ -52,9 +52,16 @@ def test_a_float16_step_at_too_large_a_scale_is_named_with_its_scale(overflowing
     assert mark.label == f"{word} at step {step}: float16 step not finite (S = 2^16)"
     assert f"{overflowing.float32_loss[step]:.4g}" in mark.sentence
     assert "float32" not in marks  # float32 stayed finite: no marker on it
+    # The pure run stops at the same step, its loss there within 10% of the mixed run's: one
+    # marker names both, a line each, so their texts do not print over each other.
+    pure = marks["pure"]
+    assert _first_bad(overflowing.pure_loss) == step
+    assert abs(overflowing.pure_loss[step - 1] / overflowing.mixed_loss[step - 1] - 1) < 0.1
     figure = dynamics_loss_figure(overflowing)
-    (marker,) = [t for t in figure["data"] if t["name"] == f"mixed: {word} at step {step}"]
-    assert marker["x"] == [step] and marker["text"] == [mark.label]
+    (marker,) = [t for t in figure["data"] if t["mode"] == "markers+text"]
+    assert marker["name"] == f"mixed, pure: {word} at step {step}"
+    assert marker["x"] == [step]
+    assert marker["text"] == [f"mixed: {mark.label}<br>pure: {pure.label}"]
     assert marker["y"] == [pytest.approx(float(overflowing.mixed_loss[step - 1]))]
     assert mark.sentence in run_notes(curves_of(overflowing), ())
 
