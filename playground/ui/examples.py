@@ -1,127 +1,185 @@
-"""The guided examples: each one is a lesson of one run, a caption and a place to look.
+"""The lesson buttons: the step lessons above the tabs, the training lessons in the Training
+dynamics tab (the lessons themselves, their settings and claims, are ``core.lessons``).
 
-Rule: an example is a set of overrides of the table's defaults (every other setting goes back to
-its default, and uploaded data is cleared), applied together and run once. Its caption is written
-from that run's report, so every number in it is computed; ``tab`` is the section tab that shows
-the lesson (None: the figure above the tabs) and ``target`` the element scrolled into view.
+Rule: a button applies its lesson's settings together (every other setting back to its default,
+uploaded data cleared) and runs the lesson once. Its caption is the lesson's claim, written from
+that run, and only when the claim's condition holds; when it does not, the caption says so and
+gives the condition with the numbers that failed it (and a training lesson's button says it does
+not hold here), so the page never teaches a claim its own numbers contradict.
+
+A training lesson first commits its step settings as a step lesson does (the results above the
+tabs, the controls, the Training dynamics tab selected), then trains in the heavy lane and fills
+the tab as the train button does: reading, JSON, charts (with the session's pins), and the
+lesson's claim under its buttons (``#training-lesson-caption``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from playground.core.dtypes import dtype_facts
+import gradio as gr
+
+from playground.core.lessons import DYNAMICS_LESSONS, STEP_LESSONS, Claim, StepLesson
 from playground.core.report import StepReport
+from playground.core.train import DynamicsReport
+from playground.sections.dynamics import tab as dynamics_tab
+from playground.sections.dynamics.curves import curves_of
+from playground.ui.widgets import as_plot, plotted
 
-
-def _flushed(report: StepReport) -> int:
-    return sum(p.underflow_count for p in report.params.values())
-
-
-def _nonfinite(report: StepReport) -> int:
-    return sum(p.nonfinite_scaled_count for p in report.params.values())
-
-
-def _entries(report: StepReport) -> int:
-    return sum(p.size for p in report.params.values())
-
-
-def _agree(report: StepReport) -> str:
-    error = report.kernel.norm_rel_error
-    difference = report.mixed_new_loss - report.float32_new_loss
-    return (
-        f"bfloat16 keeps about {dtype_facts('bfloat16').decimal_digits:.1f} significant decimal "
-        "digits, yet this step follows float32 closely: "
-        f"the kernel's gradient differs from float32's by {error:.2e} (relative, in norm) and the "
-        f"new loss by {difference:.3g}. The points of the comparison below sit on the diagonal."
-    )
-
-
-def _flush(report: StepReport) -> str:
-    flushed, total = _flushed(report), _entries(report)
-    return (
-        "Inputs and targets of size 2^-12 make gradients far below float16's smallest normal "
-        f"number: {flushed:,} of {total:,} gradient entries ({flushed / total:.0%}) come back as "
-        "0 after unscaling (the bars left of the shaded bands in the figure above). "
-        f"The new loss is {report.mixed_new_loss:.4g} against float32's "
-        f"{report.float32_new_loss:.4g}."
-    )
-
-
-def _come_back(report: StepReport) -> str:
-    flushed = _flushed(report)
-    return (
-        "The same tiny data with the loss multiplied by 2^15 before differentiation: the scaled "
-        f"gradients land inside float16's normal range and {flushed:,} entries are lost to zero "
-        "(see the bars move right in the figure above). In one step the loss itself barely "
-        f"moves (new loss {report.mixed_new_loss:.4g}, float32 {report.float32_new_loss:.4g}): "
-        "what the scale rescued is the gradients, and over many steps the training."
-    )
-
-
-def _overflow(report: StepReport) -> str:
-    return (
-        f"float16's largest value is {dtype_facts('float16').max:g}; the scaled gradients of the "
-        "default batch times 2^16 "
-        f"pass it: {_nonfinite(report):,} of {_entries(report):,} scaled gradient entries are inf "
-        f"or NaN, so the update is not finite and the new loss is {report.mixed_new_loss}. A "
-        "dynamic loss scale would skip this step and halve S (try the Training dynamics tab with "
-        "loss scaling = dynamic)."
-    )
-
-
-@dataclass(frozen=True)
-class Lesson:
-    """One guided example: its button label, the settings it changes, where to look, and the
-    caption written from its report."""
-
-    label: str
-    overrides: dict[str, Any]
-    caption: Callable[[StepReport], str]
-    tab: str | None
-    target: str
-
-
-LESSONS = (
-    Lesson("bfloat16, well behaved", {}, _agree, "Float32 comparison", "example-caption"),
-    Lesson(
-        "float16, tiny data, S = 1: gradients flush to 0",
-        {
-            "compute_dtype": "float16",
-            "input_scale": 2.0**-12,
-            "target_scale": 2.0**-12,
-            "loss_scale": 1.0,
-        },
-        _flush,
-        None,
-        "magnitude-figure",
-    ),
-    Lesson(
-        "same data, S = 2^15: the gradients come back",
-        {
-            "compute_dtype": "float16",
-            "input_scale": 2.0**-12,
-            "target_scale": 2.0**-12,
-            "loss_scale": 2.0**15,
-        },
-        _come_back,
-        None,
-        "magnitude-figure",
-    ),
-    Lesson(
-        "float16, S = 2^16: the scale overflows",
-        {"compute_dtype": "float16", "loss_scale": 2.0**16},
-        _overflow,
-        None,
-        "magnitude-figure",
-    ),
-)
+Lesson = StepLesson
+LESSONS = STEP_LESSONS
 # (label, overrides) pairs, as scripts and tests read the examples.
 EXAMPLES = tuple((lesson.label, lesson.overrides) for lesson in LESSONS)
+TRAINING_LESSONS = DYNAMICS_LESSONS
+NOT_HELD = " (does not hold here)"
 
 
-def caption_text(lesson: Lesson, report: StepReport) -> str:
+def claim_text(label: str, claim: Claim) -> str:
+    """A lesson's Markdown caption: its sentence when the claim holds, else why it is not shown."""
+    if claim.holds:
+        return f"**{label}.** {claim.sentence}"
+    return (
+        f"**{label}.** Not taught here: this lesson's condition does not hold with this run's "
+        f"numbers ({claim.condition})."
+    )
+
+
+def caption_text(lesson: StepLesson, report: StepReport) -> str:
     """The Markdown caption shown under the example buttons after ``lesson`` ran."""
-    return f"**{lesson.label}.** {lesson.caption(report)}"
+    return claim_text(lesson.label, lesson.claim(report))
+
+
+@functools.cache
+def training_run(index: int) -> DynamicsReport:
+    """Training lesson ``index``'s run: fixed settings, so it is computed once per process."""
+    return TRAINING_LESSONS[index].run()
+
+
+@dataclass
+class TrainingLessons:
+    """The training lessons' buttons (``#training-lesson-<i>`` in ``#training-lessons``) and the
+    caption under them."""
+
+    buttons: list[gr.Button]
+    caption: gr.Markdown
+
+
+def build_training_lessons() -> TrainingLessons:
+    """The training lessons' row and caption (call inside the Training dynamics tab)."""
+    with gr.Row(elem_id="training-lessons"):
+        buttons = [
+            gr.Button(lesson.label, size="sm", elem_id=f"training-lesson-{index}")
+            for index, lesson in enumerate(TRAINING_LESSONS)
+        ]
+    caption = gr.Markdown(visible=False, elem_id="training-lesson-caption")
+    return TrainingLessons(buttons, caption)
+
+
+def _step_part(index: int) -> StepLesson:
+    """Training lesson ``index``'s step settings, as a step lesson that opens its tab."""
+    lesson = TRAINING_LESSONS[index]
+    return StepLesson(
+        lesson.label,
+        lesson.step_overrides,
+        lesson.tab,
+        lesson.target,
+        lambda report: Claim("", "", True),
+    )
+
+
+def trained(index: int, pins: tuple) -> dict[str, Any]:
+    """The Training dynamics tab's answer to lesson ``index``, by the tab record's names (plus
+    ``caption`` and ``button``): the run's views, its curves as the shown run, and its claim."""
+    lesson, report = TRAINING_LESSONS[index], training_run(index)
+    claim = lesson.claim(report)
+    views = plotted(dynamics_tab.dynamics_views(report, files=False), dynamics_tab.PLOT_LABELS)
+    current = curves_of(report)
+    figures = {
+        "loss_curves": views.loss_curves,
+        "lost_updates": views.lost_updates,
+        "scale_curve": views.scale_curve,
+    }
+    if pins:
+        pinned = dynamics_tab.pinned_figures(current, pins)
+        figures = {name: as_plot(getattr(pinned, name)) for name in figures}
+    button = gr.update() if claim.holds else gr.update(value=lesson.label + NOT_HELD)
+    return figures | {
+        "dynamics_reading": views.dynamics_reading,
+        "dynamics_json": views.dynamics_json,
+        "dynamics_files": None,
+        "dynamics_charts": gr.Column(visible=True),
+        "shown_run": current,
+        "dynamics_notes": dynamics_tab.run_notes(current, pins),
+        "dynamics_status": gr.update(value="", visible=False),
+        "caption": gr.update(value=claim_text(lesson.label, claim), visible=True),
+        "button": button,
+    }
+
+
+TAB_OUTPUTS = (
+    "loss_curves",
+    "lost_updates",
+    "scale_curve",
+    "dynamics_reading",
+    "dynamics_json",
+    "dynamics_files",
+    "dynamics_charts",
+    "shown_run",
+    "dynamics_notes",
+    "dynamics_status",
+)
+
+
+def wire_training_lessons(
+    page: Any,
+    tab: Any,
+    run_step_lesson: Callable[..., dict],
+    step_outputs: list[Any],
+    lane: dict[str, Any],
+    then_charts: Callable[[Any], None],
+) -> None:
+    """Each training lesson button (see the rule). ``tab`` is the Training dynamics tab's record
+    (its ``lessons`` built by ``build_training_lessons``); ``run_step_lesson(lesson, last,
+    shown)`` answers a step lesson by the page's keys, on ``step_outputs``, in ``lane``; and
+    ``then_charts`` chains the figures above the tabs."""
+    parts: TrainingLessons = tab.lessons
+    run_controls = [tab.controls[name] for name in TRAINING_LESSONS[0].run_inputs]
+    for index, button in enumerate(parts.buttons):
+
+        def on_settings(last: Any, shown: Any, index: int = index) -> Any:
+            updates = run_step_lesson(_step_part(index), last, shown)
+            answer = {page[key]: value for key, value in updates.items()}
+            answer[page.caption] = gr.update(visible=False)  # the step lessons' caption
+            runs = TRAINING_LESSONS[index].run_inputs
+            answer |= {tab.controls[name]: value for name, value in runs.items()}
+            answer[parts.caption] = gr.update(
+                value=f"**{TRAINING_LESSONS[index].label}.** Training the three runs ...",
+                visible=True,
+            )
+            return answer
+
+        def on_train(pins: Any, index: int = index, button: Any = button) -> Any:
+            answer = trained(index, tuple(pins or ()))
+            where = {"caption": parts.caption, "button": button}
+            return {where.get(name) or getattr(tab, name): value for name, value in answer.items()}
+
+        settings = button.click(
+            on_settings,
+            [page.last_valid, page.notices_shown],
+            [*step_outputs, *run_controls, parts.caption],
+            **lane,
+        )
+        then_charts(settings)
+        settings.then(
+            on_train,
+            [tab.pins],
+            [*(getattr(tab, name) for name in TAB_OUTPUTS), parts.caption, button],
+            concurrency_limit=1,
+            concurrency_id="heavy",  # the sweep's and the training runs' lane
+            api_visibility="private",
+            show_progress="full",
+            show_progress_on=[tab.dynamics_reading],
+        )

@@ -16,7 +16,7 @@ from playground.ui import page_events
 from playground.ui.arguments import STEP
 from playground.ui.assets import scroll_js
 from playground.ui.components import Control, Key, Page
-from playground.ui.examples import LESSONS
+from playground.ui.examples import LESSONS, wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.widgets import commit_triggers
 
@@ -134,3 +134,8 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
             on_lesson, [page.last_valid, page.notices_shown], lesson_outputs, **once, **LANE
         )
         then_charts(event.then(fn=None, js=scroll_js(lesson.target)))
+    # The training lessons' buttons, in the Training dynamics tab (``ui.examples``).
+    dynamics = page.sections["dynamics"]
+    wire_training_lessons(
+        page, dynamics, page_events.run_lesson, lesson_outputs, once | LANE, then_charts
+    )

@@ -108,7 +108,7 @@ def test_sentences_carry_their_runs_numbers():
     report = step_run(2)
     flushed = sum(p.underflow_count for p in report.params.values())
     assert (
-        f"{flushed:,} of {sum(p.size for p in report.params.values()):,}"
+        f"{flushed:,} entries (of {sum(p.size for p in report.params.values()):,})"
         in step.claim(report).sentence
     )
 

@@ -62,7 +62,9 @@ def _flush(report: StepReport) -> Claim:
         f"median gradient magnitude is {median:.3g}, below half of float16's smallest subnormal "
         f"({half:.3g}), which rounds to zero. {flushed:,} of {total:,} gradient entries "
         f"({flushed / total:.0%}) come back as 0 after unscaling (the bars left of the shaded "
-        "bands in the figure above), so the optimizer has nothing to apply there."
+        "bands in the figure above), so the optimizer has nothing to apply there. The new loss "
+        f"is {report.mixed_new_loss:.4g} against float32's {report.float32_new_loss:.4g} (each "
+        "computed in its own precision)."
     )
     return checked(
         sentence,
@@ -81,7 +83,7 @@ def _come_back(report: StepReport) -> Claim:
     smallest_normal = dtype_facts(dtype).smallest_normal
     sentence = (
         "The same tiny data with the loss multiplied by 2^15 before differentiation: "
-        f"{flushed:,} of {total:,} gradient entries are lost to zero. Of the scaled gradients, "
+        f"{flushed:,} entries (of {total:,}) are lost to zero. Of the scaled gradients, "
         f"{normal:,} ({normal / total:.0%}) land in float16's normal range (at least "
         f"{smallest_normal:.3g}) and {subnormal:,} ({subnormal / total:.0%}) are subnormal: kept, "
         "with fewer significant bits (see the bars move right in the figure above). In one step "
@@ -106,8 +108,8 @@ def _overflow(report: StepReport) -> Claim:
     scale = report.config.loss_scale
     sentence = (
         f"float16's largest value is {largest:g}, so S = {scale:g} does not fit in float16 "
-        f"at all: of the {total:,} scaled gradient entries of the default batch, {nan:,} are NaN "
-        f"and {inf:,} are inf, so the update is not finite and the new loss is "
+        f"at all: {nan + inf:,} of {total:,} scaled gradient entries of the default batch are "
+        f"not finite, {nan:,} NaN and {inf:,} inf, so the update is not finite and the new loss is "
         f"{report.mixed_new_loss}. A dynamic loss scale skips such a step and halves S (the "
         "Training dynamics lesson on dynamic scaling shows it)."
     )

@@ -36,6 +36,7 @@ from playground.sections.dynamics.stale import TRAIN_WORDS, stale_banner
 from playground.ui.arguments import DYNAMICS, core_errors, validated, validated_data
 from playground.ui.components import Page
 from playground.ui.downloads_input import ASK_JS, checkbox, with_downloads
+from playground.ui.examples import TrainingLessons, build_training_lessons
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.uploads import upload_key
 from playground.ui.widgets import as_plot, commit_triggers, control, plot_slot, plotted
@@ -118,6 +119,7 @@ class DynamicsTab:
     dynamics_downloads: gr.Checkbox
     shown_run: gr.State  # the RunCurves the charts show, None before a run
     pins: gr.State  # this session's pinned RunCurves, oldest first
+    lessons: TrainingLessons | None = None  # the training lessons' buttons (ui.examples)
 
     @property
     def charts(self) -> dict[str, gr.Plot]:
@@ -127,8 +129,9 @@ class DynamicsTab:
 
 def build() -> DynamicsTab:
     """The Training dynamics tab (call inside ``gr.Tabs``)."""
-    with gr.Tab(TAB_LABEL):
+    with gr.Tab(TAB_LABEL, id=TAB_LABEL):  # its id, so a lesson can select it
         gr.Markdown(dynamics_tab.INTRO)
+        lessons = build_training_lessons()
         with gr.Row():
             controls = {name: control(name) for name in RUN_FIELDS}
         with gr.Row():
@@ -163,6 +166,7 @@ def build() -> DynamicsTab:
         dynamics_downloads=downloads,
         shown_run=gr.State(None),
         pins=gr.State(()),
+        lessons=lessons,
     )
 
 

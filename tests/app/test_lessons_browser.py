@@ -1,0 +1,63 @@
+"""Training lessons in headless Chromium: a lesson button sets every setting, selects the
+Training dynamics tab, trains, and shows the run's reading and the lesson's checked claim."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+from test_browser import ARTIFACTS, TIMEOUT_MS
+
+from browser_waits import wait_for_headline
+from playground.core.lessons import DYNAMICS_LESSONS
+from playground.core.report import run_report
+from playground.core.settings import StepConfig
+from playground.core.train import run_dynamics
+from playground.sections.dynamics.summary import dynamics_reading
+
+RUN_TIMEOUT_MS = 3 * TIMEOUT_MS  # the lesson's run compiles its program the first time
+READING_HAS = (
+    "text => (document.querySelector('#dynamics-reading')?.innerText || '')"
+    ".replace(/\\s+/g, ' ').includes(text)"
+)
+
+
+def _index(label_start: str) -> int:
+    (index,) = [i for i, x in enumerate(DYNAMICS_LESSONS) if x.label.startswith(label_start)]
+    return index
+
+
+def test_the_float16_s1_lesson_trains_and_shows_its_claim_and_both_meter_counts(browser, app_url):
+    index = _index("float16, S = 1")
+    lesson = DYNAMICS_LESSONS[index]
+    config = lesson.config()
+    # Computed here, from the core, not read back from the page.
+    run = run_dynamics(config)
+    claim = lesson.claim(run)
+    assert claim.holds, claim.condition
+    reading = dynamics_reading(run)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(app_url)
+        wait_for_headline(page, f"{run_report(StepConfig()).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
+        page.get_by_role("tab", name="Training dynamics").click()
+        page.locator(f"#training-lesson-{index}").click()
+        page.wait_for_function(READING_HAS, arg=reading[0], timeout=RUN_TIMEOUT_MS)
+        # The step above the tabs ran with the lesson's settings too.
+        wait_for_headline(page, f"{run_report(config).mixed_new_loss:.7g}", TIMEOUT_MS)
+        # The reading counts both kinds of lost update, with the run's numbers.
+        for sentence in reading[2:4]:
+            page.wait_for_function(READING_HAS, arg=sentence, timeout=TIMEOUT_MS)
+        caption = page.locator("#training-lesson-caption")
+        expect(caption).to_contain_text(lesson.label)
+        text = " ".join(caption.inner_text().split())
+        assert " ".join(claim.sentence.split()) in text
+        # The controls say what the run was computed with.
+        assert float(page.locator("#loss_scale input").first.input_value()) == 1.0
+        expect(
+            page.locator("#compute_dtype").get_by_role("radio", name="float16", exact=True)
+        ).to_be_checked()
+        assert page.locator("#steps input").first.input_value() == str(config.steps)
+        page.locator("#dynamics-results").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "training_lesson_float16_s1.png"))
+    finally:
+        page.close()
