@@ -164,11 +164,12 @@ def block_dot_general(
     recipe: BlockRecipe,
     hadamard: bool = True,
     key: jax.Array | int = 0,
-    native: bool = False,
+    native: bool | None = None,
 ):
     """``nnx.Linear``'s dot_general for a block recipe (the 2-D batch times kernel contraction
     only). ``key``: a PRNG key, or an int seed for one; ``scaling`` must be None (a block
-    recipe takes no per-tensor scaling)."""
+    recipe takes no per-tensor scaling); ``native``: None asks ``use_native`` (what
+    ``matmul_path`` reports)."""
     del precision, preferred_element_type, out_sharding  # always float32 accumulation
     if scaling is not None:
         raise ValueError(f"the {recipe.name} recipe takes no fp8_scaling; got {scaling!r}")
@@ -176,6 +177,7 @@ def block_dot_general(
         raise ValueError(f"the {recipe.name} matmul takes a 2-D batch times a kernel")
     if isinstance(key, int):
         key = jax.random.key(key)
+    native = use_native(recipe) if native is None else native
     return block_matmul(lhs, rhs, meta, key, recipe, hadamard, native)
 
 
