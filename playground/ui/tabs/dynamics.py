@@ -8,9 +8,10 @@ dicts become PlotData here. ``build`` lays out the components under the outputs'
 
 The page adds, in private events (the endpoint's inputs and outputs stay as they are):
     after a run  its curves (``RunCurves``, kept by the endpoint in a small cache keyed by the
-                 settings and the upload) become the session's ``shown_run``; the charts are
-                 redrawn with the session's pins overlaid, the notes name where a curve stopped
-                 being finite, and the stale banner clears
+                 run's settings, as its JSON summary names them, and the upload) become the
+                 session's ``shown_run``; the charts are redrawn with the session's pins
+                 overlaid, the notes name where a curve stopped being finite, and the stale
+                 banner shows only if a control changed during the run
     pin / clear  ``Pin this run`` adds the shown run to the session's pins (at most
                  ``pins.MAX_PINS``, oldest dropped); ``Clear pins`` empties them and redraws
     stale        whenever a control commits (or the step's results change), the controls'
@@ -39,12 +40,20 @@ from playground.ui.downloads_input import ASK_JS, checkbox, with_downloads
 from playground.ui.examples import TrainingLessons, build_training_lessons
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.uploads import upload_key
-from playground.ui.widgets import as_plot, commit_triggers, control, plot_slot, plotted
+from playground.ui.widgets import (
+    DEFAULTS,
+    as_plot,
+    commit_triggers,
+    control,
+    plot_slot,
+    plotted,
+)
 
 TAB_LABEL = "Training dynamics"
 # The run's own settings, shown in this tab.
 RUN_FIELDS = ("steps", "mode", "period", "pure_rounding")
-# Curves of the latest runs, by (config, upload path): the page's event after a run reads them.
+# Curves of the latest runs, by (the run's config, upload path): the page's event after a run
+# finds them by the config its JSON summary shows.
 RECENT_RUNS = 16
 _recent: collections.OrderedDict[tuple, RunCurves] = collections.OrderedDict()
 _lock = threading.Lock()
@@ -63,7 +72,7 @@ def _dynamics(values: dict[str, Any], files: bool) -> dynamics_tab.DynamicsViews
     with core_errors():
         dynamics = run_dynamics(config, data=data)
     with _lock:
-        _recent[_run_key(config, values.get("data"))] = curves_of(
+        _recent[_run_key(dynamics.config, values.get("data"))] = curves_of(
             dynamics, data.name if data else None
         )
         while len(_recent) > RECENT_RUNS:
@@ -76,14 +85,14 @@ dynamics_endpoint = with_downloads(DYNAMICS, _dynamics)
 run_dynamics_event = frees_heavy_place(dynamics_endpoint)
 
 
-def recent_run(values: dict[str, Any]) -> RunCurves | None:
-    """The curves of the run the endpoint computed for ``values``, if still kept."""
+def recent_run(summary: Any, data_payload: Any) -> RunCurves | None:
+    """The curves of the run whose JSON ``summary`` the page shows, if still kept."""
     try:
-        config = StepConfig(**{name: values[name] for name in settings()})
-    except ConfigError:
+        config = StepConfig(**summary["config"])
+    except (ConfigError, KeyError, TypeError):
         return None
     with _lock:
-        return _recent.get(_run_key(config, values.get("data")))
+        return _recent.get(_run_key(config, data_payload))
 
 
 def controls_settings(values: dict[str, Any]) -> dict[str, str]:
@@ -92,7 +101,7 @@ def controls_settings(values: dict[str, Any]) -> dict[str, str]:
     checked = {}
     for name, bounds in settings().items():
         try:
-            checked[name] = check_setting(name, values.get(name), bounds)
+            checked[name] = check_setting(name, values.get(name, DEFAULTS[name]), bounds)
         except ConfigError:
             checked[name] = values.get(name)
     upload = upload_key(values.get("data"))
@@ -179,17 +188,17 @@ def _figures(current: RunCurves, pins: tuple) -> list[Any]:
     return [as_plot(figure) for figure in dynamics_tab.pinned_figures(current, pins)]
 
 
-def after_run(values: dict[str, Any], pins: tuple) -> list[Any]:
-    """The page's answer to a finished run: the charts' column shown, the run's curves kept as
-    the shown run, its notes, no stale banner, and the charts with the pins overlaid (skipped
-    when no pin is kept, as the endpoint drew them)."""
-    current = recent_run(values)
+def after_run(values: dict[str, Any], summary: Any, pins: tuple) -> list[Any]:
+    """The page's answer to a finished run (its JSON ``summary``; the controls' ``values``
+    now): the charts' column shown, the run's curves kept as the shown run, its notes, the
+    stale banner (only if a control changed during the run), and the charts with the pins
+    overlaid (skipped when no pin is kept, as the endpoint drew them)."""
+    current = recent_run(summary, values.get("data"))
     if current is None:  # pushed out of the cache by other runs: keep what the endpoint drew
         return [show_charts(), *[gr.skip()] * 6]
     figures = _figures(current, pins) if pins else [gr.skip()] * 3
     notes = dynamics_tab.run_notes(current, pins)
-    status = gr.update(value="", visible=False)
-    return [show_charts(), current, notes, status, *figures]
+    return [show_charts(), current, notes, stale_status(values, current), *figures]
 
 
 def pin_run(current: RunCurves | None, pins: tuple) -> tuple[tuple, str]:
@@ -226,7 +235,7 @@ def wire(page: Page, tab: DynamicsTab) -> None:
     private = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
 
     def on_run_end(*args: Any) -> list[Any]:
-        return after_run(DYNAMICS.values(args[:-1]), args[-1])
+        return after_run(DYNAMICS.values(args[:-2]), *args[-2:])
 
     tab.train_button.click(
         run_dynamics_event,
@@ -241,7 +250,7 @@ def wire(page: Page, tab: DynamicsTab) -> None:
         validator=admit(dynamics_endpoint),
     ).success(
         on_run_end,
-        inputs=[*inputs, tab.pins],
+        inputs=[*inputs, tab.dynamics_json, tab.pins],
         outputs=[
             tab.dynamics_charts,
             tab.shown_run,
