@@ -22,9 +22,9 @@ import numpy as np
 from playground.sections.dynamics.curves import RunCurves
 
 MAX_PINS = 4
-# A colour per pin (the current run keeps the section's own colours): Tableau's purple, teal,
-# brown and grey, each at least 3:1 on the charts' white.
-PIN_COLORS = ("#8c5ba7", "#2a8a86", "#9c755f", "#6b6b6b")
+# A colour per pin (the current run keeps the section's own colours): purple, teal, brown and
+# grey, each a line at least 3:1 (WCAG's contrast for graphics) on the light and dark charts.
+PIN_COLORS = ("#9467bd", "#2a8a86", "#a0785a", "#808080")
 SAME = "same settings"
 
 
