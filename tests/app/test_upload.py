@@ -201,3 +201,28 @@ def test_an_upload_refused_for_its_size_is_deleted():
         user_data({"path": str(path), "orig_name": "large.csv"}, 1)
     assert not path.exists()
     folder.rmdir()
+
+
+def test_an_upload_is_parsed_once_per_d_out_and_named_by_its_file():
+    """The page's events send the same path again and again: each gets the same data (the page's
+    report cache knows it by identity), though the file left the disk at the first read."""
+    import tempfile
+
+    from gradio.utils import get_upload_folder
+
+    from playground.ui.uploads import upload_key, user_data
+
+    Path(get_upload_folder()).mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(dir=get_upload_folder()))
+    path = folder / "stored-name.csv"
+    path.write_text(_csv(ROWS))
+    payload = {"path": str(path), "orig_name": "mine.csv"}
+    assert upload_key(payload) == (str(path), "mine.csv")
+    assert upload_key(None) is None and upload_key(42) is None  # no upload; refused later
+    first = user_data(payload, 2)
+    assert not path.exists()  # read once, then deleted
+    assert user_data(payload, 2) is first
+    again = user_data(payload, 3)  # another split of the same bytes
+    assert again is not first and again.y.shape == (len(ROWS), 3)
+    np.testing.assert_array_equal(again.y, ROWS[:, 3:].astype(np.float32))
+    folder.rmdir()
