@@ -16,6 +16,7 @@ from playground.core.policy import recipe, recipe_summaries
 from playground.core.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
 from playground.sections.step.causes import cause_sentence, causes, flush_margin, flushed_in_both
 from playground.sections.step.float8_summary import float8_sentences
+from playground.sections.step.operations import operation_losses, operations_summary
 from playground.views.numbers import agreeing_digits, json_number
 
 PARAM_STATS = (
@@ -45,7 +46,8 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
     }
     return {
         "config": report.config.to_dict(),
-        "losses": {name: json_number(value) for name, value in losses.items()},
+        "losses": {name: json_number(value) for name, value in losses.items()}
+        | operation_losses(report),
         "agreeing_digits": round(
             agreeing_digits(report.mixed_new_loss, report.float32_new_loss), 2
         ),
@@ -57,6 +59,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         "activations": [activation_summary(a) for a in report.activations],
         **_json_floats(recipe_summaries(report)),  # by recipe name (float8: its tensors)
         "causes": causes(report),
+        "operations": operations_summary(report),
         "reading": reading(report) if sentences is None else sentences,
     }
 
