@@ -51,11 +51,12 @@ body:not(.dark) [data-testid="block-info"], body:not(.dark) [data-testid="block-
 body:not(.dark) { --body-text-color-subdued: var(--neutral-600, #4b5563); }
 body:not(.dark) .info-text, body:not(.dark) .min_value, body:not(.dark) .max_value {
   color: var(--neutral-600, #4b5563); }
-/* A picked choice and a primary button: white on indigo 600 (6.3:1) or 700 when hovered,
-   rather than on indigo 500 (4.46:1) and 400; the upload's words in indigo 700. */
-body:not(.dark) fieldset label.selected, body:not(.dark) button.primary {
+/* A picked choice and a primary button (in either theme, written so as to outrank Gradio's own
+   rules): white on indigo 600 (6.3:1) or 700 when hovered, rather than on indigo 500 (4.46:1)
+   and 400; the upload's words in indigo 700. */
+body:not(.dark) fieldset label.selected, body:is(.dark, :not(.dark)) button.primary {
   background: var(--primary-600, #4f46e5); }
-body:not(.dark) button.primary:hover { background: var(--primary-700, #4338ca); }
+body:is(.dark, :not(.dark)) button.primary:hover { background: var(--primary-700, #4338ca); }
 body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca); }
 #key-controls { gap: 8px; }
 /* A phone stacks the key controls right above the results they change, then the other
