@@ -101,9 +101,11 @@ class Priced(Protocol):
 
 
 def parameter_entries(choice: ModelChoice, d_in: int, d_out: int) -> int:
-    """Entries of every parameter: each dense layer's kernel (a x b) and bias (b)."""
+    """Entries of every parameter: each dense layer's kernel (a x b) and bias (b), and each
+    layer norm's scale and bias (its width each)."""
     widths = MODELS[choice.name].widths(choice, d_in, d_out)
-    return sum(a * b + b for a, b in itertools.pairwise(widths))
+    dense = sum(a * b + b for a, b in itertools.pairwise(widths))
+    return dense + 2 * normalised_entries(choice)
 
 
 def normalised_entries(choice: ModelChoice) -> int:
