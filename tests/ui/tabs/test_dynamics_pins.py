@@ -61,7 +61,7 @@ def test_a_run_then_a_pin_then_a_change_draws_both_named_by_what_differs():
 def test_pins_are_bounded_and_pinning_needs_a_run():
     pins, notes = pin_run(None, ())
     assert pins == () and "Train" in notes
-    runs = [after_run(*_trained(lr=lr, steps=2), ())[1] for lr in (0.01, 0.02, 0.03, 0.04, 0.05)]
+    runs = [after_run(*_trained(lr=lr), ())[1] for lr in (0.01, 0.02, 0.03, 0.04, 0.05)]
     pins: tuple = ()
     for run in runs:
         pins, _ = pin_run(run, pins)
