@@ -40,6 +40,8 @@ Run = DynamicsReport | RunCurves
 DASHES = {"float32": "solid", "mixed": "solid", "pure": "dash"}
 PIN_DASHES = {"float32": "dot", "mixed": "solid", "pure": "dash"}
 RUN_COLORS = {"float32": FLOAT32_COLOR, "mixed": MIXED_COLOR, "pure": OVERFLOW_COLOR}
+# Points per pinned curve: four pins of 1,000 steps would otherwise send ~0.55 MB per redraw.
+PIN_POINTS = 400
 
 
 def _loss_names(run: RunCurves) -> dict[str, str]:
@@ -132,13 +134,24 @@ def _nan_traces(run: RunCurves, color_of: dict[str, str]) -> list[Figure]:
     return traces
 
 
+def _picked(count: int, points: int) -> np.ndarray:
+    """Evenly spaced indices of ``count`` values, the first and last among them, at most
+    ``points`` of them (the current run's curves take MAX_POINTS, a pin's PIN_POINTS)."""
+    return (
+        subsample(count)
+        if points >= MAX_POINTS
+        else np.unique(np.linspace(0, count - 1, min(count, points)).astype(np.int64))
+    )
+
+
 def _loss_traces(
     run: RunCurves,
     colors: dict[str, str],
     dashes: dict[str, str],
     runs: Sequence[str] = ("float32", "mixed", "pure"),
+    points: int = MAX_POINTS,
 ) -> list[Figure]:
-    picked = subsample(run.steps + 1)
+    picked = _picked(run.steps + 1, points)
     x = picked.tolist()  # the number of updates applied: 0 is the initial loss
     curve_names = _loss_names(run)
     data = [
@@ -167,7 +180,7 @@ def dynamics_loss_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figur
             for name in ("float32", "mixed", "pure")
             if not same_curve(pin.loss(name), current.loss(name))
         ]
-        return _loss_traces(pin, dict.fromkeys(runs, color), PIN_DASHES, runs)
+        return _loss_traces(pin, dict.fromkeys(runs, color), PIN_DASHES, runs, PIN_POINTS)
 
     own = _loss_traces(current, RUN_COLORS, DASHES)
     data = _overlay(current, pins, own, pinned, layout)
@@ -190,9 +203,13 @@ LOST_MEANING = {
 
 
 def _meter_traces(
-    run: RunCurves, pure_color: str, mixed_color: str, runs: Sequence[str] = ("pure", "mixed")
+    run: RunCurves,
+    pure_color: str,
+    mixed_color: str,
+    runs: Sequence[str] = ("pure", "mixed"),
+    points: int = MAX_POINTS,
 ) -> list[Figure]:
-    picked = subsample(run.steps)
+    picked = _picked(run.steps, points)
     x = (picked + 1).tolist()  # step k's update is the (k+1)-th: it lines up with the loss after
     hover = "step %{x}: %{y:.3g}% of entries<extra>"
     names = {
@@ -238,7 +255,7 @@ def lost_update_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
             for name in ("pure", "mixed")
             if not same_curve(pin.lost_share(name), current.lost_share(name))
         ]
-        traces = _meter_traces(pin, color, color, runs)
+        traces = _meter_traces(pin, color, color, runs, PIN_POINTS)
         for trace, name in zip(traces, runs, strict=True):
             trace["line"]["dash"] = PIN_DASHES[name]
         return traces

@@ -158,3 +158,34 @@ def test_each_pin_colour_is_a_line_of_three_to_one_on_the_light_and_dark_charts(
         for color in PIN_COLORS:
             light, dark = sorted((_luminance(color), _luminance(background)), reverse=True)
             assert (light + 0.05) / (dark + 0.05) >= 3.0, (color, background)
+
+
+def test_a_long_pinned_run_is_drawn_with_fewer_points_from_its_first_to_its_last(runs):
+    from playground.sections.dynamics.charts import PIN_POINTS
+
+    base = curves_of(runs["S=1"])
+    steps = 1000
+    falling = np.geomspace(1.0, 1e-3, steps + 1)
+    long = dataclasses.replace(
+        base,
+        steps=steps,
+        float32_loss=falling,
+        mixed_loss=falling * 1.5,
+        pure_loss=falling * 2,
+        mixed_scale=np.ones(steps),
+        pure_scale=np.ones(steps),
+        mixed_skipped=np.zeros(steps, bool),
+        mixed_lost_share=np.linspace(0, 0.5, steps),
+        pure_lost_share=np.linspace(0, 0.9, steps),
+        mixed_saturated_share=np.zeros(steps),
+    )
+    pin = dataclasses.replace(long, settings=dict(long.settings) | {"lr": "9"},
+                              mixed_loss=falling * 3)  # fmt: skip
+    figure = _figure(dynamics_loss_figure(long, [pin]))
+    current_mixed = figure["data"][1]
+    assert len(current_mixed["x"]) == steps + 1  # the current run at full resolution
+    (pinned_mixed,) = [t for t in figure["data"] if t["legendgroup"] == "pin0"]
+    assert len(pinned_mixed["x"]) <= PIN_POINTS
+    assert pinned_mixed["x"][0] == 0 and pinned_mixed["x"][-1] == steps
+    for x, y in zip(pinned_mixed["x"], pinned_mixed["y"], strict=True):
+        assert y == pytest.approx(3 * falling[x])
