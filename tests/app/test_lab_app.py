@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from playground.core.settings import defaults
@@ -60,20 +61,21 @@ def api(client) -> dict:
 
 def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
     assert {"/sweep", "/dynamics", "/inspect", "/ping"} <= set(api)
-    # The step's inputs and the uploaded data; the dynamics add steps, mode, period.
-    # The settings before the file, the file, then float8's two, then downloads.
-    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER) + 1 + 2 + 1
+    # The settings before the file, the file, the settings added after it, then downloads.
+    step_late = STEP.order[STEP.order.index("data") + 1 :]
+    assert len(api["/sweep"]["parameters"]) == len(INPUT_ORDER) + 1 + len(step_late) + 1
     assert len(api["/sweep"]["returns"]) == 4  # reading, JSON, figure, downloads
     names = [p["parameter_name"] for p in api["/dynamics"]["parameters"]]
-    # steps, mode, period; the file; float8's two and pure_rounding; downloads.
-    assert len(names) == len(INPUT_ORDER) + 3 + 1 + 3 + 1
+    # The same for the dynamics, whose settings include steps, mode and period.
+    dynamics_late = DYNAMICS.order[DYNAMICS.order.index("data") + 1 :]
+    assert len(names) == len(DYNAMICS_FIELDS) + 1 + len(dynamics_late) + 1
     assert names[10:13] == ["steps", "mode", "period"]  # where they were before the model five
     assert len(api["/dynamics"]["returns"]) == 6
     assert len(api["/inspect"]["parameters"]) == 1
     # Every input has the page's default, so a caller may stop after any of them.
     defaults_sent = [p["parameter_default"] for p in api["/sweep"]["parameters"]]
-    # The settings' defaults, then no uploaded data, then float8's defaults, then no files.
-    late = [defaults()[name] for name in ("fp8_scaling", "amax_history")]
+    # The settings' defaults, then no uploaded data, then the later ones', then no files.
+    late = [defaults()[name] for name in step_late]
     assert defaults_sent == [*_values(), None, *late, False]
 
 
@@ -102,10 +104,22 @@ def test_dynamics_endpoint_matches_the_in_process_handler(client):
     assert [_figure(p) for p in plots] == [_figure(p) for p in expected_plots]
 
 
-@pytest.mark.parametrize("value", [1e-9, 1 + 1e-4, 65520.0])
+@pytest.mark.parametrize(
+    "value", [1e-9, 1 + 1e-4, 65520.0, "nan", "65519.99998", "0x3c00:float16"]
+)
 def test_inspect_endpoint_matches_the_in_process_handler(client, value):
+    # The API's one input also reads the page's text (nan, exact decimals, a format's bits).
     # gr.Markdown strips the trailing newline; the table itself arrives unchanged.
     assert client.predict(value, api_name="/inspect") == inspect_event(value).strip()
+
+
+def test_inspect_endpoint_rounds_65519_99998_once_into_float16(client):
+    table = client.predict("65519.99998", api_name="/inspect")
+    header, _, stored = [line for line in table.splitlines() if line.startswith("|")][:3]
+    names = [cell.strip() for cell in header.strip("|").split("|")]
+    values = dict(zip(names, (cell.strip() for cell in stored.strip("|").split("|")), strict=True))
+    largest = float(np.finfo(np.float16).max)  # float16's own largest value, below its tie
+    assert float(values["float16"]) == largest
 
 
 def test_bad_dynamics_call_names_the_field_and_the_server_keeps_serving(client):

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
+import numpy as np
 import pytest
-from test_browser import ARTIFACTS, TIMEOUT_MS, _open, _select_tab
+from playwright.sync_api import expect
+from test_browser import ARTIFACTS, TIMEOUT_MS, _expected, _open, _select_tab
 
+from browser_waits import wait_for_headline
 from playground import StepConfig
+from playground.core.dtypes import DTYPES
 from playground.core.settings import defaults
 from playground.core.sweep import run_sweep
 from playground.core.train import run_dynamics
@@ -19,6 +24,7 @@ from playground.sections.dynamics.charts import (
 )
 from playground.sections.dynamics.summary import dynamics_reading
 from playground.sections.lab.summary import sweep_reading
+from playground.sections.lab.sweep_status import RERUN_LABEL
 from reference import band_labels
 
 WIDTH, HEIGHT = 1280, 900
@@ -201,5 +207,166 @@ def test_training_dynamics_tab_trains_and_draws_three_charts(browser, app_url):
 
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "training_dynamics.png"), full_page=True)
+    finally:
+        page.close()
+
+
+# --- the inspector's bit rows -----------------------------------------------------------------
+
+
+def _inspected(page) -> dict[str, dict[str, str]]:
+    """The inspector's table: row label -> {format: cell}."""
+    rows = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#inspection table tr')).map(
+            r => Array.from(r.children).map(c => c.innerText.trim()))"""
+    )
+    return {row[0]: dict(zip(rows[0][1:], row[1:], strict=True)) for row in rows[1:]}
+
+
+def _type(page, text: str, shown: str) -> None:
+    """Type ``text`` and press Enter; wait until the table's first line names it as ``shown``."""
+    box = page.locator("#inspect-number textarea, #inspect-number input").first
+    box.fill(text)
+    box.press("Enter")
+    page.wait_for_function(
+        """shown => {
+            const line = (document.querySelector('#inspection p')?.innerText || '').trim();
+            return line === `Typed: ${shown}` || line.startsWith(`Typed: ${shown},`);
+        }""",
+        arg=shown,
+        timeout=TIMEOUT_MS,
+    )
+
+
+def _bit(page, dtype: str, position: int):
+    """A bit's button, found as a screen reader names it ("0: float16 bit 0, mantissa; ...")."""
+    return page.locator("#inspect-bits").get_by_role(
+        "button", name=f": {dtype} bit {position},", exact=False
+    )
+
+
+def _value_of_bits(raw: int, dtype: str) -> float:
+    """A format's bit pattern as its value, read by ml_dtypes / numpy here."""
+    numpy_dtype = np.dtype(getattr(ml_dtypes, dtype, dtype))
+    return float(np.asarray(raw, f"uint{numpy_dtype.itemsize * 8}").view(numpy_dtype))
+
+
+def test_pressing_a_bit_flips_it_and_inspects_the_new_pattern_in_every_format(browser, app_url):
+    page = _open(browser, app_url, WIDTH, HEIGHT)
+    try:
+        _select_tab(page, "Precision lab")
+        box = page.locator("#inspect-number textarea, #inspect-number input").first
+        for dtype in DTYPES:  # the sign bit of each format's row: 1 becomes -1
+            _type(page, "1", "1.0")
+            width = 8 * np.dtype(getattr(ml_dtypes, dtype, dtype)).itemsize
+            _bit(page, dtype, width - 1).click()
+            expect(box).to_have_value(f"0x{_raw_of_minus_one(dtype):0{width // 4}x}:{dtype}")
+            expect(page.locator("#inspection")).to_contain_text(f"the {dtype} bits of -1.0")
+            assert _inspected(page)["stored value"] == {name: "-1" for name in DTYPES}
+
+        # float16's lowest mantissa bit: 1 + 2^-10, shown as float16 stores it.
+        _type(page, "1", "1.0")
+        _bit(page, "float16", 0).click()
+        expect(box).to_have_value("0x3c01:float16")
+        expected = _value_of_bits(0x3C01, "float16")
+        expect(page.locator("#inspection")).to_contain_text(f"bits of {expected!r}")
+        assert _inspected(page)["stored value"]["float16"] == f"{expected:.9g}"
+        # The pressed bit keeps the focus, so the keyboard can press it again: back to 1.
+        page.wait_for_function(
+            "() => document.activeElement?.dataset?.key === 'float16-0'", timeout=TIMEOUT_MS
+        )
+        page.keyboard.press("Enter")
+        expect(box).to_have_value("0x3c00:float16")
+        assert _inspected(page)["stored value"]["float16"] == "1"
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#inspect-bits").screenshot(path=str(ARTIFACTS / "inspector_bits.png"))
+    finally:
+        page.close()
+
+
+def _raw_of_minus_one(dtype: str) -> int:
+    numpy_dtype = np.dtype(getattr(ml_dtypes, dtype, dtype))
+    return int(np.asarray(-1.0).astype(numpy_dtype).view(f"uint{numpy_dtype.itemsize * 8}"))
+
+
+def test_the_inspector_reads_nan_and_names_a_number_beyond_float64_on_a_phone(browser, app_url):
+    page = _open(browser, app_url, 390, 844)
+    try:
+        _select_tab(page, "Precision lab")
+        _type(page, "nan", "nan")
+        assert set(_inspected(page)["stored value"].values()) == {"nan"}
+        _type(page, "65519.99998", "65519.99998")
+        # Rounded once from the typed digits: float16 keeps its largest value, 65504.
+        largest = float(ml_dtypes.finfo(np.float16).max)
+        assert _inspected(page)["stored value"]["float16"] == f"{largest:.9g}"
+        _type(page, "1e400", "1e400")
+        expect(page.locator("#inspection")).to_contain_text("beyond float64's range")
+        assert _inspected(page)["rounding error"]["float32"] == "inf"
+        # The bit rows wrap on a phone: nothing sticks out of the page.
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - innerWidth")
+        assert overflow <= 0, overflow
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#inspect-bits").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "inspector_phone_390.png"))
+    finally:
+        page.close()
+
+
+# --- the sweep marked stale -----------------------------------------------------------------
+
+
+def _opacity(page, selector: str) -> float:
+    return page.evaluate(
+        "s => Number(getComputedStyle(document.querySelector(s)).opacity)", selector
+    )
+
+
+def test_the_sweep_is_dimmed_under_a_banner_once_the_controls_differ(browser, app_url):
+    page = _open(browser, app_url, WIDTH, HEIGHT)
+    status = page.locator("#sweep-status")
+    rerun = page.get_by_role("button", name=RERUN_LABEL)
+    dtype = page.locator("#compute_dtype")
+    try:
+        _select_tab(page, "Precision lab")
+        page.get_by_role("button", name="Sweep the loss scale").click()
+        page.wait_for_function(
+            "() => (document.querySelector('#sweep-reading')?.innerText || '').includes('window')",
+            timeout=TIMEOUT_MS,
+        )
+        expect(status).not_to_contain_text("Not updated")
+        expect(rerun).to_be_hidden()
+        assert _opacity(page, "#sweep-reading") == 1
+
+        dtype.get_by_role("radio", name="float16", exact=True).check()
+        expect(status).to_contain_text("Not updated", timeout=TIMEOUT_MS)
+        text = status.inner_text()
+        assert "ran with compute_dtype = bfloat16" in text and "compute_dtype = float16" in text
+        expect(rerun).to_be_visible()
+        page.wait_for_function(
+            "() => Number(getComputedStyle(document.querySelector('#sweep-reading')).opacity) < 1"
+        )
+        assert _opacity(page, "#sweep-reading") < 0.6 and _opacity(page, "#sweep-status") == 1
+        # The step's own results are current: the sweep's banner does not dim them.
+        assert _opacity(page, "#headline") == 1
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#sweep-results").screenshot(path=str(ARTIFACTS / "sweep_stale.png"))
+
+        dtype.get_by_role("radio", name="bfloat16", exact=True).check()  # back: current again
+        expect(status).not_to_contain_text("Not updated", timeout=TIMEOUT_MS)
+        expect(rerun).to_be_hidden()
+
+        dtype.get_by_role("radio", name="float16", exact=True).check()
+        expect(rerun).to_be_visible(timeout=TIMEOUT_MS)
+        wait_for_headline(page, _expected(compute_dtype="float16"))
+        rerun.click()  # the rerun sweeps the controls' settings
+        page.wait_for_function(
+            f"() => ({CHART_JS})('Loss-scale sweep (float16)') !== null", timeout=TIMEOUT_MS
+        )
+        expect(status).not_to_contain_text("Not updated", timeout=TIMEOUT_MS)
+        expect(rerun).to_be_hidden()
+        page.wait_for_function(
+            "() => Number(getComputedStyle(document.querySelector('#sweep-reading')).opacity) == 1"
+        )
     finally:
         page.close()

@@ -56,6 +56,7 @@ BITS_CSS = """
 .mantissa { background: #dcfce7; color: #14532d; }
 .bit-legend span { padding: 0 4px; border-radius: 3px; }
 .bit-value { font-family: var(--font-mono); font-size: var(--text-sm); }
+@media (max-width: 720px) { .bit-format { flex-basis: 100%; } }
 """
 
 
@@ -78,13 +79,16 @@ def inspect_event(number: Any) -> str:
         return inspector_view.inspection(number)
 
 
-def inspect_text(text: Any) -> tuple[str, str]:
-    """The page's inspector: the typed text's table and bit rows, or its refusal in place of
-    the table."""
-    return inspector_view.inspector_views(text)
+def inspect_text(text: Any, inspected: Any = None) -> tuple[Any, ...]:
+    """The page's inspector: the typed text's table and bit rows (or its refusal in place of the
+    table), and the text they show. A text already on view changes nothing: leaving the box
+    after Enter must not draw the bit rows again under a pointer about to press one of them."""
+    if inspected is not None and text == inspected:
+        return gr.skip(), gr.skip(), gr.skip()
+    return (*inspector_view.inspector_views(text), text)
 
 
-def flip_bit(event: gr.EventData) -> tuple[str, str, str]:
+def flip_bit(event: gr.EventData) -> tuple[Any, ...]:
     """A pressed bit: its flipped pattern typed into the box, then inspected."""
     text = str(event.bits)
     return (text, *inspect_text(text))
@@ -121,6 +125,7 @@ class LabTab:
     number_presets: gr.Dropdown
     inspection: gr.Markdown
     bits: gr.HTML
+    inspected: gr.State  # the text the table and bit rows show
     inspect_api: gr.Number
     controls: dict[str, gr.components.Component] = field(default_factory=dict)
 
@@ -179,6 +184,7 @@ def build() -> LabTab:
             elem_id="inspect-bits", js_on_load=BITS_JS, css_template=BITS_CSS, padding=False
         )
         # The `inspect` API endpoint's own input: a number, as scripts send it.
+        inspected = gr.State(None)
         inspect_api = gr.Number(visible=False)
     return LabTab(
         activation_plot,
@@ -196,11 +202,12 @@ def build() -> LabTab:
         number_presets,
         inspection,
         bits,
+        inspected,
         inspect_api,
     )
 
 
-def _preset(label: str) -> tuple[str, str, str]:
+def _preset(label: str) -> tuple[Any, ...]:
     text = lab_tab.preset_number(label)
     return (text, *inspect_text(text))
 
@@ -241,17 +248,26 @@ def wire(page: Page, lab: LabTab) -> None:
         preprocess=False,
         show_progress="hidden",
     )
-    inspector = [lab.inspection, lab.bits]
+    inspector = [lab.inspection, lab.bits, lab.inspected]
     gr.on(
         triggers=[page.demo.load, lab.number.submit, lab.number.blur],
         fn=inspect_text,
-        inputs=lab.number,
+        inputs=[lab.number, lab.inspected],
         outputs=inspector,
         api_visibility="private",
         preprocess=False,
         trigger_mode="always_last",
+        # No progress cover over the bit rows: a press on a bit while the box is being left
+        # (which sends the box's text) must land on the bit, not on a cover.
+        show_progress="hidden",
     )
-    lab.bits.click(flip_bit, None, [lab.number, *inspector], api_visibility="private")
+    lab.bits.click(
+        flip_bit,
+        None,
+        [lab.number, *inspector],
+        api_visibility="private",
+        show_progress="hidden",
+    )
     lab.number_presets.input(
         _preset,
         lab.number_presets,
