@@ -104,11 +104,17 @@ def scaled_step(
     grads = jax.tree.map(lambda g, p: g.astype(p.dtype), policy.unscale(scaled_grads), point)
     updates, opt_state = tx.update(grads, opt_state, point)
     finite = all_finite(grads)
-    # A gradient lost to zero is told from a true zero by float32's gradient at the same point.
-    reference = jax.grad(float32_mse, argnums=1)(
-        graphdef, jax.tree.map(_float32, point), x, y, precision.task
-    )
-    flushed = _share(jax.tree.map(metrics.flushed_update_mask, grads, reference, updates))
+    # A gradient lost to zero is told from a true zero by float32's gradient at the same point,
+    # computed only in a step that has a zero gradient entry (none: nothing was flushed).
+    def flushed_share(_) -> jax.Array:
+        reference = jax.grad(float32_mse, argnums=1)(
+            graphdef, jax.tree.map(_float32, point), x, y, precision.task
+        )
+        masks = jax.tree.map(metrics.flushed_update_mask, grads, reference, updates)
+        return _share(masks).astype(jnp.float32)
+
+    has_zero = jnp.any(jnp.stack([jnp.any(g == 0) for g in jax.tree.leaves(grads)]))
+    flushed = jax.lax.cond(has_zero, flushed_share, lambda _: jnp.float32(0), None)
     saturated = jnp.float32(0)
     if history is not None:
         totals = float8_stats.sum(axis=(0, 1))
