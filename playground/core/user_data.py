@@ -137,7 +137,10 @@ def parse_csv(content: bytes, d_out: int, name: str = "data.csv") -> UserData:
     table = settings()
     max_rows = int(table["n"].high)
     if len(data) > max_rows:
-        raise _refuse(f"the file has {len(data):,} data rows; at most {max_rows:,}")
+        raise _refuse(
+            f"the file has {len(data):,} data rows; at most {max_rows:,} (the cap on "
+            f"{table['n'].label})"
+        )
     width = len(data[0])
     values = np.empty((len(data), width), np.float64)
     for r, row in enumerate(data):
@@ -166,9 +169,13 @@ def parse_csv(content: bytes, d_out: int, name: str = "data.csv") -> UserData:
             "least one must be an input"
         )
     if len(inputs) > max_in:
-        raise _refuse(f"{len(inputs)} input columns; at most {max_in}")
+        raise _refuse(
+            f"{len(inputs)} input columns; at most {max_in} (the cap on {table['d_in'].label})"
+        )
     if len(targets) > max_out:
-        raise _refuse(f"{len(targets)} target columns; at most {max_out}")
+        raise _refuse(
+            f"{len(targets)} target columns; at most {max_out} (the cap on {table['d_out'].label})"
+        )
     matrix = values.astype(np.float32)
     return UserData(
         name=name, x=freeze(matrix[:, inputs].copy()), y=freeze(matrix[:, targets].copy())

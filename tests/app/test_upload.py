@@ -37,7 +37,7 @@ def test_the_last_d_out_columns_are_the_targets_with_or_without_a_header():
         (b"1,2\nnan,3\n", 1, "data", "row 2, column 1 is 'nan'"),
         (b"1,2\n1e39,3\n", 1, "data", "row 2, column 1 is '1e39'"),
         (b"y,target\n1,2\n", 1, "data", "every one of its 2 columns is headed as a target"),
-        (("1,2\n" * 4097).encode(), 1, "data", "4,097 data rows; at most 4,096"),
+        (("1,2\n" * 4097).encode(), 1, "data", "4,097 data rows; at most 4,096 (the cap on batch"),
         (b"1," * 600_000, 1, "data", "at most 1,000,000"),
     ],
     ids=["empty", "header-only", "ragged", "text", "nan", "overflow", "no-inputs", "rows", "size"],

@@ -111,8 +111,12 @@ def test_caps_are_still_refused_naming_the_field():
     with pytest.raises(ConfigError) as error:
         parse_csv(_text(None, wide), d_out=1)
     assert error.value.field == "data"
-    assert f"{max_in + 1} input columns; at most {max_in}" in str(error.value)
+    assert f"{max_in + 1} input columns; at most {max_in} (the cap on input width D_in)" in str(
+        error.value
+    )
     header = ["x"] + [f"y{c}" for c in range(max_out + 1)]
     with pytest.raises(ConfigError) as error:
         parse_csv(_text(header, np.ones((2, max_out + 2))), d_out=1)
-    assert f"{max_out + 1} target columns; at most {max_out}" in str(error.value)
+    assert f"{max_out + 1} target columns; at most {max_out} (the cap on output width D_out)" in (
+        str(error.value)
+    )
