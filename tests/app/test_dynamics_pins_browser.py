@@ -138,3 +138,44 @@ def test_a_nan_curve_ends_with_a_marker_naming_its_step_and_cause(browser, app_u
         _shot(page, "dynamics_nan_marker.png")
     finally:
         page.close()
+
+
+def test_a_run_on_an_upload_is_current_until_the_upload_goes(browser, app_url, tmp_path):
+    import numpy as np
+
+    from playground.core.user_data import UserData
+
+    rows = np.random.default_rng(5).standard_normal((24, 4)).round(4)
+    path = tmp_path / "four.csv"
+    path.write_text("\n".join(",".join(repr(float(v)) for v in row) for row in rows) + "\n")
+    # At the defaults (D_out = 16 > 4 columns) the last column is the one target.
+    shapes = {"n": 24, "d_in": 3, "d_out": 1}
+    data = UserData(path.name, rows[:, :3].astype(np.float32), rows[:, 3:].astype(np.float32))
+    config = START.replace(**shapes, input_scale=1.0, target_scale=1.0, steps=STEPS)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{app_url}?{urlencode(QUERY | {'input_scale': 1, 'target_scale': 1})}")
+        page.locator("#headline #mixed-new-loss").wait_for(state="visible")
+        with page.expect_file_chooser() as chooser:
+            page.locator("#data").get_by_text("Click to Upload").click()
+        chooser.value.set_files(str(path))
+        wait_for_headline(page, f"{run_report(config, data).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
+        _select_tab(page, "Training dynamics")
+        first = dynamics_reading(run_dynamics(config, data=data))[0]
+        page.get_by_role("button", name="Train the three runs").click()
+        page.wait_for_function(
+            "t => (document.querySelector('#dynamics-reading')?.innerText || '').includes(t)",
+            arg=first,
+            timeout=RUN_TIMEOUT_MS,
+        )
+        # The controls show the file's shapes, which the run used: nothing is stale.
+        page.wait_for_timeout(1000)  # any stale check after the run has answered
+        expect(_banner(page)).to_have_count(0)
+        # The upload removed: the run was computed with the file, the controls say synthetic.
+        page.locator("#data").get_by_role("button", name="Clear").click()
+        expect(_banner(page)).to_contain_text(
+            "computed with data=four.csv; the controls now say data=synthetic"
+        )
+    finally:
+        page.close()
