@@ -51,9 +51,9 @@ class ElementFacts:
     """What quantizing into one element format needs, from ml_dtypes' finfo.
 
     max: the largest finite value; emax: floor(log2 max); mantissa_bits: stored fraction bits;
-    smallest_normal, smallest_subnormal; overflow_edge: max plus half the gap above it, the
-    magnitude from which round-to-nearest into an unbounded format would give more than max
-    (a value between max and the edge rounds to max anyway: no loss from saturation).
+    smallest_normal, smallest_subnormal (= 2^subnormal_exponent); overflow_edge: max plus half
+    the gap above it, the magnitude from which round-to-nearest into an unbounded format would
+    give more than max (a value between max and the edge rounds to max anyway: no loss).
     """
 
     name: str
@@ -62,6 +62,7 @@ class ElementFacts:
     mantissa_bits: int
     smallest_normal: float
     smallest_subnormal: float
+    subnormal_exponent: int
     overflow_edge: float
 
 
@@ -79,6 +80,7 @@ def element_facts(name: str) -> ElementFacts:
         mantissa_bits=int(finfo.nmant),
         smallest_normal=float(finfo.smallest_normal),
         smallest_subnormal=float(finfo.smallest_subnormal),
+        subnormal_exponent=int(np.log2(float(finfo.smallest_subnormal))),
         overflow_edge=largest + gap_at_max / 2,
     )
 

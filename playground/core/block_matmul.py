@@ -74,12 +74,26 @@ def weight_tile(recipe: BlockRecipe, forward: bool) -> tuple[int, int]:
     return (recipe.block, 1) if forward else (1, recipe.block)
 
 
+def _mix(words: jax.Array) -> jax.Array:
+    """murmur3's 32-bit finalizer: every input bit flips each output bit with probability ~1/2."""
+    words = words ^ (words >> 16)
+    words = words * jnp.uint32(0x85EBCA6B)
+    words = words ^ (words >> 13)
+    words = words * jnp.uint32(0xC2B2AE35)
+    return words ^ (words >> 16)
+
+
 def gradient_uniforms(key: jax.Array, shape: tuple[int, int]) -> tuple[jax.Array, jax.Array]:
     """Two independent arrays of ``shape`` of uniforms in [0, 1), 16 bits each, for the
-    gradient's two stochastic roundings (rows, columns): the halves of one draw of 32-bit words
-    from XLA's RngBitGenerator seeded from ``key`` (on CPU about twice as fast as threefry)."""
-    seed = jax.random.bits(jax.random.fold_in(key, ROUNDING), (4,), jnp.uint32)
-    words = jax.random.bits(jax.random.wrap_key_data(seed, impl="rbg"), shape, jnp.uint32)
+    gradient's two stochastic roundings (rows, columns): the halves of one 32-bit word per
+    entry, a counter-based hash of the entry's index keyed by two words drawn from ``key``
+    (mix(mix(index x golden ratio + k0) ^ k1)). Not cryptographic, but uniform and uncorrelated
+    enough for rounding decisions, and on CPU about 6x cheaper than drawing them with XLA's
+    RngBitGenerator (threefry is slower still)."""
+    k0, k1 = jax.random.bits(jax.random.fold_in(key, ROUNDING), (2,), jnp.uint32)
+    rows = jax.lax.broadcasted_iota(jnp.uint32, shape, 0)
+    index = rows * jnp.uint32(shape[1]) + jax.lax.broadcasted_iota(jnp.uint32, shape, 1)
+    words = _mix(_mix(index * jnp.uint32(0x9E3779B9) + k0) ^ k1)
     step = jnp.float32(2**-16)
     return (words >> 16).astype(jnp.float32) * step, (words & 0xFFFF).astype(jnp.float32) * step
 

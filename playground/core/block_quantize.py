@@ -33,7 +33,6 @@ import numpy as np
 from playground.core.block_formats import (
     BlockRecipe,
     e8m0_exponent,
-    element_dtype,
     element_facts,
     float32_block_scale,
     nvfp4_block_scale,
@@ -147,7 +146,7 @@ def quantize(
     saturated = finite & (jnp.abs(scaled) > facts.overflow_edge)
     clipped = jnp.clip(scaled, -facts.max, facts.max)
     if uniform is None:
-        elements = clipped.astype(element_dtype(fmt)).astype(jnp.float32)
+        elements = round_to_nearest(clipped, fmt)
     else:
         elements = stochastic_round(clipped, fmt, pad_to_tiles(uniform, tile))
     # An inf or NaN stays one (never clipped into a number), so an overflow upstream shows.
@@ -164,20 +163,34 @@ def quantize(
     )
 
 
+def _gap_exponent(magnitude: jax.Array, fmt: str) -> jax.Array:
+    """log2 of the gap between ``fmt``'s neighbours around each magnitude (float32, at most
+    the format's max): 2^(floor(log2 m) - mantissa_bits), at least the smallest subnormal.
+    floor(log2 m) is read from the float32 exponent bits (-127 for 0 and subnormals)."""
+    facts = element_facts(fmt)
+    binade = ((jax.lax.bitcast_convert_type(magnitude, jnp.int32) >> 23) & 0xFF) - 127
+    return jnp.maximum(binade - facts.mantissa_bits, facts.subnormal_exponent)
+
+
+def round_to_nearest(values: jax.Array, fmt: str) -> jax.Array:
+    """Each entry of ``values`` (within +-max of ``fmt``) rounded to the nearest value of
+    ``fmt``, ties to even: round(v / gap) x gap with the gap a power of two, so the quotient is
+    exact. The same values as the cast to ``fmt`` (the tests check it against ml_dtypes),
+    several times cheaper than XLA's conversion on CPU."""
+    exponent = _gap_exponent(jnp.abs(values), fmt)
+    return jnp.round(values * power_of_two(-exponent)) * power_of_two(exponent)
+
+
 def stochastic_round(values: jax.Array, fmt: str, uniform: jax.Array) -> jax.Array:
     """Each entry of ``values`` (within +-max of ``fmt``) rounded to one of its two neighbours
-    in ``fmt``: up with probability (|v| - lower) / gap, so its expectation is v.
-
-    The gap at |v| is 2^(floor(log2 |v|) - mantissa_bits), at least the smallest subnormal."""
-    facts = element_facts(fmt)
+    in ``fmt``: up with probability (|v| - lower) / gap (the gap as in ``round_to_nearest``),
+    so its expectation is v."""
     magnitude = jnp.abs(values)
-    _, k = jnp.frexp(magnitude)  # magnitude = m 2^k, m in [0.5, 1): floor(log2) = k - 1
-    gap = jnp.maximum(
-        jnp.ldexp(jnp.float32(1), k - 1 - facts.mantissa_bits), facts.smallest_subnormal
-    )
-    lower = jnp.floor(magnitude / gap) * gap
-    up = uniform < (magnitude - lower) / gap
-    return jnp.sign(values) * jnp.where(up, lower + gap, lower)
+    exponent = _gap_exponent(magnitude, fmt)
+    in_gaps = magnitude * power_of_two(-exponent)  # exact: a power-of-two factor
+    lower = jnp.floor(in_gaps)
+    rounded = jnp.where(uniform < in_gaps - lower, lower + 1, lower)
+    return jnp.sign(values) * rounded * power_of_two(exponent)
 
 
 def hadamard_matrix(size: int) -> np.ndarray:

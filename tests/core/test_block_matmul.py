@@ -202,3 +202,18 @@ def test_cpu_emulates_and_says_so():
     assert native_scaled_dot_general("mxfp8") is False
     for recipe in BLOCK_RECIPES.values():
         assert matmul_path(recipe).startswith("emulated")
+
+
+def test_gradient_uniforms_look_uniform_and_independent():
+    rows, columns = (
+        np.asarray(u, np.float64) for u in gradient_uniforms(jax.random.key(3), (256, 256))
+    )
+    other, _ = gradient_uniforms(jax.random.key(4), (256, 256))
+    for draws in (rows, columns):
+        assert draws.min() >= 0 and draws.max() < 1
+        counts = np.histogram(draws, bins=16, range=(0, 1))[0]
+        expected = draws.size / 16  # chi-square with 15 degrees of freedom: 99.9% below 37.7
+        assert np.sum((counts - expected) ** 2 / expected) < 37.7
+        assert abs(np.corrcoef(draws.ravel()[:-1], draws.ravel()[1:])[0, 1]) < 0.01
+    assert abs(np.corrcoef(rows.ravel(), columns.ravel())[0, 1]) < 0.01
+    assert abs(np.corrcoef(rows.ravel(), np.asarray(other).ravel())[0, 1]) < 0.01

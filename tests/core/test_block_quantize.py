@@ -34,6 +34,7 @@ from playground.core.block_quantize import (
     hadamard_matrix,
     last_block_size,
     random_hadamard,
+    round_to_nearest,
     stochastic_round,
 )
 from playground.core.block_quantize import quantize as quantize_eagerly
@@ -205,3 +206,24 @@ def test_non_finite_entries_stay_non_finite(recipe):
     assert np.isinf(dequantized[0, 3]) or np.isnan(dequantized[0, 3])
     assert np.isnan(dequantized[1, 40])
     assert not np.asarray(ours.saturated)[0, 3]  # an inf is not a saturated finite value
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float4_e2m1fn"])
+def test_round_to_nearest_is_the_formats_cast(fmt):
+    largest = float(ml_dtypes.finfo(getattr(ml_dtypes, fmt)).max)
+    # Every grid point, every midpoint between neighbours and values just off them.
+    grid = np.unique(np.abs(np.linspace(-largest, largest, 4001, dtype=np.float32)))
+    grid = np.unique(grid.astype(getattr(ml_dtypes, fmt)).astype(np.float32))
+    midpoints = (grid[:-1] + grid[1:]) / 2
+    probes = np.concatenate(
+        [
+            grid,
+            midpoints,
+            np.nextafter(midpoints, 0),
+            np.nextafter(midpoints, np.float32(np.inf)),
+            [1e-30, 0.0],
+        ]
+    ).astype(np.float32)
+    probes = np.concatenate([probes, -probes])
+    ours = np.asarray(jax.jit(round_to_nearest, static_argnums=1)(jnp.asarray(probes), fmt))
+    np.testing.assert_array_equal(ours, probes.astype(getattr(ml_dtypes, fmt)).astype(np.float32))
