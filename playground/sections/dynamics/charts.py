@@ -4,31 +4,27 @@ Rule: each figure draws one run (a ``DynamicsReport`` or its ``RunCurves``) in t
 colours and, given pinned runs (``sections.dynamics.pins``), overlays each pin in a colour of its
 own, its legend group titled by the settings that differ (``pinned: loss_scale=1``) and the
 current run's by its own (``this run: loss_scale=32768``); a pinned curve equal to the current
-run's is not drawn twice. A loss curve that stops being finite ends with a marker naming the
-step and the cause its run shows (``sections.dynamics.nan_marks``).
+run's is not drawn twice (``sections.dynamics.overlay``). A loss curve that stops being finite
+ends with a marker naming the step and the cause its run shows (``sections.dynamics.nan_marks``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from playground.core.train import DynamicsReport
 from playground.sections.dynamics.curves import RunCurves, as_curves
-from playground.sections.dynamics.nan_marks import nan_marks
-from playground.sections.dynamics.pins import PIN_COLORS, names, same_curve
+from playground.sections.dynamics.overlay import nan_traces, overlay
+from playground.sections.dynamics.pins import same_curve
 from playground.sections.dynamics.summary import ROUNDING_NAMES
 from playground.views.plotly import (
     FLOAT32_COLOR,
-    LEGEND_BELOW,
     LOG_FORMAT,
     MAX_POINTS,
     MIXED_COLOR,
     OVERFLOW_COLOR,
-    WARNING_TEXT_COLOR,
     Figure,
     base_layout,
     line_trace,
@@ -51,87 +47,6 @@ def _loss_names(run: RunCurves) -> dict[str, str]:
         "mixed": f"mixed ({dtype}, float32 masters)",
         "pure": f"pure {dtype} parameters ({ROUNDING_NAMES[run.pure_rounding]})",
     }
-
-
-SAME_CURVES = "same curves as this run"
-
-
-def _legend_only(name: str, color: str) -> Figure:
-    """A legend entry with nothing to draw."""
-    return {
-        "type": "scatter",
-        "mode": "lines",
-        "x": [None],
-        "y": [None],
-        "name": name,
-        "line": {"color": color, "width": 2},
-        "showlegend": True,
-        "hoverinfo": "skip",
-    }
-
-
-def _grouped(traces: list[Figure], group: str, title: str) -> list[Figure]:
-    """``traces`` in one legend group titled ``title``."""
-    return [trace | {"legendgroup": group, "legendgrouptitle": {"text": title}} for trace in traces]
-
-
-def _overlay(
-    current: RunCurves,
-    pins: Sequence[RunCurves],
-    own: list[Figure],
-    pinned_traces: Any,
-    layout: dict[str, Any],
-) -> list[Figure]:
-    """The current run's ``own`` traces, then each pin's (``pinned_traces(pin, color)``), each
-    group titled by what differs; the legend moves below the plot, where many entries fit."""
-    if not pins:
-        return own
-    current_name, pin_names = names(current, pins)
-    data = _grouped(own, "current", f"this run: {current_name}")
-    for index, (pin, name) in enumerate(zip(pins, pin_names, strict=True)):
-        color = PIN_COLORS[index % len(PIN_COLORS)]
-        # A pin whose every curve here is the current run's still names itself in the legend.
-        traces = pinned_traces(pin, color) or [_legend_only(SAME_CURVES, color)]
-        data += _grouped(traces, f"pin{index}", f"pinned: {name}")
-    layout["legend"] = LEGEND_BELOW | {"groupclick": "toggleitem"}
-    return data
-
-
-def _nan_traces(run: RunCurves, color_of: dict[str, str]) -> list[Figure]:
-    """A marker where each drawn curve stops being finite, naming the step and the cause; curves
-    that stop at the same point share one marker, a line of its text each."""
-    ends: dict[tuple[int, float], list] = {}
-    for mark in nan_marks(run):
-        if mark.run not in color_of or mark.last_finite is None or mark.last_finite <= 0:
-            continue  # no curve drawn, or no point on a log axis to end it at
-        # Within 10% at the same step, two ends would print their texts over each other.
-        near = [
-            end
-            for end in ends
-            if end[0] == mark.step and abs(math.log10(end[1] / mark.last_finite)) < 0.04
-        ]
-        ends.setdefault(near[0] if near else (mark.step, mark.last_finite), []).append(mark)
-    traces = []
-    for (step, last), marks in ends.items():
-        shared = len(marks) > 1
-        lines = [f"{m.run}: {m.label}" if shared else m.label for m in marks]
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "markers+text",
-                "x": [step],
-                "y": [last],
-                "text": ["<br>".join(lines)],
-                # Below the point: a curve about to fail is high on the chart, often at its top.
-                "textposition": "bottom left" if step > run.steps / 2 else "bottom right",
-                "cliponaxis": False,
-                "textfont": {"color": WARNING_TEXT_COLOR, "size": 11},
-                "name": f"{', '.join(m.run for m in marks)}: {marks[0].word} at step {step}",
-                "marker": {"symbol": "x", "size": 11, "color": color_of[marks[0].run]},
-                "hovertemplate": "<br>".join(m.sentence for m in marks) + "<extra></extra>",
-            }
-        )
-    return traces
 
 
 def _picked(count: int, points: int) -> np.ndarray:
@@ -164,7 +79,7 @@ def _loss_traces(
         )
         for name in runs
     ]
-    return data + _nan_traces(run, {name: colors[name] for name in runs})
+    return data + nan_traces(run, {name: colors[name] for name in runs})
 
 
 def dynamics_loss_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
@@ -183,7 +98,7 @@ def dynamics_loss_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figur
         return _loss_traces(pin, dict.fromkeys(runs, color), PIN_DASHES, runs, PIN_POINTS)
 
     own = _loss_traces(current, RUN_COLORS, DASHES)
-    data = _overlay(current, pins, own, pinned, layout)
+    data = overlay(current, pins, own, pinned, layout)
     # Each tick labelled with its value. Curves spanning under 1000x (the usual case) get
     # ticks at 1, 2 and 5 per decade: Plotly's own choice there, every digit, labels 0.9 on
     # top of 1. Wider curves keep Plotly's ticks, one per decade or fewer.
@@ -260,7 +175,7 @@ def lost_update_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
             trace["line"]["dash"] = PIN_DASHES[name]
         return traces
 
-    data = _overlay(current, pins, data, pinned, layout)
+    data = overlay(current, pins, data, pinned, layout)
     curves += [share for pin in pins for share in (pin.pure_lost_share, pin.mixed_lost_share)]
     shares = 100 * np.concatenate(curves)
     shares = shares[np.isfinite(shares)]
@@ -305,7 +220,7 @@ def scale_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
             return []
         return [_scale_trace(pin, color, f"log2 loss scale ({pin.mode})")]
 
-    data = _overlay(current, pins, data, pinned, layout)
+    data = overlay(current, pins, data, pinned, layout)
     return {"data": data, "layout": layout}
 
 
