@@ -69,6 +69,10 @@ class TrainingLessons:
 
 def build_training_lessons() -> TrainingLessons:
     """The training lessons' row and caption (call inside the Training dynamics tab)."""
+    gr.Markdown(
+        "**Lessons over many steps**: each button sets every setting (the rest to defaults), "
+        "trains, and states what the run shows, checked against its numbers."
+    )
     with gr.Row(elem_id="training-lessons"):
         buttons = [
             gr.Button(lesson.label, size="sm", elem_id=f"training-lesson-{index}")

@@ -59,5 +59,9 @@ def test_the_float16_s1_lesson_trains_and_shows_its_claim_and_both_meter_counts(
         assert page.locator("#steps input").first.input_value() == str(config.steps)
         page.locator("#dynamics-results").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "training_lesson_float16_s1.png"))
+        for width, height, name in ((1400, 1000, "desktop"), (390, 844, "phone")):
+            page.set_viewport_size({"width": width, "height": height})
+            page.locator("#training-lessons").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"training_lessons_{name}.png"))
     finally:
         page.close()
