@@ -189,14 +189,14 @@ def _three_runs(
     def one_step(carry, index):
         float32_params, float32_opt, runs = carry
         float32_loss, grads = jax.value_and_grad(float32_mse, argnums=1)(
-            graphdef, float32_params, x, y
+            graphdef, float32_params, x, y, precision.task
         )
         updates, float32_opt = plain.update(grads, float32_opt, float32_params)
         float32_params = optax.apply_updates(float32_params, updates)
         outputs = {"float32_loss": float32_loss}
         new_runs = {}
         for name, (params, opt_state, policy, state, history) in runs.items():
-            outputs[f"{name}_loss"] = float32_mse(graphdef, params, x, y)
+            outputs[f"{name}_loss"] = float32_mse(graphdef, params, x, y, precision.task)
             outputs[f"{name}_scale"] = policy.loss_scale
             rounded = None
             if name == "pure" and pure_rounding != "nearest":
@@ -231,7 +231,8 @@ def _three_runs(
     finals = {"float32": float32_params} | {name: run[0] for name, run in runs.items()}
     for name, params in finals.items():
         key = f"{name}_loss"
-        buffers[key] = buffers[key].at[steps].set(float32_mse(graphdef, params, x, y))
+        final = float32_mse(graphdef, params, x, y, precision.task)
+        buffers[key] = buffers[key].at[steps].set(final)
     return buffers
 
 
