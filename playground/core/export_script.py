@@ -1,37 +1,20 @@
-"""One mixed-precision training step, exported from the mixed-precision playground.
+"""A mixed-precision step and training run, exported from the playground.
 
-The script rebuilds the playground's synthetic batch and runs two versions of one SGD
-step of an nnx.Linear layer, both starting from the same initial weights:
+From the page's batch and starting parameters it runs mixed_precision_step (float32
+master weights, a pass in COMPUTE_DTYPE, a fixed loss scale: the exercise), float32_step
+(its float32 twin) and train (STEPS steps of three runs: float32; mixed, that step with
+loss scaling MODE; pure, parameters stored in COMPUTE_DTYPE, rounded by PURE_ROUNDING),
+with the settings below (the page's fields, in capitals).
 
-  mixed_precision_step  float32 master weights, a forward and backward pass in
-                        COMPUTE_DTYPE and a fixed loss scale (the exercise);
-  float32_step          the same step in float32 throughout, without a loss scale.
-
-Settings (the constants below):
-
-    model_seed     0           model seed
-    data_seed      0           data seed
-    n              256         batch rows N
-    d_in           64          input width D_in
-    d_out          16          output width D_out
-    lr             0.1         learning rate
-    loss_scale     2.0**10     loss scale
-    input_scale    1.0         input scale
-    target_scale   1.0         target scale
-    compute_dtype  "bfloat16"  compute dtype
-
-It prints both losses after the step; the last line is one JSON object with "mixed_new",
-"float32_new", "config" and "versions". Losses that are not finite appear as the strings
-"nan", "inf" and "-inf", so the line is strict JSON. On the same machine with the same
-jax, jaxlib and numpy versions, the two numbers equal the page's "mixed new loss" and
-"float32 new loss" bit for bit. (When N or D_in is 1, a loss can differ in its last few
-bits: see the note in main.)
-
-Requires only jax, flax, optax and numpy. Run it with
+The last printed line is JSON: "mixed_new", "float32_new", "final_loss" (each run's
+float32 MSE after the last step), "skipped_steps", "config" and "versions"; a non-finite
+loss is a string ("nan", "inf", "-inf"). With the same jax, jaxlib and numpy versions
+they equal the page's numbers bit for bit. Requires only jax, flax, optax and numpy:
 
     python mixed_precision_step_bfloat16_seed0.py
 """
 
+import base64
 import json
 import math
 from importlib.metadata import version
@@ -53,120 +36,230 @@ LOSS_SCALE = 2.0**10  # loss scale
 INPUT_SCALE = 1.0  # input scale
 TARGET_SCALE = 1.0  # target scale
 COMPUTE_DTYPE = "bfloat16"  # compute dtype
+MODEL = "linear"  # model
+HIDDEN_LAYERS = 2  # hidden layers
+HIDDEN_WIDTH = 64  # hidden width
+ACTIVATION = "relu"  # activation
+OPTIMIZER = "sgd"  # optimizer
+STEPS = 200  # training steps
+MODE = "static"  # loss scaling
+PERIOD = 100  # growth period
+PURE_ROUNDING = "nearest"  # pure-run rounding
 
-# Standard deviation of the noise added to the teacher's targets.
-NOISE_STD = 0.1
-# The XLA options the playground compiles its step with; they are part of what
-# decides how low-precision intermediate results are rounded.
+NOISE_STD = 0.1  # of the noise added to the teacher's targets
+DATA = None  # an uploaded batch (float32, little-endian, base64), or None
+# The XLA options of the page's step: they decide some roundings.
 COMPILER_OPTIONS = {
     "xla_backend_optimization_level": 1,
     "xla_cpu_use_fusion_emitters": False,
 }
 # --- end of settings ---
 
+OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}  # with optax's own defaults
+OPTIMIZERS["momentum"] = lambda lr: optax.sgd(lr, momentum=0.9)
+ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
+HELD = lambda u, p: u.astype(p.dtype)  # noqa: E731
+# Hold each update in its parameter's dtype (the pure run's: COMPUTE_DTYPE).
+IN_PARAM_DTYPE = optax.stateless(lambda us, ps: jax.tree.map(HELD, us, ps))
+
 
 def make_batch():
-    """The playground's batch: x = input_scale * z and y = target_scale * (z @ T + e).
-
-    z (N x D_IN), the teacher T (D_IN x D_OUT) and the noise e (N x D_OUT) are
-    standard normal float32 draws from one numpy PCG64 generator, taken in that order.
-    Every product below is a float32 operation in the playground's order, so x and y
-    are the same bits as on the page.
-    """
+    """The upload, or x = input_scale * z, y = target_scale * (z @ T + e): z, T and e
+    are float32 normal draws from numpy's PCG64 in that order, all in float32 in the
+    page's order, so x and y are the page's bits."""
+    if DATA is not None:
+        x, y = (np.frombuffer(base64.b64decode(DATA[k]), "<f4") for k in "xy")
+        return x.reshape(N, D_IN), y.reshape(N, D_OUT)
     rng = np.random.default_rng(DATA_SEED)
     z = rng.standard_normal((N, D_IN), dtype=np.float32)
     teacher = rng.standard_normal((D_IN, D_OUT), dtype=np.float32)
-    # Divide by sqrt(D_IN) so that z @ teacher has entries of order one at any width.
-    teacher /= np.float32(np.sqrt(D_IN))
+    teacher /= np.float32(np.sqrt(D_IN))  # z @ teacher of order one at any width
     noise = rng.standard_normal((N, D_OUT), dtype=np.float32)
     noise *= np.float32(NOISE_STD)
-    x = np.float32(INPUT_SCALE) * z
-    y = np.float32(TARGET_SCALE) * (z @ teacher + noise)
-    return x, y
+    return np.float32(INPUT_SCALE) * z, np.float32(TARGET_SCALE) * (z @ teacher + noise)
 
 
-def low_precision_loss(model, x, y, compute_dtype):
-    """Mean squared error of a rounded copy of `model` on rounded data.
+class MultiLayer(nnx.Module):
+    """nnx.Linear layers D_IN -> HIDDEN_WIDTH ... -> D_OUT; ACTIVATION between them."""
 
-    The result is in compute_dtype.
-    """
-    # Take the parameter arrays out of the layer; graphdef keeps the layer's structure.
-    graphdef, params = nnx.split(model, nnx.Param)
-    # Round each parameter. tree_map makes new arrays, so the float32 weights of `model`
-    # are left as they were, and gradients still flow back through the casts to them.
-    low_params = jax.tree.map(lambda p: p.astype(compute_dtype), params)
-    # A throwaway layer built around the rounded arrays.
-    temporary = nnx.merge(graphdef, low_params)
-    # The rounded x and weights set the matmul's dtype; the rounded y only enters the
-    # subtraction and the mean, whose result stays in compute_dtype.
-    prediction = temporary(x.astype(compute_dtype))
-    return jnp.mean((prediction - y.astype(compute_dtype)) ** 2)
+    def __init__(self, rngs):
+        widths = [D_IN, *[HIDDEN_WIDTH] * HIDDEN_LAYERS, D_OUT]
+        pairs = zip(widths[:-1], widths[1:], strict=True)
+        self.layers = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in pairs])
+
+    def __call__(self, x):
+        for layer in self.layers[:-1]:
+            x = ACTIVATIONS[ACTIVATION](layer(x))
+        return self.layers[-1](x)
+
+
+def build_model(rngs):
+    """The page's model: the exercise's nnx.Linear, or the multi-layer perceptron."""
+    if MODEL == "linear":
+        return nnx.Linear(D_IN, D_OUT, rngs=rngs)
+    return MultiLayer(rngs)
 
 
 def initial_params(seed):
-    """The starting weight and bias of nnx.Linear(D_IN, D_OUT, rngs=nnx.Rngs(seed)).
-
-    seed is a uint32 array; jax.random.key(seed) is the key nnx.Rngs(seed) makes.
-    """
-    layer = nnx.Linear(D_IN, D_OUT, rngs=nnx.Rngs(jax.random.key(seed)))
-    return nnx.state(layer)
+    """The starting parameters of build_model; seed is a uint32 array."""
+    return nnx.state(build_model(nnx.Rngs(jax.random.key(seed))))
 
 
-def layer_with(params):
-    """A new nnx.Linear(D_IN, D_OUT) holding a copy of params; it draws nothing."""
-    shape = nnx.eval_shape(lambda: nnx.Linear(D_IN, D_OUT, rngs=nnx.Rngs(0)))
-    graphdef, _ = nnx.split(shape)
-    return nnx.merge(graphdef, params, copy=True)
+def loss_in(model, x, y, dtype):
+    """MSE of a copy of `model` rounded to `dtype`, on rounded data, in `dtype`."""
+    # The float32 weights stay as they were; gradients flow back through the casts.
+    graphdef, params = nnx.split(model, nnx.Param)
+    temporary = nnx.merge(graphdef, jax.tree.map(lambda p: p.astype(dtype), params))
+    full = "highest" if dtype == jnp.float32 else None  # not a GPU's TF32 default
+    with jax.default_matmul_precision(full):
+        prediction = temporary(x.astype(dtype))
+    return jnp.mean((prediction - y.astype(dtype)) ** 2)
 
 
 def mixed_precision_step(params, x, y, lr, loss_scale, compute_dtype=COMPUTE_DTYPE):
-    """One SGD step with float32 weights and a low-precision pass; returns the new loss.
-
-    params are the layer's starting parameters (initial_params(seed)), x and y are
-    float32 arrays of shapes (N, D_in) and (N, D_out), lr >= 0 and loss_scale > 0.
-    The result is a float32 array of shape (1,): the unscaled compute_dtype loss
-    after the update.
-    """
+    """One OPTIMIZER step in compute_dtype: the (1,) float32 unscaled loss after it."""
     dtype = jnp.dtype(compute_dtype)
-    # The layer owns the float32 "master" weights; the optimizer updates exactly those.
-    model = layer_with(params)
-    optimizer = nnx.Optimizer(model, optax.sgd(lr), wrt=nnx.Param)
+    # The model owns the float32 "master" weights; the optimizer updates exactly those.
+    graphdef, _ = nnx.split(nnx.eval_shape(lambda: build_model(nnx.Rngs(0))))
+    model = nnx.merge(graphdef, params, copy=True)
+    optimizer = nnx.Optimizer(model, OPTIMIZERS[OPTIMIZER](lr), wrt=nnx.Param)
 
     def scaled_loss(model):
-        # Widen the low-precision loss to float32, then multiply by the scale, so
-        # that the backward pass carries gradients loss_scale times larger, away from
-        # the bottom of the compute dtype's range.
-        loss = low_precision_loss(model, x, y, dtype)
-        return loss.astype(jnp.float32) * loss_scale
+        # Widened to float32, then scaled: the backward pass carries gradients
+        # loss_scale times larger, away from the bottom of the dtype's range.
+        return loss_in(model, x, y, dtype).astype(jnp.float32) * loss_scale
 
-    # Differentiate with respect to the float32 layer: the gradient leaves come back as
-    # float32, though their values went through the low-precision backward pass.
+    # Gradient leaves come back float32, their values from the low-precision pass.
     _, scaled_grads = nnx.value_and_grad(scaled_loss)(model)
-    # Undo the scale in float32 before the update; left in, it would also multiply the
-    # step size by loss_scale.
+    # Undo the scale in float32 before the update; left in, it would scale the step too.
     grads = jax.tree.map(lambda g: g.astype(jnp.float32) / loss_scale, scaled_grads)
-    # The one and only update of the float32 weights: w <- w - lr * grad.
-    optimizer.update(model, grads)
-    # Measure the updated layer the same low-precision way, this time without the scale.
-    new_loss = low_precision_loss(model, x, y, dtype)
-    return new_loss.astype(jnp.float32).reshape((1,))
+    optimizer.update(model, grads)  # the one update of the float32 weights
+    return loss_in(model, x, y, dtype).astype(jnp.float32).reshape((1,))
 
 
 def float32_step(params, x, y, lr):
-    """The float32 twin: same layer, data and SGD update, with no casts and no scale."""
-    model = layer_with(params)
-    optimizer = nnx.Optimizer(model, optax.sgd(lr), wrt=nnx.Param)
+    """The float32 twin: the same step with no casts and a scale of 1 (exact)."""
+    return mixed_precision_step(params, x, y, lr, 1.0, "float32")
 
-    def loss_fn(model):
-        # float32 at full precision: on a GPU, JAX's default float32 matmul may use TF32
-        # or bfloat16 passes, and the twin would no longer be float32.
-        with jax.default_matmul_precision("highest"):
-            prediction = model(x)
-        return jnp.mean((prediction - y) ** 2)
 
-    _, grads = nnx.value_and_grad(loss_fn)(model)
-    optimizer.update(model, grads)
-    return loss_fn(model).reshape((1,))
+def adjust(scale, counter, finite, period, floor):
+    """MODE "dynamic" (jmp's and GradScaler's rule): double the scale after `period`
+    finite steps in a row (never to inf); halve it, to `floor` at least, on overflow."""
+    if MODE != "dynamic":
+        return scale, counter
+    counter = jnp.where(finite, counter + 1, 0)
+    grow = counter >= period
+    grown = scale * 2.0
+    kept = jnp.where(grow & jnp.isfinite(grown), grown, scale)
+    scale = jnp.where(finite, kept, jnp.maximum(scale / 2.0, floor))
+    return scale, jnp.where(grow, 0, counter)
+
+
+def stochastic_round(value, dtype, key):
+    """float32 `value` rounded to `dtype`, up with chance (|v| - lo) / (hi - lo)."""
+    info = jnp.finfo(dtype)
+    bits = jax.lax.bitcast_convert_type(value, jnp.uint32)
+    sign = bits & jnp.uint32(0x80000000)
+    magnitude = bits ^ sign
+    field = (magnitude >> 23).astype(jnp.int32)
+    exponent = jnp.maximum(field, 1) - 127
+    drop = (23 - int(info.nmant)) + jnp.maximum(int(info.minexp) - exponent, 0)
+    within = drop <= 23  # dtype's gap at |v| is 2^drop float32 steps
+    low_mask = (jnp.uint32(1) << jnp.minimum(drop, 23).astype(jnp.uint32)) - 1
+    floor = magnitude & ~low_mask
+    implicit = jnp.where(field > 0, jnp.uint32(2**23), jnp.uint32(0))
+    significand = (magnitude & jnp.uint32(2**23 - 1)) | implicit
+    smallest = jnp.uint32(np.float32(info.smallest_subnormal).view(np.uint32))
+    lo = jnp.where(within, floor, jnp.uint32(0))
+    hi = jnp.where(within, floor + (low_mask + 1), smallest)
+    remainder = jnp.where(within, magnitude & low_mask, significand)
+    up_shift = jnp.clip(32 - drop, 0, 31).astype(jnp.uint32)
+    down_shift = jnp.clip(drop - 32, 0, 31).astype(jnp.uint32)
+    threshold = jnp.where(drop <= 32, remainder << up_shift, remainder >> down_shift)
+    random = jax.random.bits(key, value.shape, jnp.uint32)
+    rounded = jnp.where(random < threshold, hi, lo) | sign
+    result = jax.lax.bitcast_convert_type(rounded, jnp.float32)
+    return jnp.where(jnp.isfinite(value), result, value).astype(dtype)
+
+
+def store(params, updates, compensation, key):
+    """The pure run's p + update in COMPUTE_DTYPE, by PURE_ROUNDING (Kahan: with c)."""
+    if PURE_ROUNDING == "nearest":
+        return optax.apply_updates(params, updates), compensation
+    if PURE_ROUNDING == "kahan":  # y = u - c; t = p + y; c = (t - p) - y; p = t
+        tree = jax.tree.map
+        addend = tree(lambda u, c: u - c.astype(u.dtype), updates, compensation)
+        total = tree(jnp.add, params, addend)
+        return total, tree(lambda t, p, a: (t - p) - a, total, params, addend)
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(key, len(leaves))
+    pairs = zip(leaves, tree.flatten_up_to(updates), keys, strict=True)
+    rounded = [
+        stochastic_round(p.astype(jnp.float32) + u.astype(jnp.float32), p.dtype, k)
+        for p, u, k in pairs
+    ]
+    return jax.tree.unflatten(tree, rounded), compensation
+
+
+def train(model_seed, x, y, lr, loss_scale, period, steps):
+    """STEPS steps of the three runs: float32 MSEs after the last, steps skipped."""
+    dtype = jnp.dtype(COMPUTE_DTYPE)
+    model = build_model(nnx.Rngs(jax.random.key(model_seed)))
+    graphdef, master = nnx.split(model, nnx.Param)
+    pure = jax.tree.map(lambda p: p.astype(dtype), master)
+    plain = optax.chain(OPTIMIZERS[OPTIMIZER](lr), IN_PARAM_DTYPE)
+    dynamic = MODE == "dynamic"  # only the dynamic mode skips non-finite steps
+    tx = optax.apply_if_finite(plain, 1001) if dynamic else plain
+    start = jnp.float32(1.0) if MODE == "none" else jnp.float32(loss_scale)
+    floor = jnp.minimum(jnp.float32(1.0), start)  # jmp's floor; never above the start
+    # The stochastic run's random bits: a stream of the model seed, folded per step.
+    rounding_key = jax.random.fold_in(jax.random.key(model_seed), 0x73726E64)
+
+    def mse(params):  # in float32, whatever the run stores
+        return loss_in(nnx.merge(graphdef, params), x, y, jnp.float32)
+
+    def scaled_step(params, opt_state, scale, counter, comp, key):
+        def scaled_loss(point):
+            loss = loss_in(nnx.merge(graphdef, point), x, y, dtype)
+            return loss.astype(jnp.float32) * scale
+
+        scaled = jax.grad(scaled_loss)(params)
+        # Unscaled in float32, then held in the dtype the parameters are stored in.
+        unscale = lambda g, p: (g.astype(jnp.float32) / scale).astype(p.dtype)  # noqa: E731
+        grads = jax.tree.map(unscale, scaled, params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        leaves = jax.tree.leaves(grads)
+        skip = dynamic & ~jnp.all(jnp.stack([jnp.isfinite(g).all() for g in leaves]))
+        if key is None:  # the float32 masters: to nearest
+            new = optax.apply_updates(params, updates)
+        else:
+            new, new_c = store(params, updates, comp, key)
+            if comp is not None:  # a skipped step keeps p and c
+                pick = lambda old, n: jnp.where(skip, old, n)  # noqa: E731
+                new, comp = jax.tree.map(pick, (params, comp), (new, new_c))
+        scale, counter = adjust(scale, counter, ~skip, period, floor)
+        return (new, opt_state, scale, counter, comp), skip
+
+    def body(index, carry):
+        f32, f32_opt, runs, skipped = carry
+        updates, f32_opt = plain.update(jax.grad(mse)(f32), f32_opt, f32)
+        f32 = optax.apply_updates(f32, updates)
+        key = jax.random.fold_in(rounding_key, index)
+        for name, run in runs.items():
+            stochastic = name == "pure" and PURE_ROUNDING != "nearest"
+            runs[name], skip = scaled_step(*run, key if stochastic else None)
+            skipped = skipped | {name: skipped[name] + skip}
+        return f32, f32_opt, runs, skipped
+
+    kahan = jax.tree.map(jnp.zeros_like, pure) if PURE_ROUNDING == "kahan" else None
+    runs = {
+        "mixed": (master, tx.init(master), start, jnp.int32(0), None),
+        "pure": (pure, tx.init(pure), start, jnp.int32(0), kahan),
+    }
+    carry = (master, plain.init(master), runs, {name: jnp.int32(0) for name in runs})
+    f32, _, runs, skipped = jax.lax.fori_loop(0, steps, body, carry)
+    losses = {"float32": mse(f32)} | {name: mse(run[0]) for name, run in runs.items()}
+    return losses, skipped
 
 
 def json_number(value):
@@ -176,52 +269,30 @@ def json_number(value):
 
 def main():
     x, y = make_batch()
-    # Draw the starting parameters in a compiled call of their own and pass them to
-    # each step, as the playground does: a step that drew them itself could lay the
-    # weights out differently in memory and round its float32 matmul differently.
+    # As the page: parameters drawn by a compiled call of their own, the step compiled
+    # with its options (an eager run rounds differently; at N or D_in = 1 a loss can
+    # still differ from the page's in its last few bits).
     params = jax.jit(initial_params)(np.uint32(MODEL_SEED))
-    # Compile each step, as the playground does: the parameters, the batch, lr and the
-    # loss scale are traced inputs; the dtype is fixed at compile time. Compiled code
-    # may keep a low-precision intermediate in float32 and may merge a multiply and an
-    # add into one fused multiply-add, so an eager run can differ in the last bits.
-    # Note: when N or D_in is 1, the matmul becomes elementwise products, and which of
-    # them get merged depends on everything the program returns. The playground's
-    # program also returns gradients and parameters for its charts, so at those shapes
-    # a loss here can differ from the page's in its last few bits.
-    compiled_mixed = jax.jit(
-        mixed_precision_step,
-        static_argnames=("compute_dtype",),
-        compiler_options=COMPILER_OPTIONS,
-    )
-    compiled_float32 = jax.jit(float32_step, compiler_options=COMPILER_OPTIONS)
-    lr = np.float32(LR)
-    loss_scale = np.float32(LOSS_SCALE)
-    mixed = compiled_mixed(params, x, y, lr, loss_scale, COMPUTE_DTYPE)
-    mixed_new = float(mixed[0])
-    float32_new = float(compiled_float32(params, x, y, lr)[0])
-    print(f"{COMPUTE_DTYPE} mixed-precision loss after the step: {mixed_new!r}")
-    print(f"float32 loss after the step: {float32_new!r}")
-    config = {
-        "model_seed": MODEL_SEED,
-        "data_seed": DATA_SEED,
-        "n": N,
-        "d_in": D_IN,
-        "d_out": D_OUT,
-        "lr": LR,
-        "loss_scale": LOSS_SCALE,
-        "input_scale": INPUT_SCALE,
-        "target_scale": TARGET_SCALE,
-        "compute_dtype": COMPUTE_DTYPE,
-    }
-    # The library versions: another XLA or numpy build may round differently.
-    libraries = ("jax", "jaxlib", "flax", "optax", "numpy")
-    versions = {name: version(name) for name in libraries}
-    summary = {
-        "mixed_new": json_number(mixed_new),
-        "float32_new": json_number(float32_new),
-        "config": config,
-        "versions": versions,
-    }
+    options = {"static_argnames": "compute_dtype", "compiler_options": COMPILER_OPTIONS}
+    step = jax.jit(mixed_precision_step, **options)
+    lr, loss_scale = np.float32(LR), np.float32(LOSS_SCALE)
+    mixed_new = float(step(params, x, y, lr, loss_scale, COMPUTE_DTYPE)[0])
+    float32_new = float(step(params, x, y, lr, np.float32(1.0), "float32")[0])
+    print(f"after the step: {COMPUTE_DTYPE} {mixed_new!r}, float32 {float32_new!r}")
+    seed, period, steps = np.uint32(MODEL_SEED), np.int32(PERIOD), np.int32(STEPS)
+    losses, skipped = jax.jit(train)(seed, x, y, lr, loss_scale, period, steps)
+    final = {name: json_number(float(loss)) for name, loss in losses.items()}
+    skipped = {name: int(count) for name, count in skipped.items()}
+    print(f"after {STEPS} steps: {final}, skipped: {skipped}")
+    names = "model_seed data_seed n d_in d_out lr loss_scale input_scale target_scale"
+    names += " compute_dtype model hidden_layers hidden_width activation optimizer"
+    names += " steps mode period pure_rounding"
+    config = {name: globals()[name.upper()] for name in names.split()}
+    step_losses = {"mixed_new": mixed_new, "float32_new": float32_new}
+    summary = {name: json_number(loss) for name, loss in step_losses.items()}
+    summary |= {"final_loss": final, "skipped_steps": skipped, "config": config}
+    libraries = ("jax", "jaxlib", "flax", "optax", "numpy")  # others may round apart
+    summary["versions"] = {name: version(name) for name in libraries}
     print(json.dumps(summary, allow_nan=False))
 
 

@@ -44,13 +44,15 @@ class Arguments:
 
     fields: tuple[str, ...]
     extras: tuple[str, ...] = ("data",)
+    # Inputs added after all the others, (name, default): the export's run settings and framework.
+    appended: tuple[tuple[str, Any], ...] = ()
 
     @cached_property
     def order(self) -> tuple[str, ...]:
         """Every input, by field name, in the API's order."""
         early = tuple(name for name in self.fields if name not in LATE_FIELDS)
         late = tuple(name for name in self.fields if name in LATE_FIELDS)
-        return (*early, *self.extras, *late)
+        return (*early, *self.extras, *late, *(name for name, _ in self.appended))
 
     @cached_property
     def before_data(self) -> tuple[str, ...]:
@@ -65,7 +67,9 @@ class Arguments:
                 inspect.Parameter(
                     API_NAMES.get(name, name),
                     inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                    default=None if name in self.extras else DEFAULTS[name],
+                    default=dict(self.appended).get(
+                        name, None if name in self.extras else DEFAULTS.get(name)
+                    ),
                 )
                 for name in self.order
             ]

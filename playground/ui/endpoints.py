@@ -1,6 +1,7 @@
 """The page's API endpoints for one step: ``step``, ``downloads``, ``export`` and ``ping``.
 
-Rule: each endpoint takes ``arguments.STEP``'s inputs, validates them with the core (gr.Error
+Rule: each endpoint takes ``arguments.STEP``'s inputs (``export`` then the training run's and
+the framework, appended: ``EXPORT``), validates them with the core (gr.Error
 naming the field and its range on a bad one), and returns a NamedTuple whose field order is the
 API's output order; the page wires components to outputs by those names. The sections' plain
 values become Gradio's here: each figure dict a gr.Plot's PlotData.
@@ -14,11 +15,10 @@ import gradio as gr
 
 from playground.core.cost import check_downloads
 from playground.core.report import run_report
-from playground.core.settings import ConfigError
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
-from playground.ui.arguments import STEP, core_errors, validated, validated_data
-from playground.ui.widgets import plotted
+from playground.ui.arguments import STEP, Arguments, core_errors, validated, validated_data
+from playground.ui.widgets import DEFAULTS, plotted
 from playground.views import downloads, export
 
 # Every chart the step event fills, by output name: its label (the step's charts, then the
@@ -85,22 +85,34 @@ class ExportOutputs(NamedTuple):
     script_file: str
 
 
-@STEP.handler
+# The training run's settings, as /dynamics names them, then the script's framework.
+EXPORT_RUN_FIELDS = ("steps", "mode", "period", "pure_rounding")
+# /export's inputs: the step's, then (appended, with defaults, so older positional calls keep
+# their meaning) the training run's settings and the framework.
+EXPORT = Arguments(
+    STEP.fields,
+    appended=(
+        *((name, DEFAULTS[name]) for name in EXPORT_RUN_FIELDS),
+        ("framework", export.FRAMEWORKS[0]),
+    ),
+)
+
+
+@EXPORT.handler
 def run_export(values: dict[str, Any]) -> ExportOutputs:
-    """The ``export`` endpoint (same inputs as ``step``): a standalone script that reruns this
-    step and its float32 twin with jax, flax, optax and numpy only, and prints their new losses
-    as its last line of JSON."""
+    """The ``export`` endpoint (the step's inputs, then ``steps``, ``mode``, ``period``,
+    ``pure_rounding`` and ``framework``): a standalone script that reruns this step, its float32
+    twin and the training run, with the upload embedded, and prints their losses as its last
+    line of JSON: in JAX (jax, flax, optax and numpy only; the page's numbers bit for bit) or in
+    PyTorch (autocast and GradScaler; within the compute dtype's precision)."""
     config = validated(values)
+    data = validated_data(values, config)
+    framework = values["framework"]
     with core_errors():
-        if values.get("data") is not None:
-            raise ConfigError(
-                "data",
-                "data: the exported script rebuilds the synthetic batch; clear your uploaded file "
-                "to export",
-            )
-        script = export.export_script(config)
+        script = export.export_script(config, data, framework)
+    name = export.export_filename(config, framework)
     try:
-        return ExportOutputs(script, downloads.text_file(script, export.export_filename(config)))
+        return ExportOutputs(script, downloads.text_file(script, name))
     except downloads.DiskFull as error:
         raise gr.Error(str(error), title="No room for downloads", print_exception=False) from None
 

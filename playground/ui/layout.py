@@ -18,9 +18,10 @@ import gradio as gr
 from playground.core.models import MODELS
 from playground.core.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
 from playground.sections.step import tab as step_tab
-from playground.ui import page_events
+from playground.ui import export_panel, page_events
 from playground.ui.components import Page
 from playground.ui.examples import LESSONS
+from playground.ui.export_panel import ExportPanel
 from playground.ui.sections import SECTIONS
 from playground.ui.tabs import lab, step
 from playground.ui.url_state import UrlRow, build_url_row
@@ -50,9 +51,7 @@ class ApiParts:
 
     prepare: gr.Button
     files: gr.File
-    export_button: gr.Button
-    script: gr.Code
-    script_file: gr.File
+    export: ExportPanel
     step_api: gr.Button
     url: UrlRow
 
@@ -146,10 +145,8 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
         summary = gr.JSON(label="summary")
         prepare = gr.Button("Prepare the gradients CSV and the JSON summary")
         files = gr.File(label="downloads", file_count="multiple", elem_id="downloads")
-    with gr.Accordion("The code: rerun this step in a notebook", open=False):
-        export_button = gr.Button("Export this step as a standalone script")
-        script = gr.Code(language="python", label="script", elem_id="export-script")
-        script_file = gr.File(label="script (.py)", elem_id="export-file")
+    with gr.Accordion("The code: rerun this step and run in JAX or PyTorch", open=False):
+        export = export_panel.build()
     # The `step` API endpoint's own trigger: scripts call it, the page never clicks it.
     step_api = gr.Button(visible=False)
     url = build_url_row()
@@ -174,4 +171,4 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
         charts=charts,
         sections=sections,
     )
-    return page, ApiParts(prepare, files, export_button, script, script_file, step_api, url)
+    return page, ApiParts(prepare, files, export, step_api, url)

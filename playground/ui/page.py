@@ -15,16 +15,10 @@ from __future__ import annotations
 
 import gradio as gr
 
+from playground.ui import export_panel
 from playground.ui.arguments import STEP
 from playground.ui.components import Page
-from playground.ui.endpoints import (
-    ExportOutputs,
-    StepOutputs,
-    ping,
-    run_downloads,
-    run_export,
-    run_step,
-)
+from playground.ui.endpoints import StepOutputs, ping, run_downloads, run_step
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.layout import ApiParts, build_layout
 from playground.ui.public import PublicBlocks
@@ -52,14 +46,7 @@ def _wire_endpoints(page_inputs: list, page: Page, parts: ApiParts) -> None:
         preprocess=False,  # StepConfig checks every value and names the field on error
         concurrency_limit=LANE_SLOTS,
     )
-    parts.export_button.click(
-        run_export,
-        inputs=page_inputs,
-        outputs=[getattr(parts, name) for name in ExportOutputs._fields],
-        api_name="export",
-        preprocess=False,
-        concurrency_limit=LANE_SLOTS,
-    )
+    export_panel.wire(page, parts.export)
     parts.prepare.click(
         run_downloads,
         inputs=page_inputs,

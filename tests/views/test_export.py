@@ -1,4 +1,5 @@
-"""The code export: a standalone script whose printed losses equal the page's, bit for bit."""
+"""The code export: a standalone script whose printed losses equal the page's, bit for bit: the
+step's two new losses and the training run's final losses and skipped steps."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import runpy
 import shutil
 import subprocess
@@ -25,18 +27,29 @@ from hypothesis import strategies as st
 
 from playground import StepConfig, make_batch, run_report
 from playground.core.settings import FLOAT32_MAX, LOSS_SCALE_MAX, LOSS_SCALE_MIN, ConfigError
-from playground.views import export
+from playground.core.train import run_dynamics
+from playground.core.user_data import UserData, parse_csv
+from playground.views import export, export_text
 from playground.views.export import EXPORTED_FIELDS, export_filename, export_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "playground" / "core" / "export_script.py"
-MY_FILES = [ROOT / "playground" / "views" / "export.py", TEMPLATE, pathlib.Path(__file__).resolve()]
+MY_FILES = [
+    *(ROOT / "playground" / "views" / name for name in ("export.py", "export_text.py")),
+    ROOT / "playground" / "views" / "export_torch.py",
+    ROOT / "playground" / "ui" / "export_panel.py",
+    TEMPLATE,
+    pathlib.Path(__file__).resolve(),
+    pathlib.Path(__file__).resolve().with_name("test_export_torch.py"),
+]
 # Top-level modules the script may import: the four libraries and the standard library it uses.
-ALLOWED_IMPORTS = {"jax", "flax", "optax", "numpy", "json", "math", "importlib"}
+ALLOWED_IMPORTS = {"jax", "flax", "optax", "numpy", "base64", "json", "math", "importlib"}
 
 # Both dtypes, several seeds (the largest included), lr values, loss scales 1, 2^10 and 2^15,
 # small shapes and the page's default shape, data at 2^-12 for float16, and a float16 overflow
-# (NaN). Each case costs one fresh process (JAX import and compile, about 5 s of CPU).
+# (NaN); then the whole run: an MLP under Adam with dynamic scaling that skips, momentum in
+# float16 with Kahan's pure run, stochastic rounding, and an upload. Each case costs one fresh
+# process (JAX import and compile, about 5 s of CPU).
 CASES = {
     "bf16-default": StepConfig(),
     "bf16-scale1": StepConfig(
@@ -68,7 +81,55 @@ CASES = {
     "f16-overflow": StepConfig(
         n=32, d_in=8, d_out=4, target_scale=2.0**10, compute_dtype="float16"
     ),
+    "mlp-adam-dynamic": StepConfig(
+        model_seed=3,
+        n=40,
+        d_in=12,
+        d_out=3,
+        model="mlp",
+        hidden_layers=2,
+        hidden_width=16,
+        activation="gelu",
+        optimizer="adam",
+        lr=0.01,
+        compute_dtype="float16",
+        mode="dynamic",
+        period=4,
+        loss_scale=2.0**15,
+        target_scale=2.0**5,
+        steps=30,
+    ),
+    "momentum-kahan": StepConfig(
+        data_seed=4,
+        n=48,
+        d_in=6,
+        d_out=5,
+        model="mlp",
+        hidden_layers=1,
+        hidden_width=8,
+        activation="tanh",
+        optimizer="momentum",
+        lr=0.05,
+        compute_dtype="float16",
+        mode="none",
+        pure_rounding="kahan",
+        steps=25,
+    ),
+    "stochastic": StepConfig(
+        model_seed=9, n=64, d_in=16, d_out=4, pure_rounding="stochastic", steps=40, lr=0.02
+    ),
+    "upload": StepConfig(d_out=2, lr=0.05, optimizer="momentum", steps=20, mode="dynamic"),
 }
+
+
+def _upload() -> UserData:
+    """A CSV of 20 rows, 5 input columns and 2 targets, with a header, parsed as the page does."""
+    values = np.random.default_rng(5).standard_normal((20, 7)).round(4)
+    rows = ["a,b,c,d,e,y1,y2", *(",".join(map(str, row)) for row in values)]
+    return parse_csv("\n".join(rows).encode(), d_out=2, name="mine.csv")
+
+
+UPLOADS = {"upload": _upload()}
 
 
 def _clean_env() -> dict[str, str]:
@@ -96,7 +157,7 @@ def scripts(tmp_path_factory) -> dict[str, pathlib.Path]:
     for name, config in CASES.items():
         directory = tmp_path_factory.mktemp(f"export-{name}")
         paths[name] = directory / export_filename(config)
-        paths[name].write_text(export_script(config))
+        paths[name].write_text(export_script(config, UPLOADS.get(name)))
     return paths
 
 
@@ -132,10 +193,16 @@ def _same(value, expected: float) -> bool:
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_script_reproduces_the_page_bit_for_bit(name, runs):
-    config, run = CASES[name], runs[name]
+    config, run, data = CASES[name], runs[name], UPLOADS.get(name)
     assert run.returncode == 0, run.stderr[-3000:]
     summary = _strict_json(run.stdout.strip().splitlines()[-1])
-    report = run_report(config)
+    report = run_report(config, data)
+    dynamics = run_dynamics(config, data=data)
+    for key in ("float32", "mixed", "pure"):
+        page = getattr(dynamics, f"{key}_loss")[-1]
+        assert _same(summary["final_loss"][key], page), (key, summary["final_loss"], page)
+    for key in ("mixed", "pure"):
+        assert summary["skipped_steps"][key] == int(getattr(dynamics, f"{key}_skipped").sum())
 
     assert _same(summary["mixed_new"], report.mixed_new_loss), (
         summary["mixed_new"],
@@ -145,10 +212,22 @@ def test_script_reproduces_the_page_bit_for_bit(name, runs):
         summary["float32_new"],
         report.float32_new_loss,
     )
-    # The config it ran, under the page's field names, so it can be fed back to the page.
-    assert summary["config"] == {field: getattr(config, field) for field in EXPORTED_FIELDS}
-    assert StepConfig(**summary["config"]) == config.replace(**summary["config"])
+    # The config it ran, under the page's field names, so it can be fed back to the page (the
+    # options of a model it does not use at their defaults; N and D_in from an upload).
+    assert list(summary["config"]) == list(EXPORTED_FIELDS)
+    ran = StepConfig(**summary["config"])
+    assert ran.model_choice == config.model_choice
+    assert ran.shape == (report.config.n, report.config.d_in, config.d_out)
+    options = {"hidden_layers", "hidden_width", "activation", "n", "d_in"}
+    for field in set(EXPORTED_FIELDS) - options:
+        assert summary["config"][field] == getattr(config, field), field
     assert set(summary["versions"]) >= {"jax", "flax", "optax", "numpy"}
+
+
+def test_the_run_comparison_covers_skipped_steps(runs):
+    """Not vacuous: a run whose dynamic scale skips steps, in both low-precision runs."""
+    summary = _strict_json(runs["mlp-adam-dynamic"].stdout.strip().splitlines()[-1])
+    assert summary["skipped_steps"]["mixed"] >= 1 and summary["skipped_steps"]["pure"] >= 1
 
 
 def test_the_overflow_case_prints_documented_strings(runs):
@@ -230,29 +309,33 @@ def test_script_is_readable():
     text = export_script(config)
     module = ast.parse(text)
     docstring = ast.get_docstring(module)
-    assert "mixed_precision_step" in docstring and "float16" in docstring
+    assert "mixed_precision_step" in docstring and "train" in docstring
     assert export_filename(config) in docstring
+    # Each setting is a constant named after its field, with the page's label beside it.
     for field in EXPORTED_FIELDS:
-        assert field in docstring
+        label = export.settings()[field].label
+        assert re.search(rf"^{field.upper()} = .*  # {re.escape(label)}$", text, re.M), field
     # The settings are named constants, assigned once at the top, before any function.
     first_def = next(i for i, node in enumerate(module.body) if isinstance(node, ast.FunctionDef))
+    settings = {field.upper() for field in EXPORTED_FIELDS}
     constants = {
         target.id: ast.literal_eval(node.value) if not isinstance(node.value, ast.BinOp) else None
         for node in module.body[:first_def]
         if isinstance(node, ast.Assign)
         for target in node.targets
+        if isinstance(target, ast.Name) and target.id in settings
     }
-    assert {field.upper() for field in EXPORTED_FIELDS} <= set(constants)
+    assert set(constants) == settings
     assert constants["COMPUTE_DTYPE"] == "float16" and constants["N"] == 64
     assert "LOSS_SCALE = 2.0**15" in text and "INPUT_SCALE = 2.0**-12" in text
     functions = {node.name for node in module.body if isinstance(node, ast.FunctionDef)}
-    assert {"make_batch", "mixed_precision_step", "float32_step", "main"} <= functions
+    assert {"make_batch", "mixed_precision_step", "float32_step", "train", "main"} <= functions
     # Every function explains itself, and the step's body is commented.
     for node in module.body:
         if isinstance(node, ast.FunctionDef) and node.name != "main":
             assert ast.get_docstring(node), node.name
     step_source = text[text.index("def mixed_precision_step") : text.index("def float32_step")]
-    assert step_source.count("#") >= 5
+    assert step_source.count("#") >= 4
     assert text.endswith('if __name__ == "__main__":\n    main()\n')
 
 
@@ -264,11 +347,14 @@ def test_export_filename():
     )
 
 
-def test_settings_the_step_does_not_read_do_not_change_the_script():
-    """Training-run settings, and the MLP's options while the model is linear."""
+def test_settings_the_run_does_not_read_do_not_change_the_script():
+    """The MLP's options while the model is linear, and float8's while the dtype is not; the
+    training run's settings do change it."""
     config = CASES["f16-overflow"]
-    ignored = config.replace(steps=10, mode="dynamic", period=3, hidden_layers=5, activation="tanh")
+    ignored = config.replace(hidden_layers=5, hidden_width=3, activation="tanh")
     assert export_script(ignored) == export_script(config)
+    assert "STEPS = 10  #" in export_script(config.replace(steps=10))
+    assert 'MODE = "dynamic"  #' in export_script(config.replace(mode="dynamic"))
     # float8's settings, while the dtype is not float8.
     assert export_script(config.replace(fp8_scaling="delayed", amax_history=4)) == export_script(
         config
@@ -276,13 +362,45 @@ def test_settings_the_step_does_not_read_do_not_change_the_script():
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("model", "mlp"), ("optimizer", "adam"), ("compute_dtype", "float8")]
+    ("field", "value"),
+    [
+        ("compute_dtype", "float8"),
+        ("precision_policy", "autocast"),
+        ("task", "classification"),
+        ("norm", "layernorm"),
+    ],
 )
-def test_a_step_the_script_cannot_reproduce_is_refused(field, value):
+def test_a_run_the_script_cannot_reproduce_is_refused_by_name(field, value):
     with pytest.raises(ConfigError) as raised:
-        export_script(StepConfig(**{field: value}))
+        export_script(StepConfig(model="mlp", **{field: value}))
     assert raised.value.field == field
-    assert "exercise" in str(raised.value)
+    assert field in str(raised.value) and repr(value) in str(raised.value)
+
+
+def test_an_unknown_framework_is_refused_by_name():
+    with pytest.raises(ConfigError) as raised:
+        export_script(StepConfig(), framework="tensorflow")
+    assert raised.value.field == "framework" and "jax, pytorch" in str(raised.value)
+
+
+def test_an_upload_over_the_embedding_cap_is_refused_by_name():
+    """4,000 rows of 80 values: 320,000 values, over the 300,000 a script under 2 MB holds."""
+    x = np.zeros((4000, 64), np.float32)
+    big = UserData("big.csv", x, np.zeros((4000, 16), np.float32))
+    with pytest.raises(ConfigError) as raised:
+        export_script(StepConfig(), big)
+    assert raised.value.field == "data"
+    assert "320,000" in str(raised.value) and "300,000" in str(raised.value)
+
+
+def test_the_upload_is_embedded_exactly(tmp_path):
+    """The script's make_batch, loaded without running main(), gives the upload's bits."""
+    data = UPLOADS["upload"]
+    path = tmp_path / "upload.py"
+    path.write_text(export_script(CASES["upload"], data))
+    x, y = runpy.run_path(str(path), run_name="exported_script")["make_batch"]()
+    assert x.tobytes() == data.x.tobytes() and y.tobytes() == data.y.tobytes()
+    assert x.shape == data.x.shape and y.shape == data.y.shape
 
 
 @given(
@@ -295,7 +413,7 @@ def test_a_step_the_script_cannot_reproduce_is_refused(field, value):
     )
 )
 def test_literals_evaluate_to_the_same_value(value):
-    source = export._literal(value)
+    source = export_text.literal(value)
     assert eval(source) == value and type(eval(source)) is type(value)
 
 
@@ -349,7 +467,7 @@ def test_the_template_runs_as_it_is(tmp_path):
 
 def test_a_template_out_of_shape_is_refused(monkeypatch):
     text = TEMPLATE.read_text(encoding="utf-8")
-    monkeypatch.setattr(export, "_template", lambda: text.replace("# --- end of settings", "#"))
+    monkeypatch.setattr(export, "template", lambda name: text.replace("# --- end of settings", "#"))
     with pytest.raises(RuntimeError, match="one settings block"):
         export_script(StepConfig())
 
@@ -393,11 +511,14 @@ def test_my_files_are_ruff_clean():
 
 
 @needs_ruff
-@pytest.mark.parametrize("name", ["bf16-default", "f16-tiny-unscaled"])
-def test_generated_script_is_ruff_clean(name, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "framework"),
+    [("bf16-default", "jax"), ("upload", "jax"), ("mlp-adam-dynamic", "pytorch")],
+)
+def test_generated_script_is_ruff_clean(name, framework, tmp_path):
     """With ruff's own defaults (line length 88), not this project's settings."""
-    path = tmp_path / export_filename(CASES[name])
-    path.write_text(export_script(CASES[name]))
+    path = tmp_path / export_filename(CASES[name], framework)
+    path.write_text(export_script(CASES[name], UPLOADS.get(name), framework))
     compile(path.read_text(), str(path), "exec")
     check = _ruff("check", "--isolated", "--select", "E,F,W", str(path))
     assert check.returncode == 0, check.stdout
@@ -405,30 +526,54 @@ def test_generated_script_is_ruff_clean(name, tmp_path):
     assert formatted.returncode == 0, formatted.stdout
 
 
-def test_export_endpoint_serves_the_script_the_page_would_run(client, tmp_path):
-    """Through the launched app: the /export endpoint's script, run without the package, prints
-    the /step endpoint's new losses."""
-    import json as json_module
-    import os as os_module
-    import subprocess as subprocess_module
-    import sys as sys_module
-
-    args = (0, 32, 8, 4, 0.1, 1024.0)
-    script, script_file = client.predict(*args, api_name="/export")
-    _, summary, *_ = client.predict(*args, api_name="/step")
-    assert script_file.endswith(".py") and "import playground" not in script
-    path = tmp_path / "exported.py"
+def _run_exported(script: str, directory: pathlib.Path) -> dict:
+    """``script`` run in ``directory`` without the package on the path: its last line."""
+    path = directory / "exported.py"
     path.write_text(script)
-    env = {k: v for k, v in os_module.environ.items() if k != "PYTHONPATH"}
-    result = subprocess_module.run(
-        [sys_module.executable, str(path)],
-        cwd=tmp_path,
-        env=env,
+    result = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=directory,
+        env=_clean_env(),
         capture_output=True,
         text=True,
         timeout=240,
         check=True,
     )
-    printed = json_module.loads(result.stdout.strip().splitlines()[-1])
+    return _strict_json(result.stdout.strip().splitlines()[-1])
+
+
+def test_export_endpoint_serves_the_script_the_page_would_run(client, tmp_path):
+    """Through the launched app: an old positional /export call's script, run without the
+    package, prints /step's new losses and /dynamics' final losses (at the training run's
+    defaults) bit for bit; the appended inputs, by keyword, give a PyTorch script of a shorter
+    dynamic run whose losses agree with the page's within the dtype's precision."""
+    args = (0, 32, 8, 4, 0.1, 1024.0)
+    script, script_file = client.predict(*args, api_name="/export")
+    _, summary, *_ = client.predict(*args, api_name="/step")
+    _, run_summary, *_ = client.predict(*args, api_name="/dynamics")
+    assert script_file.endswith(".py") and "import playground" not in script
+    printed = _run_exported(script, tmp_path)
     assert printed["mixed_new"] == summary["losses"]["mixed_new"]
     assert printed["float32_new"] == summary["losses"]["float32_new"]
+    assert printed["final_loss"] == run_summary["final_loss"]
+
+    run = {"steps": 12, "mode": "dynamic", "period": 3}
+    script, script_file = client.predict(*args, **run, framework="pytorch", api_name="/export")
+    _, run_summary, *_ = client.predict(*args, **run, api_name="/dynamics")
+    assert script_file.endswith(".py") and "torch.amp.GradScaler(" in script
+    (tmp_path / "torch").mkdir()
+    printed = _run_exported(script, tmp_path / "torch")
+    page = summary["losses"] | {f"final {k}": v for k, v in run_summary["final_loss"].items()}
+    ours = {"mixed_new": printed["mixed_new"], "float32_new": printed["float32_new"]}
+    ours |= {f"final {k}": v for k, v in printed["final_loss"].items()}
+    for key, tolerance in (("float32_new", 1e-5), ("final float32", 1e-5), ("mixed_new", 1e-2)):
+        assert abs(ours[key] - page[key]) <= tolerance * abs(page[key]), (key, ours, page)
+    assert abs(ours["final mixed"] - page["final mixed"]) <= 1e-2 * abs(page["final mixed"])
+    assert printed["skipped_steps"]["mixed"] == len(run_summary["mixed_skipped_steps"])
+
+
+def test_export_refuses_float8_for_pytorch_through_the_app(client):
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="compute_dtype"):
+        client.predict(compute_dtype="float8", framework="pytorch", api_name="/export")
