@@ -24,6 +24,7 @@ import functools
 
 import numpy as np
 
+from playground.core.bounds import ConfigError
 from playground.core.settings import StepConfig
 
 NOISE_STD = 0.1
@@ -52,6 +53,26 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
         config.target_scale,
         config.task,
     )
+
+
+def class_targets(column: np.ndarray, classes: int) -> np.ndarray:
+    """An uploaded CSV's last column read as integer classes: its one-hot rows (N, classes).
+
+    Each cell must be a whole number in [0, classes); anything else is a ConfigError on
+    ``data`` naming the first offending row (counted from 1, as a spreadsheet without a header
+    does).
+    """
+    values = np.asarray(column, np.float64).ravel()
+    bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0) | (values >= classes)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ConfigError(
+            "data",
+            f"data (your CSV file): for classification the last column holds the class, a whole "
+            f"number in [0, {classes - 1}] (D_out = {classes} classes); row {row + 1} has "
+            f"{values[row]:g}",
+        )
+    return one_hot(values.astype(np.int64), classes)
 
 
 def one_hot(labels: np.ndarray, classes: int) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from playground.core.data import make_batch
+from playground.core.data import class_targets, make_batch
 from playground.core.report import run_report
 from playground.core.settings import ConfigError, StepConfig
 
@@ -52,8 +52,20 @@ def test_logits_grow_with_the_input_scale_until_float16_cannot_hold_them():
 def test_a_norm_is_refused_for_the_linear_model_by_name():
     with pytest.raises(ConfigError, match=r"norm \(normalisation\) must be none for the linear"):
         StepConfig(norm="layernorm")
-    with pytest.raises(ConfigError, match=r"task \(task\) must be one of regression, classification"):
+    with pytest.raises(ConfigError, match=r"task \(task\) must be one of regression, class"):
         StepConfig(task="ranking")
-    with pytest.raises(ConfigError, match=r"precision_policy \(precision per operation\) must be one of exercise, autocast"):
+    policy_choices = r"precision_policy \(precision per operation\) must be one of exercise, auto"
+    with pytest.raises(ConfigError, match=policy_choices):
         StepConfig(precision_policy="float32")
     assert StepConfig(model="mlp", norm="layernorm").model_choice.norm == "layernorm"
+
+
+def test_an_uploaded_class_column_becomes_one_hot_rows_or_is_refused_by_row():
+    np.testing.assert_array_equal(
+        class_targets(np.array([2.0, 0.0, 1.0]), 3),
+        [[0, 0, 1], [1, 0, 0], [0, 1, 0]],
+    )
+    with pytest.raises(ConfigError, match=r"whole number in \[0, 2\].*row 2 has 1.5"):
+        class_targets(np.array([0.0, 1.5]), 3)
+    with pytest.raises(ConfigError, match="row 1 has 3"):
+        class_targets(np.array([3.0]), 3)
