@@ -135,12 +135,11 @@ def _overlapping(charts: list[dict]) -> list:
 def test_no_legend_overlaps_a_chart_title(light, size):
     page = light[size].page
     seen = []
-    for tab in step_tab.TABS:
+    for tab, names in step_tab.TABS.items():
         page.locator("#sections").get_by_role("tab", name=tab, exact=True).click()
+        # The tab's charts and the magnitude figure above the tabs, drawn with their titles.
         page.wait_for_function(
-            "id => document.getElementById(id)?.innerText.trim().length > 0",
-            arg=f"note-{tab.lower().replace(' ', '-')}",
-            timeout=TIMEOUT_MS,
+            f"n => ({TITLE_AND_LEGEND})().length >= n", arg=len(names) + 1, timeout=TIMEOUT_MS
         )
         page.wait_for_timeout(300)  # the figures' own layout pass
         charts = page.evaluate(TITLE_AND_LEGEND)
