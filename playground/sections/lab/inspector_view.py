@@ -80,7 +80,7 @@ def inspection(number: Any) -> str:
 
 def _table(typed: TypedNumber, views: tuple[BitView, ...]) -> str:
     # One column per format and one row per property: short columns stay readable on a phone.
-    header = "| | " + " | ".join(v.dtype for v in views) + " |"
+    header = "| property | " + " | ".join(v.dtype for v in views) + " |"
     rule = "|---" * (len(views) + 1) + "|"
     rows = [f"| {name} | " + " | ".join(show(v) for v in views) + " |" for name, show in ROWS]
     return typed_line(typed) + "\n\n" + "\n".join([header, rule, *rows]) + "\n"

@@ -50,6 +50,8 @@ bits, the value actually kept, the rounding error and the gap to the next repres
 Each format rounds the number you type once, from its exact decimal value (to nearest, ties to
 even), never through another format. Press any bit in a format's row to flip it: the inspector
 then shows that bit pattern (typed as `0x3c01:float16`, the format's bits in hex and its name).
+Past a format's largest value the plain cast gives inf, or NaN in float8_e4m3fn, which has no
+inf (as ml_dtypes casts); the float8 step's saturating cast keeps the largest value instead.
 """
 
 
