@@ -7,10 +7,11 @@ consecutive values along the matmul's contraction dimension (or by a square tile
 exponent of the element format's largest value (8 for E4M3, as 448 = 1.75 x 2^8)::
 
     mxfp8      E4M3 elements, blocks of 32, block_scale = 2^e in E8M0 (no tensor scale):
-               "ocp"      e = floor(log2 amax) - emax   (OCP MX spec v1.0; the block's top
-                          values may exceed 448 and saturate to it)
-               "round_up" e = ceil(log2(amax / 448))    (TransformerEngine, cuBLAS and JAX's
-                          quantizer: the block's largest value never exceeds 448)
+               "round_up" e = ceil(log2(amax / 448))    (the registered MXFP8: the rule of
+                          TransformerEngine, cuBLAS and JAX's quantizer, so it matches both
+                          peers; the block's largest value never exceeds 448)
+               "ocp"      e = floor(log2 amax) - emax   (OCP MX spec v1.0, ``MXFP8_OCP``;
+                          the block's top values may exceed 448 and saturate to it)
     fp8_block  E4M3 elements, 1 x 128 tiles for activations and gradients, 128 x 128 for
                weights; block_scale = amax / 448 in float32 (DeepSeek-V3; TransformerEngine's
                Float8BlockScaling with NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1: its default rounds
@@ -35,6 +36,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -134,7 +136,11 @@ class BlockRecipe:
         return self.scale_rule == "two_level"
 
 
-MXFP8 = BlockRecipe("mxfp8", "float8_e4m3fn", "float8_e8m0fnu", "ocp", block=32, jax_mode="mxfp8")
+MXFP8 = BlockRecipe(
+    "mxfp8", "float8_e4m3fn", "float8_e8m0fnu", "round_up", block=32, jax_mode="mxfp8"
+)
+# The OCP spec's scale rule, for comparison (not registered as a compute dtype).
+MXFP8_OCP = dataclasses.replace(MXFP8, scale_rule="ocp")
 FP8_BLOCK = BlockRecipe(
     "fp8_block", "float8_e4m3fn", "float32", "float32", block=128, weight_tile=(128, 128)
 )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_block_matmul import reference_quantize
 
-from playground.core.block_formats import FP8_BLOCK, MXFP8, NVFP4
+from playground.core.block_formats import FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
 from playground.core.block_outliers import add_outliers, outlier_count, outlier_lesson
 from playground.core.block_stats import (
     per_tensor_float8_stats,
@@ -27,13 +27,18 @@ def outlier_batch(share: float = 1e-3, scale: float = 2.0**16) -> np.ndarray:
     return add_outliers(x, share, scale, seed=1)
 
 
-def mxfp8_classes(x: np.ndarray) -> dict[str, np.ndarray]:
-    """numpy: per entry of x (K = 100 padded to 128 per row), its class under MXFP8's OCP rule."""
+def mxfp8_classes(x: np.ndarray, ocp: bool = False) -> dict[str, np.ndarray]:
+    """numpy: per entry of x (K = 100 padded to 128 per row), its class under MXFP8's rule
+    (``ocp``: 2^(floor(log2 amax) - 8); otherwise 2^ceil(log2(amax / 448)), the ratio float32)."""
     padded = np.zeros((x.shape[0], 128))
     padded[:, : x.shape[1]] = x
     blocks = padded.reshape(x.shape[0], 4, 32)
     amax = np.abs(blocks).max(axis=-1, keepdims=True)
-    exponent = np.floor(np.log2(np.where(amax > 0, amax, 1))) - 8
+    amax = np.where(amax > 0, amax, 1)
+    if ocp:
+        exponent = np.floor(np.log2(amax)) - 8
+    else:
+        exponent = np.ceil(np.log2(amax.astype(np.float32) / np.float32(448)))
     scaled = blocks / 2.0**exponent
     elements = np.clip(scaled, -448, 448).astype(E4M3).astype(np.float64)
     live = blocks != 0
@@ -60,10 +65,11 @@ def per_tensor_classes(x: np.ndarray) -> dict[str, np.ndarray]:
     return {"live": live, "flushed": flushed, "subnormal": subnormal}
 
 
-def test_mxfp8_operand_stats_per_tensor_and_per_block():
+@pytest.mark.parametrize("recipe", [MXFP8, MXFP8_OCP], ids=lambda r: r.scale_rule)
+def test_mxfp8_operand_stats_per_tensor_and_per_block(recipe):
     x = outlier_batch()
-    stats = recipe_operand_stats(x, MXFP8, "input")
-    expected = mxfp8_classes(x)
+    stats = recipe_operand_stats(x, recipe, "input")
+    expected = mxfp8_classes(x, ocp=recipe is MXFP8_OCP)
     assert stats.size == x.size and stats.nonzero == int(expected["live"].sum())
     for name in ("flushed", "saturated", "kept"):
         assert stats.counts[name] == int(expected[name].sum())
@@ -71,7 +77,8 @@ def test_mxfp8_operand_stats_per_tensor_and_per_block():
         np.testing.assert_allclose(stats.block_shares[name], per_block)
     assert stats.subnormal == int((expected["kept"] & ~expected["normal"]).sum())
     assert math.isclose(sum(stats.shares.values()), 1.0)
-    assert stats.counts["saturated"] > 0  # the OCP rule clips the top of some blocks
+    # The OCP rule clips the top of some blocks; rounding the scale up never does.
+    assert (stats.counts["saturated"] > 0) == (recipe is MXFP8_OCP)
     assert stats.scale_log2.shape == (64, 4)  # 100 values: 4 blocks, the last holding 4
 
 

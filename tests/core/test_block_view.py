@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from playground.core.block_formats import MXFP8, NVFP4
+from playground.core.block_formats import MXFP8, MXFP8_OCP, NVFP4
 from playground.core.block_view import MAX_VALUES, block_view
 
 E4M3, E2M1 = ml_dtypes.float8_e4m3fn, ml_dtypes.float4_e2m1fn
@@ -19,16 +19,19 @@ def test_mxfp8_view_of_two_blocks():
     second = [0.25, 0.5, 0.75]
     view = block_view(first + second, MXFP8)
     assert view["last_block_size"] == 3 and len(view["blocks"]) == 2
-    # OCP: scale 2^(floor(log2 amax) - 8): 2^(9 - 8) for 1000, 2^(-1 - 8) for 0.75.
-    assert [b["scale_log2"] for b in view["blocks"]] == [1.0, -9.0]
+    # Round up: scale 2^ceil(log2(amax / 448)): 2^2 for 1000 (1000 / 448 = 2.23), 2^-9 for
+    # 0.75 (0.75 / 448 = 2^-9.2).
+    assert [b["scale_log2"] for b in view["blocks"]] == [2.0, -9.0]
     for entry, value, scale in zip(
-        view["entries"], first + second, [2.0] * 32 + [2.0**-9] * 3, strict=True
+        view["entries"], first + second, [4.0] * 32 + [2.0**-9] * 3, strict=True
     ):
         element = float(np.float32(min(value / scale, 448)).astype(E4M3))
         assert entry["element"] == element and entry["stored"] == element * scale
         assert math.isclose(entry["error"], element * scale - np.float32(value), abs_tol=1e-12)
     classes = [entry["class"] for entry in view["entries"][:5]]
-    assert classes == ["kept", "kept", "saturated", "flushed", "zero"]  # 500 > 464: saturated
+    assert classes == ["kept", "kept", "kept", "flushed", "zero"]  # 1e-5 / 4 < 2^-10: flushed
+    ocp = block_view(first + second, MXFP8_OCP)  # scale 2^(9 - 8): 1000 / 2 = 500 > 464
+    assert ocp["blocks"][0]["scale_log2"] == 1.0 and ocp["entries"][2]["class"] == "saturated"
 
 
 def test_nvfp4_view_has_two_levels():
