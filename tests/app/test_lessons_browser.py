@@ -57,6 +57,9 @@ def test_the_float16_s1_lesson_trains_and_shows_its_claim_and_both_meter_counts(
             page.locator("#compute_dtype").get_by_role("radio", name="float16", exact=True)
         ).to_be_checked()
         assert page.locator("#steps input").first.input_value() == str(config.steps)
+        # The shown run is the controls' run: no stale banner.
+        page.wait_for_timeout(1000)  # any stale check the new settings start has answered
+        expect(page.locator("#dynamics-status .stale-banner")).to_have_count(0)
         page.locator("#dynamics-results").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "training_lesson_float16_s1.png"))
         for width, height, name in ((1400, 1000, "desktop"), (390, 844, "phone")):
