@@ -108,10 +108,11 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
     endpoints = set(api["named_endpoints"])
     assert {"/step", "/ping"} <= endpoints
     assert not [name for name in endpoints if "preset" in name], endpoints  # private helpers
-    # Ten settings, the model's five, the optional uploaded data file, then float8's two
-    # (appended after the file, so older positional calls that pass it keep working).
+    # Ten settings, the model's five, the optional uploaded data file, then float8's two and
+    # precision per operation's three (appended after the file, so older positional calls that
+    # pass it keep working).
     parameters = api["named_endpoints"]["/step"]["parameters"]
-    assert [p["parameter_name"] for p in parameters][-8:] == [
+    assert [p["parameter_name"] for p in parameters][-11:] == [
         "model",
         "hidden_layers",
         "hidden_width",
@@ -120,8 +121,11 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
         "data",
         "fp8_scaling",
         "amax_history",
+        "precision_policy",
+        "task",
+        "norm",
     ]
-    assert len(parameters) == 18
+    assert len(parameters) == 21
     _step(client, 0, 32, 8, 4, 0.1, 1024.0)
     log = app_server.log_text()
     assert f"http://127.0.0.1:{app_server.port}" in log
