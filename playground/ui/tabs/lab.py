@@ -48,7 +48,7 @@ BITS_CSS = """
 .bit-row { display: flex; flex-wrap: wrap; align-items: center; gap: 4px; margin: 4px 0; }
 .bit-format { min-width: 8.5em; font-family: var(--font-mono); font-size: var(--text-sm); }
 .bit-field { display: inline-flex; flex-wrap: wrap; gap: 1px; }
-.bit { min-width: 24px; min-height: 28px; padding: 0 2px; border: 1px solid #6b7280;
+.bit { min-width: 24px; min-height: 28px; margin: 0; padding: 0 2px; border: 1px solid #6b7280;
   border-radius: 3px; font-family: var(--font-mono); font-size: var(--text-md); cursor: pointer; }
 .bit:focus-visible { outline: 3px solid #1d4ed8; outline-offset: 1px; }
 .sign { background: #fee2e2; color: #7f1d1d; }
