@@ -17,7 +17,9 @@ from playground.views.plotly import (
     COUNT_FORMAT,
     ERROR_COLOR,
     FLOAT32_COLOR,
+    LABEL_GAP,
     LABEL_ROW,
+    LABEL_SIZE,
     LEGEND_BELOW,
     LOG_FORMAT,
     MIXED_COLOR,
@@ -33,6 +35,9 @@ from playground.views.plotly import (
 )
 
 SUBNORMAL_FLUSHED_LABEL = "subnormal, flushed here"
+# A little under Plotly's 450 px, so the magnitude figure fits the first screen at 1400 x 1000
+# under the headline, the counts and their note.
+FIGURE_HEIGHT = 430
 # The two views of the gradients, named alike in the chart's legend and the counters table.
 SCALED_LABEL = "scaled (as the backward pass holds them)"
 UNSCALED_LABEL = "after unscaling (÷ S, float32)"
@@ -84,9 +89,12 @@ class _BinadeAxis(NamedTuple):
         # A tick per power of ten, no minor labels.
         layout["yaxis"].update(type="log", dtick=1, tickformat=COUNT_FORMAT)
         layout["legend"] = LEGEND_BELOW
-        # Each raised row of labels lifts the title by two rows, so the title, centred in the
-        # top margin, stays clear of the highest label.
-        layout["margin"]["t"] = 80 + 2 * LABEL_ROW * max(rows)
+        # The title is centred in the top margin: half the margin holds the highest label (its
+        # row's lift and its own height), half the title's height and a gap of LABEL_GAP.
+        highest = LABEL_ROW * max(rows) + 1.3 * LABEL_SIZE
+        title_half = 0.65 * layout["title"]["font"]["size"]
+        layout["margin"]["t"] = math.ceil(2 * (highest + title_half + LABEL_GAP))
+        layout["height"] = FIGURE_HEIGHT
         return layout
 
 
