@@ -282,6 +282,21 @@ def test_pressing_a_bit_flips_it_and_inspects_the_new_pattern_in_every_format(br
 
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.locator("#inspect-bits").screenshot(path=str(ARTIFACTS / "inspector_bits.png"))
+
+        # Typed but not yet inspected: a note names what the table shows, and the results dim.
+        note = page.locator("#inspect-bits .inspect-stale")
+        expect(note).to_be_hidden()
+        box.fill("2")
+        expect(note).to_be_visible()
+        expect(note).to_contain_text("show 0x3c00:float16")
+        assert _opacity(page, "#inspection") < 1
+        page.locator("#inspect-bits").screenshot(path=str(ARTIFACTS / "inspector_not_updated.png"))
+        box.press("Enter")
+        expect(note).to_be_hidden(timeout=TIMEOUT_MS)
+        page.wait_for_function(
+            "() => getComputedStyle(document.querySelector('#inspection')).opacity === '1'"
+        )
+        assert _inspected(page)["stored value"]["float16"] == "2"
     finally:
         page.close()
 

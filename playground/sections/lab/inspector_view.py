@@ -3,7 +3,8 @@
 Rule: ``inspection(number)`` is the table (one column per format of the registry, headed by its
 name; a row per property, ``stored value`` first), under a line saying what was typed and, when
 float64 could not hold it, that each format rounds the typed number itself. ``bit_rows`` is one
-row of buttons per format, a button per bit (sign, exponent, mantissa: the format's own
+row of buttons per format (under a note, shown by the page while the box holds a text not yet
+inspected), a button per bit (sign, exponent, mantissa: the format's own
 widths); each button carries the inspector's text for its pattern with that bit flipped
 (``0x3c01:float16``), which the page types and inspects when it is pressed, as Float Toy does.
 """
@@ -99,8 +100,10 @@ def _button(view: BitView, position: int, field: str, bit: str) -> str:
     )
 
 
-def bit_rows(views: tuple[BitView, ...]) -> str:
-    """One row of bit buttons per format, highest bit first, then the stored value."""
+def bit_rows(views: tuple[BitView, ...], shown: str = "") -> str:
+    """One row of bit buttons per format, highest bit first, then the stored value; above them
+    a hidden note naming ``shown`` (the text they show), which the page reveals while the box
+    holds another text not yet inspected."""
     rows = []
     for view in views:
         position = len(view.bits) - 1
@@ -126,7 +129,13 @@ def bit_rows(views: tuple[BitView, ...]) -> str:
         '<span class="exponent">exponent</span> <span class="mantissa">mantissa</span>. '
         "Press one to flip it.</p>"
     )
-    return legend + "".join(rows)
+    stale = (
+        '<p class="stale-banner inspect-stale" role="status" '
+        f'data-typed="{html.escape(shown)}" hidden>'
+        f"<strong>Not updated</strong>: the table and bits show {html.escape(shown)}; press "
+        "Enter to inspect the text in the box.</p>"
+    )
+    return stale + legend + "".join(rows)
 
 
 def inspector_views(text: Any) -> tuple[str, str]:
@@ -137,4 +146,4 @@ def inspector_views(text: Any) -> tuple[str, str]:
     except ConfigError as error:
         return f"**Invalid {error.field}**: {error}", ""
     views = inspect_number(typed)
-    return _table(typed, views), bit_rows(views)
+    return _table(typed, views), bit_rows(views, str(text))

@@ -39,9 +39,20 @@ element.addEventListener('click', (event) => {
   pressed = bit.dataset.key;
   trigger('click', {bits: bit.dataset.bits});
 });
+// While the box holds a text other than the one inspected, the note says so and the results dim.
+const box = () => document.querySelector('#inspect-number input, #inspect-number textarea');
+const mark = () => {
+  const note = element.querySelector('.inspect-stale');
+  const stale = Boolean(note && box() && box().value.trim() !== note.dataset.typed.trim());
+  if (note) note.hidden = !stale;
+  const dimmed = [...element.querySelectorAll('.bit-row'), document.getElementById('inspection')];
+  dimmed.forEach((part) => { if (part) part.style.opacity = stale ? '0.7' : ''; });
+};
+document.addEventListener('input', (event) => { if (event.target === box()) mark(); }, true);
 watch('value', () => {
   const again = pressed && element.querySelector(`button[data-key="${pressed}"]`);
   if (again) again.focus();
+  setTimeout(mark, 50);  // the box's new text (a pressed bit, an example) lands in this update
 });
 """
 BITS_CSS = """
@@ -179,10 +190,11 @@ def build() -> LabTab:
             number_presets = gr.Dropdown(
                 [label for label, _ in PRESETS], label="examples", value=None
             )
-        inspection = gr.Markdown(elem_id="inspection")
+        # The bit rows first, right under the box (as Float Toy has them), then the table.
         bits = gr.HTML(
             elem_id="inspect-bits", js_on_load=BITS_JS, css_template=BITS_CSS, padding=False
         )
+        inspection = gr.Markdown(elem_id="inspection")
         # The `inspect` API endpoint's own input: a number, as scripts send it.
         inspected = gr.State(None)
         inspect_api = gr.Number(visible=False)

@@ -99,3 +99,10 @@ def test_every_bit_is_a_button_that_flips_exactly_that_bit(text):
             # The accessible name starts with the text the button shows.
             assert label.startswith(f"{bit}: {dtype} bit {width - 1 - index}")
             assert read_number(flipped).bits_of == dtype
+
+
+def test_the_bit_rows_carry_a_hidden_note_naming_the_text_they_show():
+    _, bits = inspector_views("65519.99998")
+    note = bits.split("</p>")[0]
+    assert 'class="stale-banner inspect-stale"' in note and " hidden>" in note
+    assert 'data-typed="65519.99998"' in note and "show 65519.99998" in note
