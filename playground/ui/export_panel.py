@@ -38,7 +38,7 @@ class ExportPanel:
 
 def build() -> ExportPanel:
     """The export's components (see the rule)."""
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=False):
         framework = gr.Radio(
             list(FRAMEWORKS),
             value=FRAMEWORKS[0],
@@ -46,7 +46,7 @@ def build() -> ExportPanel:
             info="jax: the page's numbers, bit for bit; pytorch: autocast and GradScaler",
             elem_id="framework",
         )
-        button = gr.Button("Export this step and training run as a script")
+        button = gr.Button("Export this step and training run as a script", variant="primary")
     note = gr.Markdown(pytorch_note(StepConfig()), elem_id="export-pytorch")
     script = gr.Code(language="python", label="script", elem_id="export-script")
     script_file = gr.File(label="script (.py)", elem_id="export-file")
