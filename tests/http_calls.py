@@ -40,10 +40,19 @@ MODEL_FIELDS = ("model", "hidden_layers", "hidden_width", "activation", "optimiz
 RUN_FIELDS = ("steps", "mode", "period")
 # Settings added after the data file, appended after it (so positional calls keep working).
 FLOAT8_FIELDS = ("fp8_scaling", "amax_history")
+OPERATION_FIELDS = ("precision_policy", "task", "norm")
 FIELDS = {
-    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS),
-    "sweep": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS),
-    "dynamics": (*STEP_FIELDS, *RUN_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS, "pure_rounding"),
+    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS, *OPERATION_FIELDS),
+    "sweep": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS, *OPERATION_FIELDS),
+    "dynamics": (
+        *STEP_FIELDS,
+        *RUN_FIELDS,
+        *MODEL_FIELDS,
+        "data",
+        *FLOAT8_FIELDS,
+        "pure_rounding",
+        *OPERATION_FIELDS,
+    ),
     "inspect": ("number",),
 }
 DEFAULT_STEP = [0, 256, 64, 16, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]

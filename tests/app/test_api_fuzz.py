@@ -41,10 +41,11 @@ OUTPUTS = {"step": 10, "sweep": 4, "dynamics": 6, "inspect": 1}
 TINY = [0, 8, 4, 2, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]  # 8 x 4 x 2
 MODEL = ["linear", 2, 64, "relu", "sgd", None]  # the defaults, and no uploaded data
 FLOAT8 = ["current", 16]  # the defaults
+OPERATIONS = ["exercise", "regression", "none"]  # the defaults
 BASE = {
-    "step": [*TINY, *MODEL, *FLOAT8],
-    "sweep": [*TINY, *MODEL, *FLOAT8],
-    "dynamics": [*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest"],
+    "step": [*TINY, *MODEL, *FLOAT8, *OPERATIONS],
+    "sweep": [*TINY, *MODEL, *FLOAT8, *OPERATIONS],
+    "dynamics": [*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest", *OPERATIONS],
     "inspect": [1.5],
 }
 
@@ -78,6 +79,9 @@ CHOICES = {
     "optimizer": ("sgd", "momentum", "adam"),
     "fp8_scaling": ("none", "current", "delayed"),
     "pure_rounding": ("nearest", "stochastic", "kahan"),
+    "precision_policy": ("exercise", "autocast", "all_float32_but_matmul"),
+    "task": ("regression", "classification"),
+    "norm": ("none", "layernorm"),
 }
 # Fields whose every new value costs a compilation (shapes, the scan's static arguments): their
 # valid replacements stay within a couple of tiny values per endpoint.
