@@ -6,6 +6,7 @@ figure dicts themselves (tests/views/test_plotly_browser.py checks them as drawn
 
 from __future__ import annotations
 
+import colorsys
 import json
 import re
 
@@ -13,7 +14,7 @@ import plotly.graph_objects as go
 import pytest
 from app_figures import all_figures
 
-from playground.views.plotly import label_rows
+from playground.views.plotly import BAND_COLORS, band, label_rows
 
 # Plotly's exponentformat values that write no SI suffix; its default, "B", writes 20n for 2e-8.
 NOT_SI = {"e", "E", "power", "none"}
@@ -136,3 +137,22 @@ def test_label_rows_stack_only_labels_that_would_collide():
     rows = label_rows([10.0, 11.0, 60.0], texts, 100)
     assert rows[2] == 0 and sorted(rows[:2]) == [0, 1]
     assert label_rows([5.0, 50.0, 95.0], ["a", "b", "c"], 100) == [0, 0, 0]
+
+
+def test_each_band_label_is_written_in_its_own_bands_hue():
+    # Two narrow neighbours' labels stack (bfloat16's flushed and flushed-subnormal bands): each
+    # label's text is coloured like its band's fill, and no two neighbours share one.
+    def hue(color: str) -> float:  # "rgba(r, g, b, a)" or "#rrggbb", in degrees
+        if color.startswith("rgb"):
+            rgb = [int(c) / 255 for c in re.findall(r"\d+", color)[:3]]
+        else:
+            rgb = [int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        return colorsys.rgb_to_hsv(*rgb)[0] * 360
+
+    order = ["flushed to 0", "subnormal, flushed here", "normal", "overflow"]
+    notes = {label: band(0, 1, label)[1] for label in BAND_COLORS}
+    for label, note in notes.items():
+        fill, text = hue(BAND_COLORS[label]), hue(note["font"]["color"])
+        assert min(abs(fill - text), 360 - abs(fill - text)) < 30, (label, fill, text)
+    for left, right in zip(order, order[1:], strict=False):
+        assert notes[left]["font"]["color"] != notes[right]["font"]["color"], (left, right)
