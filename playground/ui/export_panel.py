@@ -6,7 +6,8 @@ button, the note saying what differs in PyTorch for the current settings (``#exp
 ``views.export_note``), then the script (``#export-script``) and its file (``#export-file``).
 ``wire`` joins the button to the ``export`` endpoint with every input in ``EXPORT``'s order
 (the step's controls, the training tab's run settings, the framework), and refreshes the note
-from the same inputs on each export and each framework change, in a private event of its own,
+from the same inputs on each export and each framework change, in a private event of its own
+(it runs the step and its autocast estimate, ``core.export_autocast``, for the measured line),
 so the endpoint's outputs stay the script and its file.
 """
 
@@ -17,10 +18,14 @@ from typing import Any
 
 import gradio as gr
 
+from playground.core.export_autocast import autocast_new_loss
+from playground.core.policy import recipe
+from playground.core.report import run_report
 from playground.core.settings import ConfigError, StepConfig
 from playground.ui.components import Page
 from playground.ui.endpoints import EXPORT, EXPORT_RUN_FIELDS, ExportOutputs, run_export
 from playground.ui.fair_use import LANE_SLOTS
+from playground.ui.uploads import user_data
 from playground.views.export import FRAMEWORKS
 from playground.views.export_note import pytorch_note
 
@@ -55,10 +60,16 @@ def build() -> ExportPanel:
 
 @EXPORT.handler
 def _note(values: dict[str, Any]) -> Any:
-    """The note for the inputs' settings; left as it is while a setting is invalid (the
+    """The note for the inputs' settings, with the page's mixed loss after the step and its
+    estimate under autocast; left as it is while a setting or the upload is invalid (the
     export itself names the bad field)."""
     try:
-        return pytorch_note(StepConfig(**{k: v for k, v in values.items() if k in _FIELDS}))
+        config = StepConfig(**{k: v for k, v in values.items() if k in _FIELDS})
+        data = user_data(values.get("data"), config.d_out)
+        if recipe(config.compute_dtype).plain_dtype is None:
+            return pytorch_note(config)
+        page_loss = run_report(config, data).mixed_new_loss
+        return pytorch_note(config, page_loss, autocast_new_loss(config, data))
     except ConfigError:
         return gr.skip()
 
@@ -90,6 +101,6 @@ def wire(page: Page, panel: ExportPanel) -> None:
             outputs=panel.note,
             api_visibility="private",
             preprocess=False,
-            queue=False,
+            concurrency_limit=LANE_SLOTS,
         )
     assert set(EXPORT_RUN_FIELDS) <= set(every), "the training tab holds the run's settings"

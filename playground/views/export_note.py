@@ -1,9 +1,14 @@
 """What differs in PyTorch: the export's "PyTorch" note for the current settings.
 
-Rule: ``pytorch_note(config)`` is Markdown computed from the settings and the dtype registry
-only (no run, no torch: the app does not depend on it). It says how the page's words map to
-the exported PyTorch script and where PyTorch rounds or scales differently:
+Rule: ``pytorch_note(config, page_loss, autocast_loss)`` is Markdown computed from the settings,
+the dtype registry and two losses the caller computed (no torch: the app does not depend on
+it). It says how the page's words map to the exported PyTorch script and where PyTorch rounds
+or scales differently:
 
+    measured       given the page's mixed loss after the step and ``core.export_autocast``'s
+                   estimate of PyTorch's (the same step rounded as autocast rounds), their
+                   relative difference, and how near PyTorch comes to the estimate
+                   (``estimate_bound``: a quarter of the dtype's eps)
     agreement      autocast rounds where PyTorch's op lists say (each nn.Linear in the compute
                    dtype, mse_loss in float32), the exercise where it casts (data, weights, the
                    loss itself), so the losses agree within the compute dtype's precision:
@@ -50,8 +55,17 @@ def agreement_bound(compute_dtype: str) -> float:
     return dtype_facts(compute_dtype).eps
 
 
-def pytorch_note(config: StepConfig) -> str:
-    """The note for ``config`` (see the module rule)."""
+def estimate_bound(compute_dtype: str) -> float:
+    """How close PyTorch's own step loss comes to ``core.export_autocast``'s estimate of it:
+    a quarter of the dtype's eps (measured by tests/views/test_export_torch.py)."""
+    return dtype_facts(compute_dtype).eps / 4
+
+
+def pytorch_note(
+    config: StepConfig, page_loss: float | None = None, autocast_loss: float | None = None
+) -> str:
+    """The note for ``config`` (see the module rule); with the page's mixed loss after the step
+    and ``core.export_autocast``'s estimate of PyTorch's, their measured difference too."""
     dtype = config.compute_dtype
     if recipe(dtype).plain_dtype != dtype:
         return (
@@ -72,6 +86,19 @@ def pytorch_note(config: StepConfig) -> str:
         f"within {_number(FLOAT32_AGREEMENT)}, and over a run the differences add up."
     )
     lines = [usage, rounding]
+    if page_loss is not None and not math.isfinite(page_loss):
+        lines.append(
+            f"- **This step**: the page's loss after it is {page_loss}: its scaled gradients "
+            "overflowed, and GradScaler would have skipped the step."
+        )
+    elif page_loss is not None and autocast_loss is not None:
+        apart = abs(autocast_loss - page_loss) / abs(page_loss) if page_loss else math.inf
+        lines.append(
+            f"- **This step, as autocast rounds it** (computed here in JAX): loss "
+            f"{_number(autocast_loss)} after the step, the page's {_number(page_loss)}: "
+            f"{_number(apart)} apart (relative). PyTorch's own lies within "
+            f"{_number(estimate_bound(dtype))} of this estimate."
+        )
     if config.mode == "none":
         lines.append("- **No loss scale**: `GradScaler(enabled=False)`, S = 1, as here.")
     elif config.mode == "static":

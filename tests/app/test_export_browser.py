@@ -37,6 +37,8 @@ def test_the_page_exports_pytorch_with_its_note(browser, app_url):
         note = page.locator("#export-pytorch").inner_text()
         assert "dtype=torch.float16" in note and "Not bit for bit" in note
         assert "Your S = 2^17 is above it" in note  # float16's largest is 65504
+        # At S = 2^17 the page's float16 step overflows (the scale does not fit float16).
+        assert "is nan: its scaled gradients overflowed" in note
         page.locator("#export-pytorch").scroll_into_view_if_needed()
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "export_panel.png"))
