@@ -36,7 +36,7 @@ ENTRY_POINTS = ("playground", "playground.__main__", "app")
 LAYERS = ("playground.core", "playground.views", "playground.sections", "playground.ui")
 TOP = len(LAYERS)  # the entry points' layer
 MAX_LINES = 300
-COMPUTE_DTYPE_NAMES = {"bfloat16", "float16", "float8"}
+COMPUTE_DTYPE_NAMES = {"bfloat16", "float16", "float8", "mxfp8", "fp8_block", "nvfp4"}
 NAME_OWNERS = {  # the names that only their registries test -> those registries
     "compute dtype": {"playground.core.policy", "playground.core.dtypes"},
     "model": {"playground.core.models"},

@@ -18,7 +18,10 @@ first and applies the scales to the block's partial sum: the two differ by float
 Gradients are in the recipe's element format (E4M3 for MXFP8 and FP8 blocks, as
 TransformerEngine 2.x's MXFP8BlockScaling and Float8BlockScaling default to ``Format.E4M3``;
 E2M1 for NVFP4). The randomness (Hadamard signs, stochastic rounding's uniforms,
-``gradient_uniforms``) comes from ``key``: the same key gives the same numbers on a backend.
+``gradient_uniforms``) comes from ``gradient_key(key, g)``: ``key`` (the step gives each layer
+its index) folded with a digest of the arriving gradient, so each training step, whose gradient
+differs from the last, draws afresh without a step counter threaded through the step, and the
+same key and gradient give the same numbers on a backend.
 
 Statistics leave through ``meta`` as in ``core.float8``: its gradient is one STATS row per role
 (input: Q(lhs, 1 x b); kernel: Q(rhs, W); gradient: Q(g, 1 x b)), where ``scale`` is the
@@ -98,6 +101,13 @@ def gradient_uniforms(key: jax.Array, shape: tuple[int, int]) -> tuple[jax.Array
     return (words >> 16).astype(jnp.float32) * step, (words & 0xFFFF).astype(jnp.float32) * step
 
 
+def gradient_key(key: jax.Array, gradient: jax.Array) -> jax.Array:
+    """The key of one backward pass's draws: ``key`` folded with the wrapping uint32 sum of the
+    gradient's float32 bits (exact in any order of summation, so the same on every run)."""
+    bits = jax.lax.bitcast_convert_type(gradient.astype(jnp.float32), jnp.uint32)
+    return jax.random.fold_in(key, jnp.sum(bits, dtype=jnp.uint32))
+
+
 def _native_forward(lhs, rhs, a, w, recipe):
     """The forward product by ``jax.nn.scaled_dot_general`` (its own quantizer and rules)."""
     scales = (a.tensor_scale, w.tensor_scale) if recipe.two_level else (None, None)
@@ -126,6 +136,7 @@ def _backward(recipe, hadamard, native, residuals, d_out):
     del native
     lhs, rhs, w, (input_stats, kernel_stats), key = residuals
     d_out = d_out.astype(jnp.float32)
+    key = gradient_key(key, d_out)
     rows_tile, columns_tile = (1, recipe.block), (recipe.block, 1)
     x_in, g_in = lhs, d_out
     if hadamard and recipe.hadamard_block:

@@ -13,6 +13,8 @@ teacher's largest output, and y is its one-hot row (``target_scale`` plays no pa
     label = argmax(z @ T + e, axis=-1)        y = one_hot(label, D_out)
 
 so the best logits are a multiple of z @ T, and the logits of a model grow with ``input_scale``.
+With ``outlier_share`` > 0, a few entries of x (drawn from the data seed) are then multiplied by
+``outlier_scale`` (``core.block_outliers.add_outliers``); y is unchanged.
 The two knobs move the data toward the low-precision dtype's underflow
 (tiny scales) or overflow (huge scales) without changing the problem's structure: the best
 kernel is ``T * target_scale / input_scale``.
@@ -24,6 +26,7 @@ import functools
 
 import numpy as np
 
+from playground.core.block_outliers import add_outliers
 from playground.core.bounds import ConfigError
 from playground.core.settings import StepConfig
 
@@ -38,8 +41,8 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
     The two most recent batches are kept, so changing lr or loss_scale reuses the batch.
 
     Args:
-      config: a validated StepConfig; uses data_seed, n, d_in, d_out, input_scale, target_scale
-        and task.
+      config: a validated StepConfig; uses data_seed, n, d_in, d_out, input_scale, target_scale,
+        task, outlier_share and outlier_scale.
 
     Returns:
       (x, y): read-only float32 numpy arrays of shapes (n, d_in) and (n, d_out).
@@ -52,6 +55,8 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
         config.input_scale,
         config.target_scale,
         config.task,
+        config.outlier_share,
+        config.outlier_scale,
     )
 
 
@@ -81,7 +86,17 @@ def one_hot(labels: np.ndarray, classes: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=2)
-def _draw(data_seed, n, d_in, d_out, input_scale, target_scale, task="regression"):
+def _draw(
+    data_seed,
+    n,
+    d_in,
+    d_out,
+    input_scale,
+    target_scale,
+    task="regression",
+    outlier_share=0.0,
+    outlier_scale=1.0,
+):
     rng = np.random.default_rng(data_seed)
     z = rng.standard_normal((n, d_in), dtype=np.float32)
     teacher = rng.standard_normal((d_in, d_out), dtype=np.float32)
@@ -93,6 +108,8 @@ def _draw(data_seed, n, d_in, d_out, input_scale, target_scale, task="regression
         y = one_hot(np.argmax(z @ teacher + noise, axis=-1), d_out)
     else:
         y = np.float32(target_scale) * (z @ teacher + noise)
+    if outlier_share > 0:
+        x = add_outliers(x, outlier_share, outlier_scale, data_seed)
     x.flags.writeable = False
     y.flags.writeable = False
     return x, y

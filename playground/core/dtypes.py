@@ -30,6 +30,10 @@ import numpy as np
 
 # float32 first: it is the reference every other format is compared with.
 DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
+# The elements of a block-scaled recipe (NVFP4's E2M1): facts and casts as for DTYPES, kept
+# apart from the number inspector's columns.
+BLOCK_ELEMENT_FORMATS = ("float4_e2m1fn",)
+FORMATS = DTYPES + BLOCK_ELEMENT_FORMATS
 CLASSES = ("zero", "flushed", "subnormal", "normal", "overflow", "nonfinite")
 
 
@@ -56,19 +60,19 @@ class DtypeFacts:
 
 
 def _check_dtype(name: str) -> None:
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
+    if name not in FORMATS:
+        raise ValueError(f"dtype must be one of {', '.join(FORMATS)}; got {name!r}")
 
 
 def numpy_dtype(name: str) -> np.dtype:
-    """The numpy dtype for a name in DTYPES (bfloat16 comes from ml_dtypes via JAX)."""
+    """The numpy dtype for a name in FORMATS (bfloat16 comes from ml_dtypes via JAX)."""
     _check_dtype(name)
     return np.dtype(jnp.dtype(name))
 
 
 @functools.cache
 def dtype_facts(name: str) -> DtypeFacts:
-    """The limits of ``name`` (one of DTYPES), read from ``jnp.finfo``."""
+    """The limits of ``name`` (one of FORMATS), read from ``jnp.finfo``."""
     finfo = jnp.finfo(numpy_dtype(name))
     return DtypeFacts(
         name=name,

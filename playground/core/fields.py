@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from playground.core.block_settings import NVFP4_HADAMARD, OUTLIER_SCALE, OUTLIER_SHARE
 from playground.core.bounds import Bounds
 from playground.core.caps import (
     FLOAT32_MAX,
@@ -294,3 +295,6 @@ class SettingsTable:
             group="model",
         ),
     )
+    outlier_share: float = _setting(0.0, OUTLIER_SHARE)  # block scaling (core.block_settings)
+    outlier_scale: float = _setting(OUTLIER_SCALE.high, OUTLIER_SCALE)
+    nvfp4_hadamard: str = _setting("on", NVFP4_HADAMARD)

@@ -1,15 +1,17 @@
-"""What a float8 step reports: every quantized tensor's statistics, and its summary hook.
+"""What a quantizing step reports: every quantized tensor's statistics, and its summary hook.
 
-Rule: a float8 step measures three tensors per matmul (``core.float8``: its input and kernel,
-cast to E4M3 forward, and the gradient arriving at its output, cast to E5M2 backward). Each
-becomes a ``Float8Tensor`` of the step report, layer by layer in parameter order, and the
-recipe's summary hook lists them, field by field (the summary shows the list under the recipe's
-name)::
+Rule: a quantizing step (float8, ``core.float8``; a block-scaled recipe, ``core.block_matmul``)
+measures three tensors per matmul: its input and kernel, quantized to the recipe's forward
+format, and the gradient arriving at its output, quantized to its gradient format. Each becomes
+a ``Float8Tensor`` of the step report, layer by layer in parameter order, and each quantizing
+recipe's summary hook lists them, field by field (the summary shows the list under the
+recipe's name)::
 
-    float8_summary(report) = [vars(tensor) for tensor in report.float8]
+    quantized_summary(report, name) = [vars(tensor) for tensor in report.float8]
+                                      if the report's compute_dtype is name, else []
 
-A report of another recipe has no quantized tensor, so the hook gives an empty list there: the
-JSON carries the same keys whatever the compute dtype.
+so another recipe's hook gives an empty list: the JSON carries the same keys whatever the
+compute dtype.
 """
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ class Float8Tensor:
     size: int
 
 
-def float8_tensors(stats: np.ndarray, layers: Sequence[str]) -> tuple[Float8Tensor, ...]:
-    """The (layers, roles, STATS) statistics of a step as Float8Tensors, layer by layer."""
+def float8_tensors(
+    stats: np.ndarray, layers: Sequence[str], formats: Sequence[str] | None = None
+) -> tuple[Float8Tensor, ...]:
+    """The (layers, roles, STATS) statistics of a step as Float8Tensors, layer by layer;
+    ``formats``: each role's format (default: float8's, E4M3 forward and E5M2 backward)."""
+    role_formats = ROLE_FORMATS if formats is None else dict(zip(ROLES, formats, strict=True))
     tensors = []
     for layer, rows in zip(layers, stats, strict=True):
         for role, row in zip(ROLES, rows, strict=True):
@@ -49,7 +55,7 @@ def float8_tensors(stats: np.ndarray, layers: Sequence[str]) -> tuple[Float8Tens
             counts = {name: int(values[name]) for name in ("saturated", "flushed", "size")}
             tensors.append(
                 Float8Tensor(
-                    layer, role, ROLE_FORMATS[role], values["amax"], values["scale"], **counts
+                    layer, role, role_formats[role], values["amax"], values["scale"], **counts
                 )
             )
     return tuple(tensors)
@@ -59,11 +65,15 @@ class QuantizedReport(Protocol):
     """What the hook reads of a ``core.step_report.StepReport`` (named structurally: the step
     report's module sits above the recipe registry, which holds this hook)."""
 
+    config: Any
     float8: tuple[Float8Tensor, ...]
 
 
-def float8_summary(report: QuantizedReport) -> list[dict[str, Any]]:
-    """The float8 recipe's summary hook (see the rule): one dict per quantized tensor (layer,
-    role, format, amax, scale, saturated, flushed, size). The floats are as measured (an amax
-    may be inf or NaN after an overflow); the page writes them as JSON numbers."""
+def quantized_summary(report: QuantizedReport, recipe_name: str) -> list[dict[str, Any]]:
+    """The summary hook of the quantizing recipe ``recipe_name`` (see the rule): one dict per
+    quantized tensor (layer, role, format, amax, scale, saturated, flushed, size) of a step of
+    that recipe. The floats are as measured (an amax may be inf or NaN after an overflow); the
+    page writes them as JSON numbers."""
+    if report.config.compute_dtype != recipe_name:
+        return []
     return [dict(vars(tensor)) for tensor in report.float8]

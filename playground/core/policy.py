@@ -1,14 +1,17 @@
 """The precision policy of a step, and the registry of compute recipes it names.
 
-A ``Recipe`` is one value of the ``compute_dtype`` setting: how the matmuls of a step compute.
-``RECIPES`` holds them (bfloat16, float16, float8); adding a recipe is one entry here plus its
+A ``Recipe`` (``core.recipe``) is one value of the ``compute_dtype`` setting: how the matmuls
+of a step compute. ``RECIPES`` holds them (bfloat16, float16, float8, and the block-scaled
+mxfp8, fp8_block, nvfp4); adding a recipe is one entry here plus its
 float64 reference in the contract test (``tests/core/test_registries.py``). No other module tests
 a compute dtype's name: it asks its recipe (``recipe(name)``) or the step's ``Policy``.
 
 Example::
 
-    >>> COMPUTE_DTYPES, recipe("float8").gradient_format, recipe("float8").plain_dtype
+    >>> COMPUTE_DTYPES[:3], recipe("float8").gradient_format, recipe("float8").plain_dtype
     (('bfloat16', 'float16', 'float8'), 'float8_e5m2', None)
+    >>> COMPUTE_DTYPES[3:], recipe("nvfp4").gradient_format
+    (('mxfp8', 'fp8_block', 'nvfp4'), 'float4_e2m1fn')
 """
 
 from __future__ import annotations
@@ -16,14 +19,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import jax
 from flax import nnx
 
-from playground.core.dtypes import DTYPES
+from playground.core.block_formats import FP8_BLOCK, MXFP8, NVFP4
 from playground.core.float8 import (
     FORWARD_FORMAT,
     GRADIENT_FORMAT,
@@ -31,72 +33,18 @@ from playground.core.float8 import (
     float8_dot_general,
     matmul_layers,
 )
-from playground.core.float8_report import float8_summary
+from playground.core.float8_report import quantized_summary
 from playground.core.forward_pass import watched_pass
 from playground.core.losses import TASKS
 from playground.core.models import param_kind
 from playground.core.op_policy import EXERCISE_OPS, OpPolicy, Watched, preset
-
-# The dtype of the master parameters, and of the loss the step scales and returns.
-FLOAT32 = "float32"
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How the matmuls of a step compute: one entry of RECIPES.
-
-    name: the ``compute_dtype`` setting's value.
-    forward_format, gradient_format: names in ``core.dtypes.DTYPES``: the format of every
-      matmul's operands on the way forward (input, weights), and of the gradient arriving at its
-      output on the way back.
-    cast_dtype: what the temporary model's parameters and the data are cast to: the compute
-      dtype of every operation a precision preset keeps low (a scaled recipe: float32).
-    dot_general: the matmul of every ``nnx.Linear`` of the temporary model, called with the
-      keywords ``meta`` (that matmul's statistics, see ``core.float8``) and ``scaling``; None
-      keeps nnx.Linear's own (``lax.dot_general`` on the cast operands).
-    scalings: the per-tensor scalings it takes (the ``fp8_scaling`` setting); () for none.
-    saturates: whether its casts clip a finite value beyond the format's largest to it (where a
-      plain ``astype`` gives inf, or NaN in a format without an infinity).
-    summary: its hook: StepReport -> what the summary shows under the recipe's name (JSON-able
-      but for non-finite floats, as measured), or None.
-    work_factor: the cost model's work per multiply-add of a pass, against a plain cast's 1.
-    """
-
-    name: str
-    forward_format: str
-    gradient_format: str
-    cast_dtype: str
-    dot_general: Callable[..., jax.Array] | None = None
-    scalings: tuple[str, ...] = ()
-    saturates: bool = False
-    summary: Callable[[Any], Any] | None = None
-    work_factor: float = 1.0
-
-    def __post_init__(self) -> None:
-        for fmt in (self.forward_format, self.gradient_format, self.cast_dtype):
-            if fmt not in DTYPES:
-                raise ValueError(f"a recipe's formats must be in DTYPES; got {fmt!r}")
-
-    @property
-    def plain_dtype(self) -> str | None:
-        """The dtype of a plain cast recipe's only rounding; None when its matmuls quantize."""
-        return self.cast_dtype if self.dot_general is None else None
-
-    @property
-    def quantizes(self) -> bool:  # its matmuls quantize (per-tensor scales and statistics)
-        return self.dot_general is not None
-
-
-def _plain(name: str) -> Recipe:
-    """The exercise's recipe for ``name``: parameters and data cast to it, nothing else."""
-    return Recipe(name, forward_format=name, gradient_format=name, cast_dtype=name)
-
+from playground.core.recipe import FLOAT32, Recipe, block_recipe, plain_recipe
 
 RECIPES: dict[str, Recipe] = {
     recipe.name: recipe
     for recipe in (
-        _plain("bfloat16"),
-        _plain("float16"),
+        plain_recipe("bfloat16"),
+        plain_recipe("float16"),
         # The FP8 formats paper's hybrid (NVIDIA TransformerEngine's default): E4M3 forward for
         # precision, E5M2 backward for range; per-tensor scales; saturating casts.
         Recipe(
@@ -107,17 +55,24 @@ RECIPES: dict[str, Recipe] = {
             dot_general=float8_dot_general,
             scalings=SCALINGS,
             saturates=True,
-            summary=float8_summary,
+            summary=functools.partial(quantized_summary, recipe_name="float8"),
             # Per-tensor scaling adds an amax, a multiply, a clip and a cast of every tensor
             # (measured: +5-25% over bfloat16).
             work_factor=1.25,
         ),
+        # Block-scaled recipes (TransformerEngine 2.x's MXFP8BlockScaling, Float8BlockScaling,
+        # NVFP4BlockScaling), emulated in float32 on CPU. Their work factors: a quantize-
+        # dequantize of each operand per matmul, forward and backward (measured on CPU: see
+        # bench/bench_blocks.py).
+        block_recipe(MXFP8, work_factor=1.4),
+        block_recipe(FP8_BLOCK, work_factor=1.3),
+        block_recipe(NVFP4, work_factor=1.7),
     )
 }
 # What a step can compute in: the compute_dtype setting's choices, the exercise's first.
 COMPUTE_DTYPES = tuple(RECIPES)
 # The float32 twin: every cast an identity (not a choice of the setting).
-FULL_PRECISION = _plain(FLOAT32)
+FULL_PRECISION = plain_recipe(FLOAT32)
 
 
 def recipe(name: str) -> Recipe:
@@ -140,6 +95,7 @@ class Settings(Protocol):
     fp8_scaling: str
     precision_policy: str
     task: str
+    nvfp4_hadamard: str
 
 
 @dataclass(frozen=True)
@@ -166,7 +122,8 @@ class Policy:
                     scales and returns it in
 
     ``fp8_scaling`` is kept only for a recipe that takes scalings (None otherwise), so changing
-    the setting never recompiles a bfloat16 or float16 program.
+    the setting never recompiles a bfloat16 or float16 program; ``hadamard`` (the
+    ``nvfp4_hadamard`` setting) likewise only for a recipe whose matmul has a Hadamard block.
 
     Usage::
 
@@ -182,8 +139,11 @@ class Policy:
     output_dtype: str = FLOAT32
     ops: OpPolicy = EXERCISE_OPS
     task: str = "regression"
+    hadamard: bool = False
 
     def __post_init__(self) -> None:
+        if self.hadamard and not self.compute.hadamard_setting:
+            raise ValueError(f"the {self.compute.name} recipe takes no nvfp4_hadamard")
         scalings = self.compute.scalings
         if scalings and self.fp8_scaling not in scalings:
             raise ValueError(
@@ -201,12 +161,14 @@ class Policy:
         fp8_scaling: str | None = "current",
         precision_policy: str = EXERCISE_OPS.name,
         task: str = TASKS[0],
+        nvfp4_hadamard: str = "on",
     ) -> Policy:
-        """The policy of the ``compute_dtype`` setting; ``fp8_scaling`` only where it applies;
-        the ``precision_policy`` preset and the ``task``'s loss."""
+        """The policy of the ``compute_dtype`` setting; ``fp8_scaling`` and ``nvfp4_hadamard``
+        only where they apply; the ``precision_policy`` preset and the ``task``'s loss."""
         chosen = recipe(compute_dtype)
         scaling = fp8_scaling if chosen.scalings else None
-        return cls(chosen, scaling, ops=preset(precision_policy), task=task)
+        hadamard = chosen.hadamard_setting and nvfp4_hadamard == "on"
+        return cls(chosen, scaling, ops=preset(precision_policy), task=task, hadamard=hadamard)
 
     def op_dtype(self, kind: str) -> str:  # kind: one of core.op_policy.KINDS
         return self.ops.dtype(kind, self.compute.cast_dtype)
@@ -238,7 +200,8 @@ class Policy:
     def temporary_model(self, model: nnx.Module, metas: jax.Array | tuple = ()) -> nnx.Module:
         """A new module from ``model``'s Params cast (see the rule; ``model`` keeps its arrays,
         gradients flow back through the casts), whose matmuls run the recipe's dot_general,
-        each with its row of ``metas`` (layers, roles, STATS)."""
+        each with its row of ``metas`` (layers, roles, STATS); a block recipe's also with
+        ``hadamard`` and its layer's index as the key of its draws."""
         # Only Param state moves into `params`; the graph definition stays with `graphdef`.
         graphdef, params = nnx.split(model, nnx.Param)
         cast = jax.tree_util.tree_map_with_path(
@@ -247,8 +210,9 @@ class Policy:
         temporary = nnx.merge(graphdef, cast)
         if self.compute.dot_general is not None:
             for index, (_, layer) in enumerate(matmul_layers(temporary)):
+                block = {"hadamard": self.hadamard, "key": index} if self.compute.block else {}
                 layer.dot_general = functools.partial(
-                    self.compute.dot_general, meta=metas[index], scaling=self.fp8_scaling
+                    self.compute.dot_general, meta=metas[index], scaling=self.fp8_scaling, **block
                 )
         return temporary
 
@@ -280,10 +244,10 @@ class Policy:
 
 
 def policy_for(config: Settings) -> Policy:
-    """The policy of a config's ``compute_dtype``, ``fp8_scaling``, ``precision_policy`` and
-    ``task`` settings."""
+    """The policy of a config's ``compute_dtype``, ``fp8_scaling``, ``precision_policy``,
+    ``task`` and ``nvfp4_hadamard`` settings."""
     settings = (config.compute_dtype, config.fp8_scaling, config.precision_policy, config.task)
-    return Policy.of(*settings)
+    return Policy.of(*settings, nvfp4_hadamard=config.nvfp4_hadamard)
 
 
 # The seed exercise's policy (bfloat16 compute) and its float32 twin's.

@@ -26,7 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from playground.core import metrics
+from playground.core.block_report import block_report
 from playground.core.compiled import freeze, run_compiled
+from playground.core.data import make_batch
 from playground.core.float8 import ROLES, STATS
 from playground.core.float8_report import float8_tensors
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
@@ -264,6 +266,7 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
     if precision.compute.quantizes:
         dtypes["matmul"] = f"{precision.compute.forward_format} (scaled)"
     nonfinite = {name: p.nonfinite_scaled_count for name, p in params.items()}
+    compute, kernels = precision.compute, [name for name in shapes if name.endswith("kernel")]
     return StepReport(
         config=config,
         **{field: float(value) for field, value in zip(LOSSES, losses, strict=True)},
@@ -278,8 +281,11 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
             )
             for layer, counts in enumerate(activation_counts)
         ),
-        float8=float8_tensors(float8, [name for name in shapes if name.endswith("kernel")])
+        float8=float8_tensors(
+            float8, kernels, (*[compute.forward_format] * 2, compute.gradient_format)
+        )
         if len(float8)
         else (),
         operations=operation_reports(operations, dtypes, flags, nonfinite),
+        blocks=block_report(compute, (batch or make_batch(config))[0], params[kernels[0]].before),
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from playground.core import metrics
+from playground.core.block_report import BlockReport
 from playground.core.float8_report import Float8Tensor
 from playground.core.operations_report import OperationReport, first_nonfinite
 from playground.core.policy import recipe
@@ -123,7 +124,8 @@ class StepReport:
     ``mixed_initial_loss_in_compute_dtype``, ``mixed_initial_loss_in_float32``: the loss of
     the mixed step's initial outputs computed in the compute dtype and in float32 (one of them
     is ``mixed_initial_loss``, as the precision policy chose). ``operations``: each operation
-    of the mixed step, its dtype and its finiteness (``core.operations_report``).
+    of the mixed step, its dtype and its finiteness (``core.operations_report``). ``blocks``
+    (a block-scaled recipe only): its first layer's operands (``core.block_report``).
     """
 
     config: StepConfig
@@ -137,6 +139,7 @@ class StepReport:
     mixed_initial_loss_in_compute_dtype: float = float("nan")
     mixed_initial_loss_in_float32: float = float("nan")
     operations: tuple[OperationReport, ...] = ()
+    blocks: BlockReport | None = None
 
     @property
     def first_nonfinite(self) -> dict[str, str | None]:

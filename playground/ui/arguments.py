@@ -8,10 +8,12 @@ meaning. A ConfigError from the core becomes a ``gr.Error`` with the same messag
 allowed range), without a traceback in the server log.
 
     STEP.order      = (seed, n, ..., compute_dtype, model, ..., optimizer, data, fp8_scaling,
-                       amax_history, precision_policy, task, norm)
+                       amax_history, precision_policy, task, norm, outlier_share,
+                       outlier_scale, nvfp4_hadamard)
                                               # /step, /sweep, /export, /downloads
     DYNAMICS.order  = STEP's settings with steps, mode, period in table order, data, then
-                       fp8_scaling, amax_history, pure_rounding, precision_policy, task, norm
+                       fp8_scaling, amax_history, pure_rounding, precision_policy, task, norm,
+                       outlier_share, outlier_scale, nvfp4_hadamard
                                               # /dynamics
 """
 
@@ -35,7 +37,17 @@ from playground.ui.widgets import DEFAULTS
 # The API's name of a field where it differs from the field's own.
 API_NAMES = {"model_seed": "seed"}
 # Settings added after the uploaded `data` input existed: the API takes them after `data`.
-LATE_FIELDS = ("fp8_scaling", "amax_history", "pure_rounding", "precision_policy", "task", "norm")
+LATE_FIELDS = (
+    "fp8_scaling",
+    "amax_history",
+    "pure_rounding",
+    "precision_policy",
+    "task",
+    "norm",
+    "outlier_share",
+    "outlier_scale",
+    "nvfp4_hadamard",
+)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ MODEL_FIELDS = (
     *dict.fromkeys(option for spec in MODELS.values() for option in spec.options),
 )
 # The scaled recipe's own settings.
-SCALING_FIELDS = ("fp8_scaling", "amax_history")
+SCALING_FIELDS = ("fp8_scaling", "amax_history", "nvfp4_hadamard")
 # Precision per operation: the preset, the task (its loss) and the MLP's norm.
 OPERATION_FIELDS = ("precision_policy", "task", "norm")
 
@@ -91,8 +91,8 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
         for name in ("n", "d_in", "d_out"):
             add(name)
         with gr.Accordion("Data magnitudes", open=False):
-            add("input_scale")
-            add("target_scale")
+            for name in ("input_scale", "target_scale", "outlier_share", "outlier_scale"):
+                add(name)
         controls["data"] = gr.File(
             label="your data (CSV): rows set N; columns headed y, y1, target... are the targets "
             "(else the last D_out), the rest set D_in",

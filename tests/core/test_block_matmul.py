@@ -21,6 +21,7 @@ from playground.core.block_matmul import (
     block_dot_general,
     block_matmul,
     empty_meta,
+    gradient_key,
     gradient_uniforms,
     matmul_path,
     native_scaled_dot_general,
@@ -96,6 +97,7 @@ def padded(values: np.ndarray, tile) -> np.ndarray:
 
 def reference_matmul(x, w, g, recipe, key, hadamard):
     """(out, d_x, d_w) by the rule of ``core.block_matmul``, in numpy."""
+    key = gradient_key(key, jnp.asarray(g))  # the backward's draws: an input of the rule
     n, k = x.shape
     m = w.shape[1]
     b = recipe.block

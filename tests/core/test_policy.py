@@ -33,9 +33,15 @@ from playground.core.settings import StepConfig
 
 WIDTH = 16
 # Every format a recipe may name, as numpy types (ml_dtypes for the ones numpy lacks).
-NUMPY_TYPES = {name: np.dtype(t) for name, t in reference.DTYPES.items()} | {
-    name: np.dtype(t) for name, t in reference.FLOAT8.items()
-}
+NUMPY_TYPES = (
+    {name: np.dtype(t) for name, t in reference.DTYPES.items()}
+    | {name: np.dtype(t) for name, t in reference.FLOAT8.items()}
+    | {"float4_e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn)}
+)
+# The recipes that round each operand as a whole (a block-scaled recipe's rounding depends on
+# each block's scale: tests/core/test_block_matmul.py and test_registries.py check it).
+PER_TENSOR = tuple(name for name in COMPUTE_DTYPES if recipe(name).block is None)
+BLOCK = tuple(name for name in COMPUTE_DTYPES if recipe(name).block is not None)
 
 
 def _rounded(values: np.ndarray, fmt: str) -> np.ndarray:
@@ -72,7 +78,8 @@ def _values(fmt: str, seed: int) -> np.ndarray:
 
 
 def test_the_registry_is_the_compute_dtype_choices_in_order():
-    assert COMPUTE_DTYPES == tuple(RECIPES) == ("bfloat16", "float16", "float8")
+    assert tuple(RECIPES) == COMPUTE_DTYPES
+    assert COMPUTE_DTYPES == ("bfloat16", "float16", "float8", "mxfp8", "fp8_block", "nvfp4")
     assert all(recipe(name).name == name for name in COMPUTE_DTYPES)
 
 
@@ -80,7 +87,8 @@ def test_an_unknown_recipe_names_the_field_and_the_choices():
     with pytest.raises(ValueError) as caught:
         recipe("float64")
     assert str(caught.value) == (
-        "compute_dtype must be one of bfloat16, float16, float8; got 'float64'"
+        "compute_dtype must be one of bfloat16, float16, float8, mxfp8, fp8_block, nvfp4; "
+        "got 'float64'"
     )
     with pytest.raises(ValueError, match="compute_dtype must be one of"):
         Policy.of("int8")
@@ -89,7 +97,7 @@ def test_an_unknown_recipe_names_the_field_and_the_choices():
     assert str(caught.value) == "fp8_scaling must be one of none, current, delayed; got 'sometimes'"
 
 
-@pytest.mark.parametrize("name", COMPUTE_DTYPES)
+@pytest.mark.parametrize("name", PER_TENSOR)
 def test_the_forward_pass_rounds_every_matmul_operand_to_the_forward_format(name):
     policy, chosen = _policy(name), recipe(name)
     x = _values(chosen.forward_format, seed=1)
@@ -98,7 +106,7 @@ def test_the_forward_pass_rounds_every_matmul_operand_to_the_forward_format(name
     np.testing.assert_array_equal(out.astype(np.float64), _rounded(x, chosen.forward_format))
 
 
-@pytest.mark.parametrize("name", COMPUTE_DTYPES)
+@pytest.mark.parametrize("name", PER_TENSOR)
 def test_the_backward_pass_rounds_the_arriving_gradient_to_the_gradient_format(name):
     policy, chosen = _policy(name), recipe(name)
     x = jnp.asarray(_values(chosen.forward_format, seed=2))
@@ -113,7 +121,7 @@ def test_the_backward_pass_rounds_the_arriving_gradient_to_the_gradient_format(n
     np.testing.assert_array_equal(sent_back, _rounded(arriving, chosen.gradient_format))
 
 
-@pytest.mark.parametrize("name", COMPUTE_DTYPES)
+@pytest.mark.parametrize("name", PER_TENSOR)
 def test_the_loss_is_computed_in_the_cast_dtype_and_returned_in_float32(name):
     policy = _policy(name)
     rng = np.random.default_rng(4)
@@ -128,7 +136,7 @@ def test_the_loss_is_computed_in_the_cast_dtype_and_returned_in_float32(name):
     assert float(loss) == pytest.approx(expected, rel=4 * eps)
 
 
-@pytest.mark.parametrize("name", COMPUTE_DTYPES)
+@pytest.mark.parametrize("name", PER_TENSOR)
 def test_saturates_says_whether_a_value_past_the_format_becomes_its_largest(name):
     policy, chosen = _policy(name), recipe(name)
     largest = float(ml_dtypes.finfo(NUMPY_TYPES[chosen.forward_format]).max)
@@ -158,7 +166,8 @@ def test_without_masters_the_parameters_are_stored_in_the_forward_format(name):
 
 
 def test_plain_dtype_names_the_exercises_cast_and_none_for_a_scaled_recipe():
-    assert [recipe(name).plain_dtype for name in COMPUTE_DTYPES] == ["bfloat16", "float16", None]
+    plain = [recipe(name).plain_dtype for name in COMPUTE_DTYPES]
+    assert plain == ["bfloat16", "float16", None, None, None, None]
     assert EXERCISE.compute.plain_dtype == "bfloat16" and FLOAT32_TWIN.loss_dtype == "float32"
 
 
@@ -191,7 +200,11 @@ def test_every_recipe_summary_key_is_in_every_report():
         for name in COMPUTE_DTYPES
     }
     assert len({tuple(summary) for summary in by_dtype.values()}) == 1
-    assert by_dtype["bfloat16"] == {"float8": []}
+    assert by_dtype["bfloat16"] == dict.fromkeys(("float8", *BLOCK), [])
+    for name in BLOCK:  # each block recipe lists its own step's tensors, in its element format
+        formats = {t["format"] for t in by_dtype[name][name]}
+        assert formats == {recipe(name).forward_format}
+        assert all(not tensors for other, tensors in by_dtype[name].items() if other != name)
     tensors = by_dtype["float8"]["float8"]
     assert [(t["role"], t["format"]) for t in tensors] == [
         ("input", "float8_e4m3fn"),
