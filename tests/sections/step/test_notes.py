@@ -47,7 +47,7 @@ def overflowing():
 
 
 def test_every_step_tab_has_a_note_with_its_own_element_id():
-    assert set(NOTES) == set(step_tab.TABS)
+    assert set(step_tab.TABS) <= set(NOTES)
     assert len({note_id(tab) for tab in NOTES}) == len(NOTES)
 
 
