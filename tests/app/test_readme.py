@@ -115,3 +115,166 @@ def test_readme_precision_claims_hold_on_this_backend():
     # The loss scale's range is [2^-126, 2^126].
     bounds = settings()["loss_scale"]
     assert "[2^-126, 2^126]" in README and (bounds.low, bounds.high) == (2.0**-126, 2.0**126)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_readme_training_story_numbers_are_the_float16_lessons_run():
+    """The loss-scaling story's batch, float32's fit and float16's stall at S = 1, and the
+    meter's split, recomputed here from the lesson's own run (its arrays, not its sentence)."""
+    import numpy as np
+
+    from playground.core.lessons import DYNAMICS_LESSONS
+
+    text = _flat(README)
+    assert "Eight training lessons" in text and len(DYNAMICS_LESSONS) == 8
+    lesson = DYNAMICS_LESSONS[0]
+    config = lesson.config()
+    assert (config.compute_dtype, config.loss_scale, config.mode) == ("float16", 1.0, "static")
+    assert (config.n, config.d_in, config.d_out, config.lr) == (4096, 8, 16, 2.0)
+    assert config.target_scale == 2.0**-16 and config.input_scale == 1.0
+    assert "(4096 rows, 8 inputs, 16 outputs, targets of size 2^-16, lr 2)" in text
+    run = lesson.run()
+    float32, mixed = np.asarray(run.float32_loss), np.asarray(run.mixed_loss)
+    assert f"in {config.steps} steps float32 goes {float32[0]:.3g} -> {float32[-1]:.3g}" in text
+    assert f"stalls near {mixed[-1]:.3g}, {mixed[-1] / float32[-1]:,.0f} x float32's" in text
+    # The gradients' lower edge the story names: half of float16's smallest subnormal.
+    assert float(np.float16(2.0**-25)) == 0.0
+    late = slice(config.steps // 2, None)
+    flushed = float(np.mean(run.mixed_flushed_share[late]))
+    rounded = float(np.mean(run.mixed_lost_share[late]))
+    assert f"{flushed:.0%} of the updates per step were flushed and {rounded:.1%} rounded" in text
+    assert flushed >= 0.5 and rounded <= 0.01  # what "stalls because they flush" rests on
+
+
+def test_readme_inspector_examples_hold():
+    """65519.99998 rounds once to float16's 65504 (numpy rounds float64 -> float16 correctly),
+    through float32 first it becomes inf; 0x3c00:float16 is 1."""
+    import numpy as np
+
+    from playground.core.inspector import bit_view
+
+    text = _flat(README)
+    assert "65519.99998 is 65504 in float16" in text and "(65520) would tie up to inf" in text
+    assert np.float16(65519.99998) == 65504 and np.float32(65519.99998) == 65520
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float16(np.float32(65519.99998)))
+    assert bit_view("65519.99998", "float16").stored == 65504
+    assert "`0x3c00:float16` is 1" in text
+    assert np.array([0x3C00], np.uint16).view(np.float16)[0] == 1.0
+    assert bit_view("0x3c00:float16", "float16").stored == 1.0
+
+
+def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
+    from playground.core import block_formats as blocks
+    from playground.core.op_policy import PRESETS, TORCH_VERSION
+    from playground.core.precision_lessons import PRECISION_LESSONS
+    from playground.sections.dynamics.pins import MAX_PINS
+    from playground.views.export_text import MAX_SCRIPT_BYTES
+
+    text = _flat(README)
+    assert "(at most 4, the oldest dropped" in text and MAX_PINS == 4
+    assert "a script over 2 MB are refused" in text and MAX_SCRIPT_BYTES == 2_000_000
+    assert "as torch 2.13's CPU autocast does" in text and TORCH_VERSION.startswith("2.13.")
+    assert PRESETS["exercise"].float32_kinds == frozenset()
+    assert PRESETS["autocast"].float32_kinds == {"normalisation", "loss"}
+    assert PRESETS["all_float32_but_matmul"].float32_kinds == {
+        "activation",
+        "normalisation",
+        "loss",
+    }
+    assert "Three checked lessons" in text and len(PRECISION_LESSONS) == 3
+    e4m3, e2m1 = blocks.element_facts("float8_e4m3fn"), blocks.element_facts("float4_e2m1fn")
+    assert (e4m3.max, e4m3.emax, e2m1.max) == (448.0, 8, 6.0)
+    assert "E4M3 elements in blocks of 32" in text and blocks.MXFP8.block == 32
+    assert blocks.MXFP8.scale_format == "float8_e8m0fnu" and blocks.MXFP8.scale_rule == "round_up"
+    assert "1 x 128 tiles for activations and gradients and 128 x 128 for weights" in text
+    assert (blocks.FP8_BLOCK.block, blocks.FP8_BLOCK.weight_tile) == (128, (128, 128))
+    assert "E2M1 elements (largest 6) in blocks of 16 (16 x 16 tiles for weights)" in text
+    assert (blocks.NVFP4.block, blocks.NVFP4.weight_tile) == (16, (16, 16))
+    assert blocks.NVFP4.stochastic_gradients and blocks.NVFP4.hadamard_block == 16
+
+
+def _api_names(line: str) -> list[str]:
+    return [name.strip() for name in line.split(",") if name.strip()]
+
+
+def test_readme_input_orders_are_the_endpoints_signatures():
+    """The documented order is each endpoint's own (block-scaling settings may follow /step's
+    list once registered: the list must be a prefix, every rule below exact)."""
+    import inspect
+
+    from playground.ui.endpoints import run_downloads, run_export, run_step
+    from playground.ui.tabs.dynamics import dynamics_endpoint
+    from playground.ui.tabs.lab import inspect_event, sweep_endpoint
+
+    block = re.search(r"```text\n/step, /downloads(.*?)\n/sweep(.*?)```", README, re.DOTALL)
+    assert block, "the README's table of input orders"
+    rows = re.findall(r"^(/\w+(?:, /\w+)?)\s+(.*(?:\n {19}.*)*)", block.group(0), re.M)
+    said = {name: _flat(rest) for name, rest in rows}
+
+    def names(fn) -> list[str]:
+        return list(inspect.signature(fn).parameters)
+
+    step = names(run_step)
+    documented = _api_names(said["/step, /downloads"])
+    assert step[: len(documented)] == documented and names(run_downloads) == step
+    assert said["/sweep"] == "/step's inputs, then downloads"
+    assert names(sweep_endpoint) == [*step, "downloads"]
+    dynamics = list(step)
+    after_dtype = dynamics.index("compute_dtype") + 1
+    dynamics[after_dtype:after_dtype] = ["steps", "mode", "period"]
+    dynamics.insert(dynamics.index("amax_history") + 1, "pure_rounding")
+    assert said["/dynamics"].startswith(
+        "/step's inputs with steps, mode, period after compute_dtype"
+    )
+    assert names(dynamics_endpoint) == [*dynamics, "downloads"]
+    tail = said["/export"].removeprefix("/step's inputs, then ")
+    assert names(run_export) == [*step, *_api_names(tail)]
+    assert names(inspect_event) == _api_names(said["/inspect"]) == ["number"]
+
+
+def test_readme_json_keys_are_in_the_summaries():
+    from playground import StepConfig, run_report
+    from playground.core.train import run_dynamics
+    from playground.sections.dynamics.summary import dynamics_summary
+    from playground.sections.step.summary import summarize
+
+    small = StepConfig(n=8, d_in=4, d_out=2, steps=3)
+    trees = {
+        "step": summarize(run_report(small)),
+        "dynamics": dynamics_summary(run_dynamics(small)),
+    }
+    step_keys = re.findall(r"`((?:losses|operations)\.[a-z_.]+)`", README)
+    dynamics_keys = re.findall(
+        r"`((?:final_loss|mean_lost_share|mean_flushed_share)\.\w+)`", README
+    )
+    assert "losses.mixed_initial_in_compute_dtype" in step_keys and "mean_flushed_share.mixed" in (
+        dynamics_keys
+    )
+    for tree, keys in ((trees["step"], step_keys), (trees["dynamics"], dynamics_keys)):
+        for key in keys:
+            node = tree
+            for part in key.split("."):
+                assert isinstance(node, dict) and part in node, f"{key} is not in the summary"
+                node = node[part]
+    assert set(trees["step"]["operations"]["first_nonfinite"]) == {"forward", "backward"}
+    assert "dtype" in trees["step"]["operations"]["rows"][0]
+    assert {"mixed", "pure"} <= set(trees["dynamics"]["mean_flushed_share"])
+
+
+def test_readme_element_ids_are_the_pages():
+    """Every `#id` the README names is an elem_id the page sets: a literal, an indexed one
+    (`<i>` for ``{index}``) or a control's field name."""
+    from playground.core.settings import settings
+    from playground.sections.step.notes import NOTES, note_id
+
+    source = "\n".join(path.read_text() for path in (ROOT / "playground" / "ui").rglob("*.py"))
+    ids = set(re.findall(r'elem_id="([\w-]+)"', source))
+    ids |= {name.replace("{index}", "<i>") for name in re.findall(r'elem_id=f"([\w{}-]+)"', source)}
+    ids |= set(settings()) | {note_id(label) for label in NOTES}
+    named = set(re.findall(r"`#([\w<>-]+)`", README))
+    assert {"pin-run", "training-lesson-<i>", "inspect-bits", "sweep-rerun"} <= named
+    assert named <= ids, f"not an elem_id of the page: {sorted(named - ids)}"
