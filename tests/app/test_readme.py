@@ -171,6 +171,7 @@ def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
     from playground.core import block_formats as blocks
     from playground.core.op_policy import PRESETS, TORCH_VERSION
     from playground.core.precision_lessons import PRECISION_LESSONS
+    from playground.core.settings import StepConfig, settings
     from playground.sections.dynamics.pins import MAX_PINS
     from playground.views.export_text import MAX_SCRIPT_BYTES
 
@@ -186,6 +187,17 @@ def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
         "loss",
     }
     assert "Three checked lessons" in text and len(PRECISION_LESSONS) == 3
+    # The block-scaled recipes are compute dtypes, their settings in the documented ranges.
+    assert "(`compute_dtype` = `mxfp8`, `fp8_block` or `nvfp4`;" in text
+    for name in ("mxfp8", "fp8_block", "nvfp4"):
+        assert StepConfig(compute_dtype=name).compute_dtype == name
+    table, defaults = settings(), StepConfig()
+    assert "`outlier_share` (0 to 0.01, default 0: no outliers)" in text
+    assert (table["outlier_share"].low, table["outlier_share"].high) == (0.0, 0.01)
+    assert defaults.outlier_share == 0.0
+    assert "`outlier_scale` (1 to 65536, default 65536)" in text
+    assert (table["outlier_scale"].low, table["outlier_scale"].high) == (1.0, 2.0**16)
+    assert defaults.outlier_scale == 2.0**16 and defaults.nvfp4_hadamard == "on"
     e4m3, e2m1 = blocks.element_facts("float8_e4m3fn"), blocks.element_facts("float4_e2m1fn")
     assert (e4m3.max, e4m3.emax, e2m1.max) == (448.0, 8, 6.0)
     assert "E4M3 elements in blocks of 32" in text and blocks.MXFP8.block == 32
