@@ -52,15 +52,15 @@ def _float32(values: jax.Array) -> jax.Array:
 
 
 def widened(param: jax.Array) -> jax.Array:
-    """A float8-stored parameter as float32 (the same value); any other parameter as it is."""
-    return param.astype(jnp.float32) if jnp.finfo(param.dtype).bits == 8 else param
+    """A float8- or float4-stored parameter as float32 (the same value); any other as it is."""
+    return param.astype(jnp.float32) if jnp.finfo(param.dtype).bits <= 8 else param
 
 
 def _add_nearest(params, updates):
     """p + update rounded to nearest in p's dtype (float8 takes no implicit promotion)."""
 
     def add(param, update):
-        if jnp.finfo(param.dtype).bits == 8:
+        if jnp.finfo(param.dtype).bits <= 8:
             return (param.astype(jnp.float32) + update).astype(param.dtype)
         return optax.apply_updates(param, update)
 
