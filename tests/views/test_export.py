@@ -49,13 +49,21 @@ ALLOWED_IMPORTS = {"jax", "flax", "optax", "numpy", "base64", "json", "math", "i
 
 # Both dtypes, several seeds (the largest included), lr values, loss scales 1, 2^10 and 2^15,
 # small shapes and the page's default shape, data at 2^-12 for float16, and a float16 overflow
-# (NaN); then the whole run: an MLP under Adam with dynamic scaling that skips, momentum in
-# float16 with Kahan's pure run, stochastic rounding, and an upload. Each case costs one fresh
-# process (JAX import and compile, about 5 s of CPU).
+# (NaN); each with a training run: stochastic (bf16-scale1) and Kahan (f16-tiny-2^15, under
+# momentum) pure runs, an MLP under Adam whose dynamic scale skips steps, and an upload trained
+# by a tanh MLP. Each case costs one fresh process (JAX import and compile, about 5 s of CPU).
 CASES = {
     "bf16-default": StepConfig(),
     "bf16-scale1": StepConfig(
-        model_seed=7, data_seed=3, n=64, d_in=16, d_out=4, lr=0.5, loss_scale=1.0
+        model_seed=7,
+        data_seed=3,
+        n=64,
+        d_in=16,
+        d_out=4,
+        lr=0.5,
+        loss_scale=1.0,
+        pure_rounding="stochastic",
+        steps=40,
     ),
     "f16-tiny-2^15": StepConfig(
         model_seed=1,
@@ -68,6 +76,10 @@ CASES = {
         input_scale=2.0**-12,
         target_scale=2.0**-12,
         compute_dtype="float16",
+        optimizer="momentum",
+        mode="none",
+        pure_rounding="kahan",
+        steps=25,
     ),
     "f16-tiny-unscaled": StepConfig(
         model_seed=2**32 - 1,
@@ -101,26 +113,17 @@ CASES = {
         target_scale=2.0**5,
         steps=30,
     ),
-    "momentum-kahan": StepConfig(
-        data_seed=4,
-        n=48,
-        d_in=6,
-        d_out=5,
+    "upload": StepConfig(
+        d_out=2,
         model="mlp",
         hidden_layers=1,
         hidden_width=8,
         activation="tanh",
-        optimizer="momentum",
         lr=0.05,
-        compute_dtype="float16",
-        mode="none",
-        pure_rounding="kahan",
-        steps=25,
+        optimizer="momentum",
+        steps=20,
+        mode="dynamic",
     ),
-    "stochastic": StepConfig(
-        model_seed=9, n=64, d_in=16, d_out=4, pure_rounding="stochastic", steps=40, lr=0.02
-    ),
-    "upload": StepConfig(d_out=2, lr=0.05, optimizer="momentum", steps=20, mode="dynamic"),
 }
 
 
