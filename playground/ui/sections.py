@@ -20,9 +20,10 @@ from typing import Any
 
 from playground.core.step_report import StepReport
 from playground.sections.lab import tab as lab_tab
+from playground.sections.step import blocks as block_section
 from playground.sections.step import tab as step_tab
 from playground.ui.components import Page
-from playground.ui.tabs import dynamics, lab, step
+from playground.ui.tabs import blocks, dynamics, lab, step
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,13 @@ class Section:
 
 SECTIONS = (
     Section("step", step_tab.TABS, step_tab.FIGURES, step.build, step.wire),
+    Section(
+        "blocks",
+        {block_section.BLOCK_TAB: (block_section.BLOCK_FIGURE,)},
+        {block_section.BLOCK_FIGURE: block_section.block_scale_figure},
+        blocks.build,
+        blocks.wire,
+    ),
     Section(
         "lab",
         {lab_tab.TAB_LABEL: tuple(lab_tab.FIGURES)},

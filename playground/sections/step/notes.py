@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from playground.core.report import ParamReport, StepReport
+from playground.sections.step.blocks import BLOCK_TAB, block_note
 from playground.sections.step.causes import causes
 from playground.sections.step.charts import shown_params
 
@@ -138,4 +139,5 @@ NOTES = {
     "Gradient histograms": histogram_note,
     "Float32 comparison": comparison_note,
     "Update sizes": update_note,
+    BLOCK_TAB: block_note,  # the block-scaling tab's (``ui.tabs.blocks``)
 }

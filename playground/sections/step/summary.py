@@ -14,6 +14,7 @@ import numpy as np
 from playground.core.dtypes import dtype_facts
 from playground.core.policy import recipe, recipe_summaries
 from playground.core.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
+from playground.sections.step.blocks import recipe_comparison
 from playground.sections.step.causes import cause_sentence, causes, flush_margin, flushed_in_both
 from playground.sections.step.float8_summary import float8_sentences
 from playground.sections.step.operations import operation_losses, operations_summary
@@ -58,6 +59,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         "magnitudes": report.magnitudes,
         "activations": [activation_summary(a) for a in report.activations],
         **_json_floats(recipe_summaries(report)),  # by recipe name (float8: its tensors)
+        "recipe_comparison": recipe_comparison(report),  # block recipes (sections.step.blocks)
         "causes": causes(report),
         "operations": operations_summary(report),
         "reading": reading(report) if sentences is None else sentences,

@@ -1,0 +1,221 @@
+"""The block-scaling panel: what a block-scaled recipe did to the first layer's operands.
+
+Rule: everything here is read from ``StepReport.blocks`` (``core.block_report``: the first
+matmul's input x and kernel as the step starts) and ``StepReport.float8`` (every quantized
+tensor's counts); nothing is computed beyond shares, maxima and minima. A report of another
+recipe has no block report: the JSON's ``recipe_comparison`` then holds nulls, the note says
+which compute dtypes fill the panel, and the map says the same.
+
+    recipe_comparison(report)   the JSON summary's ``recipe_comparison``
+    block_note(report)          the tab's Markdown: path, last block, shares, errors, lesson
+    block_scale_figure(report)  log2 block scales of x and of the kernel, as two heat maps
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from playground.core.block_report import BlockReport
+from playground.core.block_stats import CLASSES, OperandStats
+from playground.core.policy import RECIPES
+from playground.core.step_report import StepReport
+from playground.views.numbers import json_number
+from playground.views.plotly import base_layout, empty_note
+
+# The tab's label (its id too), and the element a lesson brings into view.
+BLOCK_TAB = "Block scaling"
+BLOCK_FIGURE = "block_plot"
+OPERAND_LABELS = {"input": "input x", "kernel": "kernel"}
+
+
+def block_recipes() -> list[str]:
+    """The compute dtypes whose matmuls are block-scaled (the registry's, in its order)."""
+    return [name for name, entry in RECIPES.items() if entry.block is not None]
+
+
+def _block_extremes(stats: OperandStats) -> dict[str, float]:
+    """The worst block for each class: the largest flushed and saturated shares, the smallest
+    kept share (blocks of zeros, with no share, left out; NaN when every block is zeros)."""
+    shares = stats.block_shares
+    with warnings.catch_warnings():  # an all-NaN grid: numpy warns, and answers NaN anyway
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "max_flushed": float(np.nanmax(shares["flushed"])),
+            "max_saturated": float(np.nanmax(shares["saturated"])),
+            "min_kept": float(np.nanmin(shares["kept"])),
+        }
+
+
+def _operand(blocks: BlockReport, role: str) -> dict[str, Any]:
+    stats, per_tensor = blocks.operands[role], blocks.per_tensor[role]
+    lost = (per_tensor.counts["flushed"] + per_tensor.subnormal) / max(per_tensor.nonzero, 1)
+    return {
+        "tensor": {name: json_number(stats.shares[name]) for name in CLASSES},
+        "blocks": {k: json_number(v) for k, v in _block_extremes(stats).items()},
+        "block_count": int(stats.scale_log2.size),
+        "per_tensor_float8": {
+            **{name: json_number(per_tensor.shares[name]) for name in CLASSES},
+            "flushed_or_subnormal": json_number(lost),
+        },
+    }
+
+
+def recipe_comparison(report: StepReport) -> dict[str, Any]:
+    """The JSON summary's ``recipe_comparison``: the two relative errors of the first layer's
+    forward output (``output_rel_error``, ``per_tensor_float8_output_rel_error``), and the
+    recipe, its path, the last block's size and each operand's shares; nulls for a recipe
+    that is not block-scaled."""
+    blocks = report.blocks
+    if blocks is None:
+        empty = dict.fromkeys(("output_rel_error", "per_tensor_float8_output_rel_error"))
+        return {"recipe": None, **empty}
+    return {
+        "recipe": blocks.recipe,
+        **{key: json_number(value) for key, value in blocks.comparison.items()},
+        "path": blocks.path,
+        "block": blocks.block,
+        "last_block_size": blocks.last_block,
+        "operands": {role: _operand(blocks, role) for role in blocks.operands},
+        "lesson_holds": blocks.lesson.holds,
+    }
+
+
+def _share(value: float) -> str:
+    return f"{value:.2%}" if math.isfinite(value) else "n/a"
+
+
+def _layout_line(blocks: BlockReport) -> str:
+    weights = (
+        f"{blocks.weight_tile[0]} x {blocks.weight_tile[1]} tiles for the kernel"
+        if blocks.weight_tile
+        else f"blocks of {blocks.block} down the kernel's columns"
+    )
+    count = -(-blocks.contraction // blocks.block)
+    return (
+        f"**{blocks.recipe}**: {blocks.element_format} values, one {blocks.scale_format} scale "
+        f"per block of {blocks.block} along each row of x ({weights}). The first layer "
+        f"contracts over D_in = {blocks.contraction:,} values: {count:,} blocks per row, the "
+        f"last holding {blocks.last_block} real values (the rest zero padding).\n\n"
+        f"Path here: {blocks.path}."
+    )
+
+
+def _operand_rows(blocks: BlockReport) -> list[str]:
+    header = (
+        "| first layer | flushed | saturated | kept | worst block: flushed / saturated / kept "
+        "| per-tensor float8: flushed or subnormal |"
+    )
+    rows = [header, "|---|---|---|---|---|---|"]
+    for role, stats in blocks.operands.items():
+        worst = _block_extremes(stats)
+        per_tensor = blocks.per_tensor[role]
+        lost = (per_tensor.counts["flushed"] + per_tensor.subnormal) / max(per_tensor.nonzero, 1)
+        rows.append(
+            f"| {OPERAND_LABELS[role]} | {_share(stats.shares['flushed'])} "
+            f"| {_share(stats.shares['saturated'])} | {_share(stats.shares['kept'])} "
+            f"| {_share(worst['max_flushed'])} / {_share(worst['max_saturated'])} / "
+            f"{_share(worst['min_kept'])} | {_share(lost)} |"
+        )
+    return rows
+
+
+def _tensor_rows(report: StepReport) -> list[str]:
+    rows = [
+        "| matmul | tensor | format | flushed | saturated | entries |",
+        "|---|---|---|---|---|---|",
+    ]
+    for tensor in report.float8:
+        size = max(tensor.size, 1)
+        rows.append(
+            f"| {tensor.layer} | {tensor.role} | {tensor.format} | {tensor.flushed / size:.2%} "
+            f"| {tensor.saturated / size:.2%} | {tensor.size:,} |"
+        )
+    return rows
+
+
+def block_note(report: StepReport) -> str:
+    """The tab's Markdown (see the module rule)."""
+    blocks = report.blocks
+    if blocks is None:
+        return (
+            f"This panel fills for a block-scaled compute dtype ({', '.join(block_recipes())}); "
+            f"this step computes in {report.config.compute_dtype}."
+        )
+    comparison = blocks.comparison
+    errors = (
+        f"The first layer's forward output against float64 (relative error, in norm): "
+        f"{blocks.recipe} {comparison['output_rel_error']:.3g}; per-tensor float8 (E4M3, "
+        f"current scaling) {comparison['per_tensor_float8_output_rel_error']:.3g}."
+    )
+    lesson = blocks.lesson
+    taught = (
+        lesson.sentence
+        if lesson.holds
+        else f"Outliers against one scale per tensor: not shown by this batch ({lesson.condition})."
+    )
+    return "\n".join(
+        [
+            _layout_line(blocks),
+            "",
+            *_operand_rows(blocks),
+            "",
+            "Each quantized tensor of this step (shares of all its entries):",
+            "",
+            *_tensor_rows(report),
+            "",
+            errors,
+            "",
+            taught,
+        ]
+    )
+
+
+def _heatmap(values: np.ndarray, axes: tuple[str, str], name: str) -> dict[str, Any]:
+    """One scale map on the shared colour axis (NaN, an all-zero tensor's, left blank)."""
+    return {
+        "type": "heatmap",
+        "name": name,
+        "z": np.where(np.isfinite(values), values, None).tolist(),
+        "xaxis": axes[0],
+        "yaxis": axes[1],
+        "coloraxis": "coloraxis",
+        "hovertemplate": f"{name}: block %{{x}}, row %{{y}}: log2 scale %{{z:.3g}}<extra></extra>",
+    }
+
+
+def block_scale_figure(report: StepReport) -> dict[str, Any]:
+    """log2 of every block's scale (x block scale x tensor scale) of the first layer's input
+    (rows of x by blocks along D_in) and kernel (its block grid), side by side."""
+    blocks = report.blocks
+    layout = base_layout("Block scales (log2) of the first layer", "block", "row")
+    if blocks is None:
+        layout["annotations"] = [
+            empty_note("No block scales: the compute dtype is not block-scaled.")
+        ]
+        return {"data": [], "layout": layout}
+    maps = {role: blocks.operands[role].scale_log2 for role in blocks.operands}
+    layout |= {
+        "xaxis": {**layout["xaxis"], "domain": [0, 0.45], "title": {"text": "x: block along D_in"}},
+        "xaxis2": {
+            **layout["xaxis"],
+            "domain": [0.55, 1],
+            "title": {"text": "kernel: block column"},
+        },
+        "yaxis": {**layout["yaxis"], "title": {"text": "row of x"}, "autorange": "reversed"},
+        "yaxis2": {
+            **layout["yaxis"],
+            "anchor": "x2",
+            "title": {"text": "kernel block row"},
+            "autorange": "reversed",
+        },
+        "coloraxis": {"colorscale": "Viridis", "colorbar": {"title": {"text": "log2 scale"}}},
+    }
+    data = [
+        _heatmap(maps["input"], ("x", "y"), "input x"),
+        _heatmap(maps["kernel"], ("x2", "y2"), "kernel"),
+    ]
+    return {"data": data, "layout": layout}

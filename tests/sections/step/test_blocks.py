@@ -1,0 +1,112 @@
+"""The block-scaling panel and the summary's ``recipe_comparison`` against numbers computed here:
+MXFP8 and per-tensor float8 quantization in numpy with ml_dtypes' E4M3, products in float64."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from playground.core.data import make_batch
+from playground.core.report import run_report
+from playground.core.settings import StepConfig
+from playground.sections.step.blocks import block_note, block_scale_figure, recipe_comparison
+from playground.sections.step.summary import summarize
+
+E4M3 = ml_dtypes.float8_e4m3fn
+SMALLEST_NORMAL = float(ml_dtypes.finfo(E4M3).smallest_normal)
+# D_in = 70: blocks of 32 along each row of x, the last holding 70 - 2 x 32 values.
+CONFIG = StepConfig(n=48, d_in=70, d_out=8, compute_dtype="mxfp8", outlier_share=0.002)
+
+
+@functools.cache
+def report(**changes):
+    return run_report(CONFIG.replace(**changes))
+
+
+def mxfp8(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(dequantized values, log2 scale per block): blocks of 32 along each row (the last
+    zero-padded), scale 2^ceil(log2(amax / 448)), elements E4M3(value / scale)."""
+    rows, cols = values.shape
+    padded = np.zeros((rows, math.ceil(cols / 32) * 32), np.float32)
+    padded[:, :cols] = values
+    blocks = padded.reshape(rows, -1, 32)
+    amax = np.abs(blocks).max(axis=-1)
+    ratio = np.where(amax > 0, amax, 448).astype(np.float32) / np.float32(448)
+    exponent = np.ceil(np.log2(ratio.astype(np.float64)))
+    scale = 2.0 ** exponent[..., None]
+    elements = (blocks / scale).astype(np.float32).astype(E4M3).astype(np.float64)
+    return (elements * scale).reshape(rows, -1)[:, :cols], exponent
+
+
+def per_tensor_float8(values: np.ndarray) -> np.ndarray:
+    scale = np.float32(448 / np.abs(values).max())
+    return (values * scale).astype(E4M3).astype(np.float64) / scale
+
+
+def relative_error(out: np.ndarray, reference: np.ndarray) -> float:
+    return float(np.linalg.norm(out - reference) / np.linalg.norm(reference))
+
+
+def test_recipe_comparison_is_the_first_layers_output_error_against_float64():
+    step = report()
+    x, _ = make_batch(step.config)
+    kernel = step.kernel.before
+    exact = x.astype(np.float64) @ kernel
+    blocks = mxfp8(x)[0] @ mxfp8(kernel.T)[0].T  # the kernel in blocks down its columns
+    per_tensor = per_tensor_float8(x) @ per_tensor_float8(kernel)
+    comparison = recipe_comparison(step)
+    assert comparison["output_rel_error"] == pytest.approx(relative_error(blocks, exact), 1e-4)
+    assert comparison["per_tensor_float8_output_rel_error"] == pytest.approx(
+        relative_error(per_tensor, exact), 1e-4
+    )
+    assert comparison["last_block_size"] == 70 - 2 * 32
+    summary = summarize(step)
+    assert summary["recipe_comparison"] == comparison
+    json.dumps(summary, allow_nan=False)  # strict JSON
+
+
+def test_another_recipe_has_null_errors_and_a_note_naming_the_block_recipes():
+    step = report(compute_dtype="bfloat16")
+    comparison = recipe_comparison(step)
+    assert comparison["output_rel_error"] is None
+    assert comparison["per_tensor_float8_output_rel_error"] is None
+    note = block_note(step)
+    assert all(name in note for name in ("mxfp8", "fp8_block", "nvfp4"))
+    assert block_scale_figure(step)["data"] == []
+
+
+def test_the_note_gives_the_path_the_last_block_and_the_shares_of_x():
+    step = report()
+    x, _ = make_batch(step.config)
+    stored, _ = mxfp8(x)
+    live = x != 0
+    flushed = np.sum(live & (stored == 0)) / np.sum(live)
+    note = block_note(step)
+    assert "emulated" in note and "last holding 6 real values" in note
+    assert f"| input x | {flushed:.2%} | 0.00% | {1 - flushed:.2%} |" in note
+    # Per-tensor float8 loses most of x (flushed or subnormal) to the outliers' scale.
+    elements = np.abs((x * np.float32(448 / np.abs(x).max())).astype(E4M3).astype(np.float64))
+    share = np.sum(live & (elements < SMALLEST_NORMAL)) / np.sum(live)  # zero or subnormal
+    assert share > 0.5 and f"{share:.2%} |" in note
+
+
+def test_the_lesson_is_taught_only_where_its_numbers_hold():
+    with_outliers, without = block_note(report()), block_note(report(outlier_share=0.0))
+    assert "keeps" in with_outliers and "not shown by this batch" not in with_outliers
+    assert "not shown by this batch" in without
+
+
+def test_the_scale_map_is_log2_of_each_blocks_scale():
+    step = report()
+    x, _ = make_batch(step.config)
+    figure = block_scale_figure(step)
+    input_map = np.asarray(figure["data"][0]["z"], np.float64)
+    np.testing.assert_array_equal(input_map, mxfp8(x)[1])
+    kernel_map = np.asarray(figure["data"][1]["z"], np.float64)
+    np.testing.assert_array_equal(kernel_map, mxfp8(step.kernel.before.T)[1].T)
+    assert figure["data"][0]["coloraxis"] == figure["data"][1]["coloraxis"]
