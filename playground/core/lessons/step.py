@@ -4,6 +4,7 @@ bfloat16, well behaved       the mixed step follows float32 closely
 float16, tiny data, S = 1    gradients of data near 2^-11 flush to zero
 same data, S = 2^15          the scale brings every one back, most into the normal range
 float16, S = 2^16            the scale does not fit in float16: the gradients are NaN
+mxfp8, one outlier in x      per-tensor float8 loses most of x, MXFP8 keeps it (``blocks``)
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from playground.core.dtypes import classify, dtype_facts
+from playground.core.lessons.blocks import ONE_OUTLIER, outlier_claim
 from playground.core.lessons.claim import Claim, StepLesson, checked
 from playground.core.report import StepReport
 
@@ -149,5 +151,12 @@ STEP_LESSONS = (
         None,
         "magnitude-figure",
         _overflow,
+    ),
+    StepLesson(
+        "one outlier: per-tensor float8 loses x, MXFP8 keeps it",
+        ONE_OUTLIER,
+        "Block scaling",
+        "note-block-scaling",
+        outlier_claim,
     ),
 )

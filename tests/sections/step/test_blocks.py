@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from playground.core.data import make_batch
+from playground.core.lessons import STEP_LESSONS
+from playground.core.lessons.blocks import outlier_claim
 from playground.core.report import run_report
 from playground.core.settings import StepConfig
 from playground.sections.step.blocks import block_note, block_scale_figure, recipe_comparison
@@ -110,3 +112,13 @@ def test_the_scale_map_is_log2_of_each_blocks_scale():
     kernel_map = np.asarray(figure["data"][1]["z"], np.float64)
     np.testing.assert_array_equal(kernel_map, mxfp8(step.kernel.before.T)[1].T)
     assert figure["data"][0]["coloraxis"] == figure["data"][1]["coloraxis"]
+
+
+def test_the_outlier_lesson_holds_on_its_run_and_fails_elsewhere():
+    (lesson,) = [x for x in STEP_LESSONS if x.claim_on is outlier_claim]
+    x, _ = make_batch(lesson.config())
+    assert np.sum(x != make_batch(lesson.config().replace(outlier_share=0.0))[0]) == 1
+    claim = lesson.claim()
+    assert claim.holds and claim.sentence in block_note(lesson.run())
+    assert not outlier_claim(report(outlier_share=0.0)).holds  # no outlier: nothing lost
+    assert not outlier_claim(report(compute_dtype="bfloat16")).holds
