@@ -1,10 +1,11 @@
 """The ``downloads`` input of the heavy endpoints: their files are written only when asked for.
 
-Rule: ``/sweep`` and ``/dynamics`` take every input they took, then ``downloads`` (appended with
-a default, as CONTRACTS asks, so older calls keep their meaning): False (the default) answers
-None for the files output and writes nothing to disk; True writes the CSV and the JSON summary
-once, into Gradio's cache (``views.file_store``). The page's buttons ask for them: their ``js``
-sends true for the hidden ``downloads`` checkbox, so the page shows its files as before.
+Rule: ``/sweep`` and ``/dynamics`` take ``downloads`` right after the inputs they had when it
+was appended (EARLIER: the file and the float8 and pure-run settings), and every input appended
+since after it, so a positional call written at any time keeps its meaning. False (the default)
+answers None for the files output and writes nothing to disk; True writes the CSV and the JSON
+summary once, into Gradio's cache (``views.file_store``). The page's buttons ask for them: their
+``js`` (``ask_js``) sends true for the hidden ``downloads`` checkbox, so the page shows its files.
 """
 
 from __future__ import annotations
@@ -19,25 +20,43 @@ from playground.ui.arguments import Arguments
 from playground.views.file_store import DiskFull
 
 NAME = "downloads"
-# Run in the browser before the page's event is sent: the last input (the checkbox) is true.
-ASK_JS = "(...inputs) => [...inputs.slice(0, -1), true]"
+# The inputs the heavy endpoints took when ``downloads`` was appended after them.
+EARLIER = ("data", "fp8_scaling", "amax_history", "pure_rounding")
+
+
+def position(arguments: Arguments) -> int:
+    """Where ``downloads`` sits among ``arguments``' inputs: right after the last of EARLIER."""
+    return 1 + max(index for index, name in enumerate(arguments.order) if name in EARLIER)
+
+
+def page_inputs(arguments: Arguments, controls: list[Any], box: gr.Checkbox) -> list[Any]:
+    """The page event's inputs: ``controls`` (in ``arguments.order``) with ``box`` in place."""
+    at = position(arguments)
+    return [*controls[:at], box, *controls[at:]]
+
+
+def ask_js(arguments: Arguments) -> str:
+    """Run in the browser before the page's event is sent: the ``downloads`` input is true."""
+    at = position(arguments)
+    return f"(...inputs) => inputs.map((value, index) => (index === {at} ? true : value))"
 
 
 def with_downloads(arguments: Arguments, fn: Callable[[dict[str, Any], bool], Any]) -> Callable:
-    """``fn(values, downloads)`` as an endpoint with ``arguments``' inputs, then ``downloads``
-    (default False); positional or keyword, omitted trailing inputs at their defaults. A full
-    disk (``file_store.DiskFull``) becomes gr.Error with its message."""
+    """``fn(values, downloads)`` as an endpoint with ``arguments``' inputs and ``downloads``
+    (default False) in its place; positional or keyword, omitted trailing inputs at their
+    defaults. A full disk (``file_store.DiskFull``) becomes gr.Error with its message."""
     asked = inspect.Parameter(NAME, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False)
-    signature = arguments.signature.replace(
-        parameters=[*arguments.signature.parameters.values(), asked]
-    )
+    parameters = list(arguments.signature.parameters.values())
+    at = position(arguments)
+    signature = arguments.signature.replace(parameters=[*parameters[:at], asked, *parameters[at:]])
 
     def endpoint(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        *values, downloads = bound.arguments.values()
+        values = dict(bound.arguments)
+        downloads = values.pop(NAME)
         try:
-            return fn(dict(zip(arguments.order, values, strict=True)), downloads is True)
+            return fn(dict(zip(arguments.order, values.values(), strict=True)), downloads is True)
         except DiskFull as error:  # the files asked for find no room: say so, naming the cap
             raise gr.Error(
                 str(error), title="No room for downloads", print_exception=False

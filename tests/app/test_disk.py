@@ -8,6 +8,7 @@ measured on disk by this test, independently of the app's own accounting.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from pathlib import Path
@@ -72,10 +73,28 @@ def _upload(app, name: str, size: int, address: str) -> httpx.Response:
     )
 
 
+# The last input of each heavy endpoint when ``downloads`` was appended after it; inputs
+# appended since follow ``downloads``, so a positional call written then keeps its meaning.
+BEFORE_DOWNLOADS = {"sweep": "amax_history", "dynamics": "pure_rounding"}
+
+
 def _inputs(arguments, downloads: bool | None = None, **changes) -> list:
     """Every input of an endpoint positionally (no data), then ``downloads`` if given."""
     values = [None if name == "data" else changes.get(name, DEFAULTS[name]) for name in arguments]
     return values if downloads is None else [*values, downloads]
+
+
+def _older_call(api: str, arguments, downloads: bool, **changes) -> list:
+    """A positional call as written when ``downloads`` was the endpoint's last input."""
+    last = arguments.index(BEFORE_DOWNLOADS[api])
+    return _inputs(arguments[: last + 1], downloads, **changes)
+
+
+def _full_call(api: str, arguments, downloads: bool, **changes) -> list:
+    """A positional call with every input of today, ``downloads`` in its place."""
+    last = arguments.index(BEFORE_DOWNLOADS[api])
+    later = _inputs(arguments[last + 1 :], **changes)
+    return [*_older_call(api, arguments, downloads, **changes), *later]
 
 
 def test_uploads_and_downloads_stay_under_the_total_cap_and_unread_uploads_go(disk_app):
@@ -128,15 +147,19 @@ def test_api_sweeps_and_training_runs_write_no_files_unless_asked(disk_app):
     before = _files(area / "downloads") if (area / "downloads").exists() else {}
     for api, arguments, changes in (("sweep", STEP, small), ("dynamics", DYNAMICS, run)):
         for data in (
-            _inputs(arguments.order, **changes),
-            _inputs(arguments.order, False, **changes),
+            _inputs(arguments.order[: arguments.order.index(BEFORE_DOWNLOADS[api]) + 1], **changes),
+            _older_call(api, arguments.order, False, **changes),
+            _full_call(api, arguments.order, False, **changes),
         ):
             answer = call(disk_app.url, api, data, visitor("192.0.2.20"))
             assert answer.kind == "complete", answer.message
             assert answer.payload[-1] is None
     assert (_files(area / "downloads") if (area / "downloads").exists() else {}) == before
-    for api, arguments, changes in (("sweep", STEP, small), ("dynamics", DYNAMICS, run)):
-        answer = call(disk_app.url, api, _inputs(arguments.order, True, **changes))
+    for (api, arguments, changes), (seed, make) in itertools.product(
+        (("sweep", STEP, small), ("dynamics", DYNAMICS, run)), enumerate((_older_call, _full_call))
+    ):  # a seed each, so each call's files have names of their own
+        inputs = make(api, arguments.order, True, **changes, model_seed=seed)
+        answer = call(disk_app.url, api, inputs)
         assert answer.kind == "complete", answer.message
         paths = [Path(file["path"]) for file in answer.payload[-1]]
         assert [path.suffix for path in paths] == [".csv", ".json"]
@@ -246,5 +269,5 @@ def test_files_asked_for_on_a_full_disk_are_refused_naming_the_cap(tmp_path, mon
     monkeypatch.setattr(file_store, "_root", str(tmp_path))
     monkeypatch.setattr(file_store, "MAX_BYTES", 10)
     with pytest.raises(gr.Error, match="keeps at most"):
-        run_sweep_event(*_inputs(STEP.order, True, n=16, d_in=4, d_out=2))
+        run_sweep_event(*_full_call("sweep", STEP.order, True, n=16, d_in=4, d_out=2))
     assert os.listdir(tmp_path) == []

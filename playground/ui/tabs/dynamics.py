@@ -36,7 +36,7 @@ from playground.sections.dynamics.pins import pinned
 from playground.sections.dynamics.stale import TRAIN_WORDS, stale_banner
 from playground.ui.arguments import DYNAMICS, core_errors, validated, validated_data
 from playground.ui.components import Page
-from playground.ui.downloads_input import ASK_JS, checkbox, with_downloads
+from playground.ui.downloads_input import ask_js, checkbox, page_inputs, with_downloads
 from playground.ui.examples import TrainingLessons, build_training_lessons
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.uploads import upload_key
@@ -239,9 +239,9 @@ def wire(page: Page, tab: DynamicsTab) -> None:
 
     tab.train_button.click(
         run_dynamics_event,
-        inputs=[*inputs, tab.dynamics_downloads],
+        inputs=page_inputs(DYNAMICS, inputs, tab.dynamics_downloads),
         outputs=[getattr(tab, name) for name in dynamics_tab.DynamicsViews._fields],
-        js=ASK_JS,  # the page shows the run's files: it asks for them
+        js=ask_js(DYNAMICS),  # the page shows the run's files: it asks for them
         api_name="dynamics",
         preprocess=False,
         concurrency_limit=1,

@@ -25,7 +25,7 @@ from playground.sections.lab import inspector_view, sweep_status
 from playground.sections.lab import tab as lab_tab
 from playground.ui.arguments import STEP, core_errors, validated, validated_data
 from playground.ui.components import Page
-from playground.ui.downloads_input import ASK_JS, checkbox, with_downloads
+from playground.ui.downloads_input import ask_js, checkbox, page_inputs, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.widgets import commit_triggers, plot_slot, plotted
 
@@ -230,9 +230,9 @@ def wire(page: Page, lab: LabTab) -> None:
     gr.on(
         triggers=[lab.sweep_button.click, lab.sweep_rerun.click],
         fn=run_sweep_event,
-        inputs=[*controls, lab.sweep_downloads],
+        inputs=page_inputs(STEP, controls, lab.sweep_downloads),
         outputs=[getattr(lab, name) for name in lab_tab.SweepViews._fields],
-        js=ASK_JS,  # the page shows the sweep's files: it asks for them
+        js=ask_js(STEP),  # the page shows the sweep's files: it asks for them
         api_name="sweep",
         preprocess=False,
         concurrency_limit=1,
