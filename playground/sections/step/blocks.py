@@ -84,6 +84,22 @@ def recipe_comparison(report: StepReport) -> dict[str, Any]:
     }
 
 
+def block_sentence(report: StepReport) -> str:
+    """The reading's sentence on a block recipe: what it quantizes, in which blocks, and where
+    the tab shows the rest (empty for another recipe's report)."""
+    blocks = report.blocks
+    if blocks is None:
+        return ""
+    return (
+        f"The {blocks.recipe} recipe quantizes the input and weights of every matmul, and the "
+        f"gradient arriving at its output, to {blocks.element_format} block by block: each "
+        f"block of {blocks.block} values shares one {blocks.scale_format} scale set by its own "
+        "largest entry. The products add up in "
+        "float32, and the bias, the activations, the loss and the loss scale stay float32 (the "
+        f"{BLOCK_TAB} tab shows the scales and what each block kept)."
+    )
+
+
 def _share(value: float) -> str:
     return f"{value:.2%}" if math.isfinite(value) else "n/a"
 

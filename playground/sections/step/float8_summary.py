@@ -11,6 +11,7 @@ from playground.core.dtypes import dtype_facts
 from playground.core.float8_report import Float8Tensor
 from playground.core.policy import recipe
 from playground.core.report import StepReport
+from playground.sections.step.blocks import block_sentence
 
 ROLE_NAMES = {"input": "input", "kernel": "weights", "gradient": "gradient"}
 
@@ -49,7 +50,9 @@ def float8_sentences(report: StepReport) -> list[str]:
     chosen = recipe(config.compute_dtype)
     forward, gradient = chosen.forward_format, chosen.gradient_format
     sentences = [
-        (
+        block_sentence(report)  # a block recipe: its scales are the Block scaling tab's
+        if chosen.block is not None
+        else (
             f"The {chosen.name} recipe casts the input and weights of every matmul to "
             f"{_limits(forward)} and the gradient arriving at its output to {_limits(gradient)}; "
             "the products add up in float32, and the bias, the activations, the loss and the "
@@ -58,19 +61,19 @@ def float8_sentences(report: StepReport) -> list[str]:
             "give NaN."
         )
     ]
-    if config.fp8_scaling == "none":
+    if chosen.scalings and config.fp8_scaling == "none":
         sentences.append(
             "No per-tensor scaling (fp8_scaling none): each tensor is cast as it is, so only the "
             f"loss scale {config.loss_scale:.6g} moves the gradients within {gradient}'s range."
         )
-    elif config.fp8_scaling == "current":
+    elif chosen.scalings and config.fp8_scaling == "current":
         sentences.append(
             "Current scaling: each tensor was multiplied by its format's largest value over its "
             "own amax (largest |entry|) before the cast, so its largest entry lands on that "
             "value and a power-of-two loss scale changes nothing in the rounding. Scales: "
             f"{_scales(tensors)}."
         )
-    else:
+    elif chosen.scalings:
         sentences.append(
             "Delayed scaling takes each tensor's scale from the largest amax of the last "
             f"{config.amax_history} steps (TransformerEngine's rule). This single step starts a "
