@@ -128,6 +128,13 @@ def cause_sentence(code: str, report: StepReport) -> str:
         lost = sum(p.underflow_count for p in report.params.values())
         # Current scaling fits every tensor to its format whatever S is (delayed scaling's
         # first step uses scale 1, like none, so S still matters there).
+        if report.blocks is not None:  # block scales fit each block's largest entry
+            return (
+                f"{lost:,} gradient entries came out as zero that are not zero in float32. "
+                "Each block's own scale already fits its largest entry to the format, so a loss "
+                "scale cannot lift them: the block roundings themselves lost them (an entry "
+                "flushed next to its block's largest, or a forward value rounded to zero)."
+            )
         if report.float8 and config.fp8_scaling == "current":
             return (
                 f"{lost:,} gradient entries came out as zero that are not zero in float32. "

@@ -17,6 +17,7 @@ from playground.core.lessons.blocks import outlier_claim
 from playground.core.report import run_report
 from playground.core.settings import StepConfig
 from playground.sections.step.blocks import block_note, block_scale_figure, recipe_comparison
+from playground.sections.step.causes import cause_sentence
 from playground.sections.step.summary import summarize
 
 E4M3 = ml_dtypes.float8_e4m3fn
@@ -122,3 +123,17 @@ def test_the_outlier_lesson_holds_on_its_run_and_fails_elsewhere():
     assert claim.holds and claim.sentence in block_note(lesson.run())
     assert not outlier_claim(report(outlier_share=0.0)).holds  # no outlier: nothing lost
     assert not outlier_claim(report(compute_dtype="bfloat16")).holds
+
+
+def test_gradients_lost_to_block_roundings_are_not_blamed_on_the_loss_scale():
+    # Two rows, outliers 2^16 times the rest: NVFP4's coarse block scales flush some of x's
+    # entries, and the kernel's gradient entries that only they fed come out as 0.
+    config = StepConfig(n=2, d_in=64, d_out=4, compute_dtype="nvfp4", outlier_share=0.01, lr=0)
+    counts = {
+        scale: run_report(config.replace(loss_scale=scale)).kernel.underflow_count
+        for scale in (2.0**10, 2.0**20)
+    }
+    assert counts[2.0**10] > 0 and counts[2.0**10] == counts[2.0**20]  # S lifts none of them
+    sentence = cause_sentence("gradient_underflow", run_report(config))
+    assert sentence.startswith(f"{counts[2.0**10]:,} gradient entries came out as zero")
+    assert "Each block's own scale" in sentence and "Current scaling" not in sentence
