@@ -60,21 +60,25 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def class_targets(column: np.ndarray, classes: int) -> np.ndarray:
+def class_targets(
+    column: np.ndarray, classes: int, first_row: int = 1, column_number: int | None = None
+) -> np.ndarray:
     """An uploaded CSV's last column read as integer classes: its one-hot rows (N, classes).
 
     Each cell must be a whole number in [0, classes); anything else is a ConfigError on
-    ``data`` naming the first offending row (counted from 1, as a spreadsheet without a header
-    does).
+    ``data`` naming the first offending row as a spreadsheet counts it (``first_row`` is the
+    row of the column's first cell: 1 without a header, 2 below one) and, when given, the
+    column (``column_number``, from 1).
     """
     values = np.asarray(column, np.float64).ravel()
     bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0) | (values >= classes)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
+        cell = f"row {row + first_row}" + (f", column {column_number}" if column_number else "")
         raise ConfigError(
             "data",
             f"data (your CSV file): for classification the last column holds the class, a whole "
-            f"number in [0, {classes - 1}] (D_out = {classes} classes); row {row + 1} has "
+            f"number in [0, {classes - 1}] (D_out = {classes} classes); {cell} has "
             f"{values[row]:g}",
         )
     return one_hot(values.astype(np.int64), classes)

@@ -14,6 +14,9 @@ Rule, for the text of a file and the setting d_out:
       any case, anywhere in the row); without such a header, the last d_out columns, or the
       last column alone when d_out leaves no input column; the other columns are x, with
       1 <= columns of x <= the d_in setting's maximum and targets <= the d_out setting's maximum
+    with task = classification the last column alone holds the targets, whatever the header
+      says: each cell a class, a whole number in [0, d_out) (``data.class_targets``), and y its
+      one-hot rows (N, d_out); every other column is x
     the step then runs with N = data rows, D_in = columns of x, D_out = targets (``fit``), and
       the page's controls show those values
 
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from playground.core.compiled import freeze
+from playground.core.data import class_targets
 from playground.core.settings import ConfigError, StepConfig, settings, shown
 
 MAX_BYTES = 1_000_000
@@ -119,8 +123,11 @@ def _rows(text: str) -> list[list[str]]:
     return rows
 
 
-def parse_csv(content: bytes, d_out: int, name: str = "data.csv") -> UserData:
-    """The UserData of a CSV file's bytes (see the module rule); ConfigError naming the cell."""
+def parse_csv(
+    content: bytes, d_out: int, name: str = "data.csv", task: str = "regression"
+) -> UserData:
+    """The UserData of a CSV file's bytes for ``task`` (see the module rule); ConfigError
+    naming the cell."""
     if len(content) > MAX_BYTES:
         raise _refuse(f"the file has {len(content):,} bytes; at most {MAX_BYTES:,}")
     try:
@@ -160,9 +167,15 @@ def parse_csv(content: bytes, d_out: int, name: str = "data.csv") -> UserData:
                 )
             values[r, c] = number
     header = rows[0] if first_data else None
-    targets = target_columns(header, width, d_out)
+    classes = task == "classification"
+    targets = [width - 1] if classes else target_columns(header, width, d_out)
     inputs = [c for c in range(width) if c not in targets]
     max_in, max_out = int(table["d_in"].high), int(table["d_out"].high)
+    if classes and not inputs:
+        raise _refuse(
+            "for classification the last column holds the class and the others the inputs; the "
+            "file has one column"
+        )
     if not inputs:
         raise _refuse(
             f"every one of its {width} columns is headed as a target (y..., target...); at "
@@ -177,6 +190,7 @@ def parse_csv(content: bytes, d_out: int, name: str = "data.csv") -> UserData:
             f"{len(targets)} target columns; at most {max_out} (the cap on {table['d_out'].label})"
         )
     matrix = values.astype(np.float32)
-    return UserData(
-        name=name, x=freeze(matrix[:, inputs].copy()), y=freeze(matrix[:, targets].copy())
-    )
+    y = matrix[:, targets].copy()
+    if classes:
+        y = class_targets(values[:, -1], d_out, first_row=first_data + 1, column_number=width)
+    return UserData(name=name, x=freeze(matrix[:, inputs].copy()), y=freeze(y))

@@ -130,6 +130,7 @@ def validated(values: dict[str, Any]) -> StepConfig:
 
 
 def validated_data(values: dict[str, Any], config: StepConfig) -> UserData | None:
-    """The visitor's uploaded data (the ``data`` input), parsed for config's d_out, or None."""
+    """The visitor's uploaded data (the ``data`` input), parsed for config's d_out and task,
+    or None."""
     with core_errors():
-        return user_data(values.get("data"), config.d_out)
+        return user_data(values.get("data"), config.d_out, config.task)

@@ -65,7 +65,7 @@ def _note(values: dict[str, Any]) -> Any:
     export itself names the bad field)."""
     try:
         config = StepConfig(**{k: v for k, v in values.items() if k in _FIELDS})
-        data = user_data(values.get("data"), config.d_out)
+        data = user_data(values.get("data"), config.d_out, config.task)
         if recipe(config.compute_dtype).plain_dtype is None:
             return pytorch_note(config)
         page_loss = run_report(config, data).mixed_new_loss

@@ -6,7 +6,7 @@ outside the app's downloads, so a raw API call cannot make the server read any o
 file is read once, at most ``MAX_BYTES``, then deleted from disk at once, and so is a file
 refused for its size; its bytes stay in a small in-memory cache (``CACHED_FILES`` files) so the
 page's later events, which send the same path, still find them, and so does the parsed data for
-each d_out (the same UserData object, so the page's report cache knows it again).
+each d_out and task (the same UserData object, so the page's report cache knows it again).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ CACHED_FILES = 32
 # Parsed uploads kept: a 1 MB file parses to at most about 2 MB of float32.
 PARSED_FILES = 8
 _files: collections.OrderedDict[str, tuple[str, bytes]] = collections.OrderedDict()
-_parsed: collections.OrderedDict[tuple[str, int], UserData] = collections.OrderedDict()
+_parsed: collections.OrderedDict[tuple[str, int, str], UserData] = collections.OrderedDict()
 _lock = threading.Lock()
 
 
@@ -77,18 +77,19 @@ def upload_key(payload: Any) -> tuple[str, str] | None:
     return None if located is None else (located[0], os.path.basename(located[1]))
 
 
-def user_data(payload: Any, d_out: int) -> UserData | None:
-    """The parsed data of an upload payload, or None; ConfigError naming ``data`` (and the cell)."""
+def user_data(payload: Any, d_out: int, task: str = "regression") -> UserData | None:
+    """The parsed data of an upload payload for ``task`` (a classification's last column its
+    classes), or None; ConfigError naming ``data`` (and the cell)."""
     located = _path_of(payload)
     if located is None:
         return None
-    key = (located[0], d_out)
+    key = (located[0], d_out, task)
     with _lock:
         if key in _parsed:
             _parsed.move_to_end(key)
             return _parsed[key]
     name, content = _read_once(*located)
-    data = parse_csv(content, d_out, name=os.path.basename(name))
+    data = parse_csv(content, d_out, name=os.path.basename(name), task=task)
     with _lock:
         _parsed[key] = data
         while len(_parsed) > PARSED_FILES:
