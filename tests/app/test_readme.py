@@ -233,16 +233,20 @@ def test_readme_input_orders_are_the_endpoints_signatures():
     step = names(run_step)
     documented = _api_names(said["/step, /downloads"])
     assert step[: len(documented)] == documented and names(run_downloads) == step
-    assert said["/sweep"] == "/step's inputs, then downloads"
-    assert names(sweep_endpoint) == [*step, "downloads"]
+    assert said["/sweep"] == "/step's inputs with downloads after amax_history"
+    sweep = list(step)
+    sweep.insert(sweep.index("amax_history") + 1, "downloads")
+    assert names(sweep_endpoint) == sweep
     dynamics = list(step)
     after_dtype = dynamics.index("compute_dtype") + 1
     dynamics[after_dtype:after_dtype] = ["steps", "mode", "period"]
-    dynamics.insert(dynamics.index("amax_history") + 1, "pure_rounding")
-    assert said["/dynamics"].startswith(
-        "/step's inputs with steps, mode, period after compute_dtype"
+    after_history = dynamics.index("amax_history") + 1
+    dynamics[after_history:after_history] = ["pure_rounding", "downloads"]
+    assert said["/dynamics"] == (
+        "/step's inputs with steps, mode, period after compute_dtype and pure_rounding, "
+        "downloads after amax_history"
     )
-    assert names(dynamics_endpoint) == [*dynamics, "downloads"]
+    assert names(dynamics_endpoint) == dynamics
     tail = said["/export"].removeprefix("/step's inputs, then ")
     assert names(run_export) == [*step, *_api_names(tail)]
     assert names(inspect_event) == _api_names(said["/inspect"]) == ["number"]
