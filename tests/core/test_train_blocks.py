@@ -14,6 +14,7 @@ from playground.core.data import make_batch
 from playground.core.policy import RECIPES
 from playground.core.settings import StepConfig
 from playground.core.train import run_dynamics
+from playground.sections.dynamics.summary import dynamics_reading
 
 BLOCK = [name for name, entry in RECIPES.items() if entry.block is not None]
 STEPS = 4
@@ -79,3 +80,10 @@ def test_the_saturated_share_follows_each_recipes_scale_rule(run):
     assert clipped > 0
     # Step 0 quantizes x, the kernel and the gradient: at least x's clipped entries count.
     assert run_dynamics(config).mixed_saturated_share[0] >= clipped / entries
+
+
+def test_the_reading_names_the_block_scales_not_float8s_scaling(run):
+    name, report = run
+    (sentence,) = [s for s in dynamics_reading(report) if "saturated" in s]
+    assert f"With {name} and its block scales" in sentence
+    assert "current scaling" not in sentence

@@ -132,7 +132,12 @@ FP8_SCALING_WORDS = {
 def _saturation_sentence(dynamics: DynamicsReport) -> str:
     """Which steps of the mixed run saturated (float8), and whether the next step recovered."""
     config = dynamics.config
-    scaling = FP8_SCALING_WORDS[config.fp8_scaling].format(config.amax_history)
+    scalings = recipe(config.compute_dtype).scalings  # none: a block recipe's own scales
+    scaling = (
+        FP8_SCALING_WORDS[config.fp8_scaling].format(config.amax_history)
+        if scalings
+        else "its block scales (each block's own amax, every step)"
+    )
     shares = _saturated(dynamics)
     steps = np.flatnonzero(shares)
     if not steps.size:
@@ -147,7 +152,7 @@ def _saturation_sentence(dynamics: DynamicsReport) -> str:
         f"{listed}; at most {shares.max():.2%} of a step's quantized entries)"
     )
     followed = set(steps.tolist()) & set((steps + 1).tolist())
-    if config.fp8_scaling == "delayed" and not followed:
+    if scalings and config.fp8_scaling == "delayed" and not followed:
         sentence += (
             ": each met an amax larger than its history held, and the next step, whose scale "
             "came from a history that now held it, fitted again"
