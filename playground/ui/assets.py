@@ -27,8 +27,9 @@ def scroll_js(element_id: str) -> str:
 
 
 CSS = """
-#headline table, #inspection table, #magnitudes table { display: block; overflow-x: auto; }
-#headline td, #inspection td, #magnitudes td { white-space: nowrap; }
+#headline table, #inspection table, #magnitudes table,
+#operations-table table { display: block; overflow-x: auto; }
+#headline td, #inspection td, #magnitudes td, #operations-table :is(td, th) { white-space: nowrap; }
 #headline p, #headline ul { margin-top: 4px; margin-bottom: 4px; }
 #intro p { margin: 4px 0; }
 #intro h1 { margin-bottom: 4px; }
@@ -68,6 +69,7 @@ body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca)
   #key-controls { order: -2; }
   #results { order: -1; }
   #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
+  #operations-table th, #operations-table td { padding: 4px 6px; }
 }
 """
 

@@ -57,6 +57,7 @@ class Page:
     headline: gr.Markdown
     magnitudes: gr.Markdown
     reading: gr.Markdown
+    operations: gr.Markdown  # the step's operations table, with the headline's numbers
     caption: gr.Markdown
     tabs: gr.Tabs
     summary: gr.JSON

@@ -23,6 +23,7 @@ from typing import Any
 import gradio as gr
 
 from playground.core.lessons import DYNAMICS_LESSONS, STEP_LESSONS, Claim, StepLesson
+from playground.core.precision_lessons import PRECISION_LESSONS
 from playground.core.report import StepReport
 from playground.core.train import DynamicsReport
 from playground.sections.dynamics import tab as dynamics_tab
@@ -30,7 +31,8 @@ from playground.sections.dynamics.curves import curves_of
 from playground.ui.widgets import as_plot, plotted
 
 Lesson = StepLesson
-LESSONS = STEP_LESSONS
+# The step lessons, then precision per operation's (they point at the operations table).
+LESSONS = (*STEP_LESSONS, *PRECISION_LESSONS)
 # (label, overrides) pairs, as scripts and tests read the examples.
 EXAMPLES = tuple((lesson.label, lesson.overrides) for lesson in LESSONS)
 TRAINING_LESSONS = DYNAMICS_LESSONS

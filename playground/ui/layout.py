@@ -1,5 +1,6 @@
 """The page's layout, top to bottom: intro and lessons; the controls beside the results (the
-headline and the key figure first, then each section's tabs); the JSON, downloads and code.
+headline and the key figure first, the reading and the operations table, then each
+section's tabs); the JSON, downloads and code.
 
 Rule: the controls column is read from the settings table (each control with its notice); the
 model accordion holds the fields the model registry names as options, between ``model`` and
@@ -95,7 +96,8 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
                 add(name)
         controls["data"] = gr.File(
             label="your data (CSV): rows set N; columns headed y, y1, target... are the targets "
-            "(else the last D_out), the rest set D_in",
+            "(else the last D_out), the rest set D_in; for classification the last column is "
+            "the class (0 to D_out - 1)",
             file_types=[".csv"],
             elem_id="data",
         )
@@ -136,6 +138,9 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
                     magnitudes = lab.build_counts()
             charts = {"magnitude_plot": lab.build_figure()}
             reading = gr.Markdown(elem_id="reading")
+            # Which operation ran in which dtype, read with the headline's numbers (its loss
+            # beside float32's); it dims with them when the results go stale.
+            operations = gr.Markdown(elem_id="operations-table")
             caption = gr.Markdown(elem_id="example-caption", visible=False)
             with gr.Tabs(elem_id="sections", overflow_behavior="wrap") as tabs:
                 for section in SECTIONS:
@@ -161,6 +166,7 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
         headline=headline,
         magnitudes=magnitudes,
         reading=reading,
+        operations=operations,
         caption=caption,
         tabs=tabs,
         summary=summary,

@@ -35,6 +35,7 @@ from playground.sections.lab import tab as lab_tab
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step import tab as step_tab
 from playground.sections.step.notes import NOTES, note_id
+from playground.sections.step.operations import operations_markdown
 from playground.ui.arguments import STEP
 from playground.ui.components import Chart, Control, Key, Notice
 from playground.ui.examples import LESSONS, Lesson, caption_text
@@ -70,6 +71,7 @@ COMMIT_OUTPUTS = (
     "last_valid",
     "headline",
     "reading",
+    "operations",
     "summary",
     "magnitudes",
     "loss_scale_exponent",
@@ -126,7 +128,7 @@ def field_problems(values: dict[str, Any]) -> dict[str, str]:
         return problems
     try:
         config = StepConfig(**{name: values[name] for name in SETTINGS})
-        user_data(values.get("data"), config.d_out)
+        user_data(values.get("data"), config.d_out, config.task)
     except ConfigError as error:
         return {error.field if error.field in INPUTS else "data": str(error)}
     return {}
@@ -134,7 +136,7 @@ def field_problems(values: dict[str, Any]) -> dict[str, str]:
 
 def _config_and_data(values: dict[str, Any]) -> tuple[StepConfig, UserData | None]:
     config = StepConfig(**{name: values[name] for name in SETTINGS})
-    return config, user_data(values.get("data"), config.d_out)
+    return config, user_data(values.get("data"), config.d_out, config.task)
 
 
 def _shown(value: Any) -> str:
@@ -174,8 +176,9 @@ def commit(
     ``shown`` names the fields whose notice is on the page. Keys (a subset of COMMIT_OUTPUTS):
     ``Notice(field)`` for every field that has a problem now or had one (``shown``),
     ``notices_shown``, ``status``, ``last_valid``, and when valid the headline, ``reading``,
-    ``summary``, ``magnitudes``, ``loss_scale_exponent`` and ``loss_scale_presets`` (the
-    charts follow: ``tab_charts``). Never raises for a bad value.
+    ``operations`` (the operations table), ``summary``, ``magnitudes``,
+    ``loss_scale_exponent`` and ``loss_scale_presets`` (the charts follow: ``tab_charts``).
+    Never raises for a bad value.
     """
     problems = field_problems(values)
     notices: dict[Key, Any] = {
@@ -210,6 +213,7 @@ def commit(
         "last_valid": {name: values.get(name) for name in INPUTS},
         "headline": headline,
         "reading": reading,
+        "operations": operations_markdown(report),
         "summary": summary,
         "magnitudes": lab_tab.magnitude_table(report),
         "loss_scale_exponent": exponent_of(config.loss_scale),

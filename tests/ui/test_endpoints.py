@@ -183,7 +183,7 @@ def test_every_example_is_a_valid_config():
     assert len(EXAMPLES) >= 4
     for label, overrides in EXAMPLES:
         config = StepConfig(**(defaults() | overrides))
-        assert set(overrides) <= set(INPUT_ORDER), label
+        assert set(overrides) <= set(STEP.order), label  # late inputs (norm, ...) included
         assert config.to_dict() == defaults() | overrides, label
 
 
@@ -204,5 +204,5 @@ def test_come_back_example_recovers_them_with_a_loss_scale():
 
 
 def test_overflow_example_overflows_the_scaled_gradients():
-    report = _example_report("overflow")
+    report = _example_report("scale overflow")
     assert sum(p.nonfinite_scaled_count for p in report.params.values()) > 0

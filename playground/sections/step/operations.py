@@ -63,7 +63,22 @@ def operations_markdown(report: StepReport) -> str:
             f"| {row.name} | {row.kind} | {row.dtype} | {_mark(row.forward_finite)} | "
             f"{_mark(row.gradient_finite)} | {params} |"
         )
-    return "\n".join([*rows, "", first_nonfinite_sentence(report), loss_sentence(report)])
+    lines = [title_sentence(report), "", *rows, "", first_nonfinite_sentence(report)]
+    return "\n".join([*lines, "", loss_sentence(report)])
+
+
+def title_sentence(report: StepReport) -> str:
+    """What the table is: the preset and the task (a classification's softmax named)."""
+    config = report.config
+    task = config.task
+    if task == "classification":
+        task += " (its softmax max-subtracted: x - max - log(sum(exp(x - max))))"
+    norm = any(row.kind == "normalisation" for row in report.operations)
+    return (
+        f"**Precision per operation** (`precision_policy` = {config.precision_policy}, task "
+        f"{task}): the dtype each operation of the mixed step computed in"
+        + (" (a layer norm's result counts its variance too)." if norm else ".")
+    )
 
 
 def first_nonfinite_sentence(report: StepReport) -> str:
