@@ -19,7 +19,8 @@ own X-Forwarded-For visitor; only documentation addresses, 192.0.2.x and 198.51.
            rotated left-hand X-Forwarded-For values: another visitor's /step and page commit
            within 3 s, no 503, its sweep not behind a backlog, the flood answered 200 or 429;
   caps     each endpoint's largest request that the cost model (core/cost.py) accepts, priced
-           in-process: first and warm time against 8 x the largest linear /step's warm time,
+           in-process: its first (compiling) and warm time, each against 8 x the largest
+           linear /step's warm time,
            and what its first call adds to the server's peak memory (VmHWM) against 1 GB;
   mixed    6,000 mixed calls from 20 visitors (/step at a few seeds, /inspect, /export, and every
            50th a small /sweep or /dynamics): RSS after calls 3,000 and 6,000 differ by at most
@@ -487,11 +488,11 @@ def work_caps(server: AppServer) -> None:
         if budget is None:  # the first row is the largest linear /step
             budget = CAP_FACTOR * warm.seconds
             info_line(f"caps: {name} warm {warm.seconds:.2f} s; 8 x = {budget:.2f} s")
-        result_line(
+        result_line(  # the first call compiles: a visitor can always pick a new shape
             f"caps: {name} time",
             f"first {first.seconds:.2f} s, warm {warm.seconds:.2f} s",
-            f"warm <= {CAP_FACTOR:.0f} x largest linear /step warm = {budget:.2f} s",
-            warm.seconds <= budget,
+            f"both <= {CAP_FACTOR:.0f} x largest linear /step warm = {budget:.2f} s",
+            max(first.seconds, warm.seconds) <= budget,
         )
         result_line(
             f"caps: {name} peak memory added", f"{added:.0f} MB", "<= 1024 MB", added <= 1024
