@@ -82,3 +82,11 @@ def test_the_precision_lessons_are_buttons_that_show_the_table():
     assert "forward, inf or NaN first appeared in norms.0" in answer["operations"]
     controls = {key.field: value for key, value in answer.items() if isinstance(key, Control)}
     assert all(controls[name] == value for name, value in lesson.overrides.items())
+
+
+def test_a_precision_lesson_on_a_run_that_does_not_show_it_is_not_taught():
+    lesson = PRECISION_LESSONS[0]  # the layer norm's overflow, on inputs too small for one
+    config = lesson.config().replace(input_scale=1.0, **SMALL)
+    caption = caption_text(lesson, page_events.cached_report(config, None))
+    assert caption.startswith(f"**{lesson.label}.** Not taught here")
+    assert "largest first-layer output" in caption and "mean(x^2)" not in caption
