@@ -3,8 +3,10 @@
 Rule: an endpoint's inputs are settings fields, in the table's order, named as the API names
 them (``seed`` for ``model_seed``), with the table's defaults; then its extras (inputs that are
 no setting, such as the uploaded ``data`` file, default None); then the LATE fields, settings
-added after ``data`` existed, so every older positional call (settings, then the file) keeps its
-meaning. A ConfigError from the core becomes a ``gr.Error`` with the same message (field and
+added after ``data`` existed, in the order they were added. Every input comes after each input
+that existed when it was added (``appended`` inputs after ``appended_after``; ``downloads`` as
+``ui.downloads_input`` places it), so a positional call written at any time keeps its meaning.
+A ConfigError from the core becomes a ``gr.Error`` with the same message (field and
 allowed range), without a traceback in the server log.
 
     STEP.order      = (seed, n, ..., compute_dtype, model, ..., optimizer, data, fp8_scaling,
@@ -36,7 +38,8 @@ from playground.ui.widgets import DEFAULTS
 
 # The API's name of a field where it differs from the field's own.
 API_NAMES = {"model_seed": "seed"}
-# Settings added after the uploaded `data` input existed: the API takes them after `data`.
+# Settings added after the uploaded `data` input existed, in the order they were added: the
+# API takes them after `data`, in this order. A new setting is appended here.
 LATE_FIELDS = (
     "fp8_scaling",
     "amax_history",
@@ -56,15 +59,21 @@ class Arguments:
 
     fields: tuple[str, ...]
     extras: tuple[str, ...] = ("data",)
-    # Inputs added after all the others, (name, default): the export's run settings and framework.
+    # Inputs added later that are no late setting of this endpoint, (name, default): the
+    # export's run settings and framework; they follow ``appended_after`` (the last of
+    # LATE_FIELDS when they were added), and late settings added since follow them.
     appended: tuple[tuple[str, Any], ...] = ()
+    appended_after: str | None = None
 
     @cached_property
     def order(self) -> tuple[str, ...]:
-        """Every input, by field name, in the API's order."""
+        """Every input, by field name, in the API's order: each input after every input that
+        existed when it was added."""
         early = tuple(name for name in self.fields if name not in LATE_FIELDS)
-        late = tuple(name for name in self.fields if name in LATE_FIELDS)
-        return (*early, *self.extras, *late, *(name for name, _ in self.appended))
+        late = tuple(name for name in LATE_FIELDS if name in self.fields)
+        cut = len(late) if self.appended_after is None else late.index(self.appended_after) + 1
+        appended = tuple(name for name, _ in self.appended)
+        return (*early, *self.extras, *late[:cut], *appended, *late[cut:])
 
     @cached_property
     def before_data(self) -> tuple[str, ...]:

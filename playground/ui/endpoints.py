@@ -95,6 +95,7 @@ EXPORT = Arguments(
         *((name, DEFAULTS[name]) for name in EXPORT_RUN_FIELDS),
         ("framework", export.FRAMEWORKS[0]),
     ),
+    appended_after="nvfp4_hadamard",
 )
 
 
