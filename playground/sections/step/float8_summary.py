@@ -7,7 +7,9 @@ without quantized tensors (another recipe's) has nothing to say here.
 
 from __future__ import annotations
 
-from playground.core.dtypes import dtype_facts
+import math
+
+from playground.core.dtypes import cast, dtype_facts
 from playground.core.float8_report import Float8Tensor
 from playground.core.policy import recipe
 from playground.core.report import StepReport
@@ -23,6 +25,25 @@ def _name(tensor: Float8Tensor) -> str:
 def _limits(fmt: str) -> str:
     facts = dtype_facts(fmt)
     return f"{fmt} (largest {facts.max:g}, smallest subnormal {facts.smallest_subnormal:.3g})"
+
+
+def past_largest(formats: tuple[str, ...]) -> str:
+    """What a plain cast makes of a finite value past each format's largest, read from the cast
+    itself: ", where a plain cast gives NaN in float8_e4m3fn or inf in float8_e5m2", or, for a
+    format whose cast clips (float4_e2m1fn has no inf and no NaN), ", as a plain cast to
+    float4_e2m1fn does too"."""
+    fates: dict[str, list[str]] = {}
+    for fmt in dict.fromkeys(formats):
+        beyond = float(cast(2 * dtype_facts(fmt).max, fmt)[()])
+        fate = "NaN" if math.isnan(beyond) else "inf" if math.isinf(beyond) else "clip"
+        fates.setdefault(fate, []).append(fmt)
+    parts = [f"{fate} in {' and '.join(fmts)}" for fate, fmts in fates.items() if fate != "clip"]
+    text = f", where a plain cast gives {' or '.join(parts)}" if parts else ""
+    if "clip" in fates:
+        clipping = " and ".join(fates["clip"])
+        text += f"; a plain cast to {clipping} clips too" if parts else ""
+        text += "" if parts else f", as a plain cast to {clipping} does too"
+    return text
 
 
 def _listed(tensors: list[Float8Tensor], field: str) -> str:
@@ -88,8 +109,8 @@ def float8_sentences(report: StepReport) -> list[str]:
     saturated_list = f" ({_listed(tensors, 'saturated')})" if saturated else ""
     flushed_list = f" ({_listed(tensors, 'flushed')})" if flushed else ""
     sentences.append(
-        "Saturated (beyond the format's range once scaled, so clipped to its largest value "
-        f"where a plain cast gives NaN or inf): {saturated:,} of {total:,} quantized "
+        "Saturated (beyond the format's range once scaled, so clipped to its largest value"
+        f"{past_largest((forward, gradient))}): {saturated:,} of {total:,} quantized "
         f"entries{saturated_list}."
     )
     sentences.append(
