@@ -11,6 +11,7 @@ ends with a marker naming the step and the cause its run shows (``sections.dynam
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -99,14 +100,33 @@ def dynamics_loss_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figur
 
     own = _loss_traces(current, RUN_COLORS, DASHES)
     data = overlay(current, pins, own, pinned, layout)
-    # Each tick labelled with its value. Curves spanning under 1000x (the usual case) get
-    # ticks at 1, 2 and 5 per decade: Plotly's own choice there, every digit, labels 0.9 on
-    # top of 1. Wider curves keep Plotly's ticks, one per decade or fewer.
     losses = np.concatenate([run.loss(name) for run in (current, *pins) for name in DASHES])
-    losses = losses[np.isfinite(losses) & (losses > 0)]
-    narrow = losses.size and np.log10(losses.max() / losses.min()) < 3
-    layout["yaxis"].update(type="log", tickformat=LOG_FORMAT, **({"dtick": "D2"} if narrow else {}))
+    layout["yaxis"].update(type="log", **loss_ticks(losses[np.isfinite(losses) & (losses > 0)]))
     return {"data": data, "layout": layout}
+
+
+def loss_ticks(losses: np.ndarray, count: int = 5) -> dict[str, Any]:
+    """The loss axis's ticks, each labelled with its value (the curves' span must be readable:
+    a 1.5% change drawn over the whole height looks like a steep fall).
+
+    Curves spanning under 2.5x may hold no 1-2-5 tick at all (1.183e-7 to 1.201e-7): they get
+    ``count`` ticks spread over their span, labelled with as many digits as tell them apart.
+    Curves spanning under 1000x get ticks at 1, 2 and 5 per decade (Plotly's own choice there
+    labels every digit, 0.9 on top of 1); wider ones keep Plotly's, one per decade or fewer.
+    """
+    if not losses.size:
+        return {"tickformat": LOG_FORMAT}
+    low, high = float(losses.min()), float(losses.max())
+    if high < 2.5 * low:
+        values = np.geomspace(low, high, count) if high > low else np.array([low])
+        for digits in range(3, 10):
+            labels = [f"{value:.{digits}g}" for value in values]
+            if len(set(labels)) == len(labels):
+                break
+        return {"tickmode": "array", "tickvals": values.tolist(), "ticktext": labels}
+    if np.log10(high / low) < 3:
+        return {"tickformat": LOG_FORMAT, "dtick": "D2"}
+    return {"tickformat": LOG_FORMAT}
 
 
 # What "lost" means for the pure run under each rounding (see DynamicsReport).
