@@ -30,10 +30,11 @@ import numpy as np
 
 # float32 first: it is the reference every other format is compared with.
 DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
-# The elements of a block-scaled recipe (NVFP4's E2M1): facts and casts as for DTYPES, kept
-# apart from the number inspector's columns.
+# The elements of a block-scaled recipe (NVFP4's E2M1) and its block scales (MXFP8's E8M0):
+# facts and casts as for DTYPES. The number inspector shows every format of FORMATS.
 BLOCK_ELEMENT_FORMATS = ("float4_e2m1fn",)
-FORMATS = DTYPES + BLOCK_ELEMENT_FORMATS
+BLOCK_SCALE_FORMATS = ("float8_e8m0fnu",)
+FORMATS = DTYPES + BLOCK_ELEMENT_FORMATS + BLOCK_SCALE_FORMATS
 CLASSES = ("zero", "flushed", "subnormal", "normal", "overflow", "nonfinite")
 
 
@@ -44,7 +45,8 @@ class DtypeFacts:
     bits = 1 sign bit + exponent_bits + mantissa_bits (the stored fraction; the leading 1 of a
     normal number is implicit). max is the largest finite value; eps the gap between 1 and the
     next value; decimal_digits = (mantissa_bits + 1) * log10(2); has_inf says whether an
-    overflow gives inf (float8 E4M3FN, for one, has none and gives NaN).
+    overflow gives inf (float8 E4M3FN, for one, has none and gives NaN); has_zero whether 0 is
+    one of its values (float8_e8m0fnu, powers of two only, has none: its cast of 0 is NaN).
     """
 
     name: str
@@ -57,6 +59,7 @@ class DtypeFacts:
     eps: float
     decimal_digits: float
     has_inf: bool
+    has_zero: bool = True
 
 
 def _check_dtype(name: str) -> None:
@@ -85,6 +88,7 @@ def dtype_facts(name: str) -> DtypeFacts:
         eps=float(finfo.eps),
         decimal_digits=(int(finfo.nmant) + 1) * math.log10(2),
         has_inf=bool(np.isinf(cast(np.float32(np.inf), name))),
+        has_zero=bool(cast(np.float32(0.0), name) == 0),
     )
 
 

@@ -14,6 +14,12 @@ that value, and says whether a recipe stores numbers of its dtype that way (``sa
 They differ only past a format's largest value: 500 is NaN in a plain float8_e4m3fn cast, 448
 when saturated.
 
+The block formats are columns too, each with its own rules (``core.exact_rounding``):
+float4_e2m1fn (NVFP4's elements) has no inf and no NaN, so its cast clips 7, 1e39 and inf to
++-6 and turns NaN into a zero (-0 for the usual NaN, as ml_dtypes does); float8_e8m0fnu (MXFP8's
+block scales) holds only the powers of two 2^-127 .. 2^127 and NaN, with no sign and no zero: 3
+is stored as 4, 1e-60 as 2^-127, and 0, -1 and 1e39 as NaN.
+
 Example::
 
     >>> bit_view(1e-9, "float8_e4m3fn").category
@@ -33,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.dtypes import DTYPES, cast, computed_here, dtype_facts
+from playground.core.dtypes import FORMATS, cast, computed_here, dtype_facts
 from playground.core.exact_rounding import round_exactly
 from playground.core.policy import saturating_formats
 from playground.core.typed_number import TypedNumber, bits_text, read_number
@@ -58,6 +64,9 @@ PRESETS: tuple[tuple[str, str], ...] = (
     ("0x3c00:float16: the bits of 1 in float16", "0x3c00:float16"),
     ("500: NaN in a plain float8_e4m3fn cast, 448 saturated (as the float8 step casts)", "500"),
     ("1e-4: flushed to zero in float8_e4m3fn, kept by float8_e5m2", "1e-4"),
+    ("7: float4_e2m1fn clips it to 6 (no inf, no NaN)", "7"),
+    ("3: float8_e8m0fnu rounds it to 4 (powers of two only)", "3"),
+    ("0: NaN in float8_e8m0fnu, which has no zero", "0"),
 )
 
 
@@ -144,14 +153,16 @@ def _next_up(stored: np.ndarray) -> float:
     """The next value of the stored value's dtype toward +inf (inf past the largest finite one).
 
     Stepped on the bit pattern: one more for a positive value, one less for a negative one
-    (its magnitude shrinks), the smallest subnormal after a zero. numpy's nextafter would do,
-    but ml_dtypes' returns NaN for float8_e4m3fn.
+    (its magnitude shrinks), the smallest subnormal after a zero. Past the largest value the
+    next pattern is NaN (float8_e4m3fn) or wraps into the sign bit (float4_e2m1fn: 6 is 0111,
+    0111 + 1 is -0): inf either way. numpy's nextafter would do, but ml_dtypes' returns NaN for
+    float8_e4m3fn.
     """
     unsigned = np.dtype(f"uint{stored.dtype.itemsize * 8}")
-    raw = int(stored.view(unsigned))
-    step = 1 if stored > 0 else -1 if stored < 0 else 1 - raw  # -0 and +0 both go to raw 1
+    raw, value = int(stored.view(unsigned)), float(stored)  # floats: 0 is NaN in e8m0
+    step = 1 if value > 0 else -1 if value < 0 else 1 - raw  # -0 and +0 both go to raw 1
     following = float(np.asarray(raw + step, unsigned).view(stored.dtype))
-    return math.inf if math.isnan(following) else following
+    return following if following > value else math.inf  # False for a NaN too
 
 
 def store(typed: TypedNumber, dtype: str) -> tuple[np.ndarray, bool]:
@@ -185,8 +196,10 @@ def bit_view(value: Any, dtype: str) -> BitView:
     exponent_end = sign_end + facts.exponent_bits
     gap = _next_up(stored_array) - stored if math.isfinite(stored) else math.nan
     error, relative = _errors(stored, typed)
-    # A saturating cast clips a finite overflow to the largest value, keeping its sign.
-    saturated = (-facts.max if typed.negative else facts.max) if overflowed else stored
+    # A saturating cast clips a finite overflow to the largest value, keeping its sign (NaN for
+    # -max in float8_e8m0fnu, which has no sign).
+    largest = -facts.max if typed.negative else facts.max
+    saturated = float(cast(np.float64(largest), dtype)) if overflowed else stored
     return BitView(
         dtype=dtype,
         input=typed.float64,
@@ -206,7 +219,7 @@ def bit_view(value: Any, dtype: str) -> BitView:
 
 
 def inspect_number(value: Any) -> tuple[BitView, ...]:
-    """``value`` (a number, the inspector's text, or a TypedNumber) as stored in each of DTYPES,
-    in that order."""
+    """``value`` (a number, the inspector's text, or a TypedNumber) as stored in each of FORMATS
+    (the step's dtypes, then the block formats), in that order."""
     typed = value if isinstance(value, TypedNumber) else read_number(value)
-    return tuple(bit_view(typed, dtype) for dtype in DTYPES)
+    return tuple(bit_view(typed, dtype) for dtype in FORMATS)

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from playground.core.bounds import ConfigError, shown
-from playground.core.dtypes import DTYPES, dtype_facts, numpy_dtype
+from playground.core.dtypes import FORMATS, dtype_facts, numpy_dtype
 
 # 2^1100 is past float64's largest value (just under 2^1024) and 2^-1100 below half its
 # smallest subnormal (2^-1075): every format overflows or rounds to zero there.
@@ -153,9 +153,9 @@ def bits_text(raw: int, dtype: str) -> str:
 
 
 def _bits(raw_text: str, dtype: str, text: str) -> TypedNumber:
-    if dtype not in DTYPES:
+    if dtype not in FORMATS:
         raise ConfigError(
-            "number", f"number's bits need a format: one of {', '.join(DTYPES)}; got {dtype!r}"
+            "number", f"number's bits need a format: one of {', '.join(FORMATS)}; got {dtype!r}"
         )
     raw, width = int(raw_text, 16), dtype_facts(dtype).bits
     if raw >= 2**width:

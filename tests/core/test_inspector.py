@@ -17,10 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from playground.core.dtypes import DTYPES
+from playground.core.dtypes import DTYPES, FORMATS
 from playground.core.inspector import PRESETS, bit_view, inspect_number
 from playground.core.typed_number import read_number
 from reference import FINITE_ONLY, WIDTHS
+
+
+def _step_views(typed):
+    """The views of the step's own formats (the block formats' special rules are tested in
+    test_inspector_block_formats.py)."""
+    return [view for view in inspect_number(typed) if view.dtype in DTYPES]
 
 
 def test_tiny_value_survives_bfloat16_but_not_float16():
@@ -72,19 +78,19 @@ def test_gap_after_one_is_eps(dtype):
 
 @pytest.mark.parametrize("typed", [math.inf, "inf", "+inf", "Infinity"])
 def test_non_finite_inputs(typed):
-    for view in inspect_number(typed):
+    for view in _step_views(typed):
         if view.dtype in FINITE_ONLY:  # no infinity to store: inf becomes NaN
             assert view.category == "nan" and math.isnan(view.saturated)
             continue
         assert view.category == "inf" and view.rounding_error == 0 and view.relative_error == 0
     for nan in (math.nan, "nan", "NaN"):
-        for view in inspect_number(nan):
+        for view in _step_views(nan):
             assert view.category == "nan" and math.isnan(view.rounding_error)
             assert math.isnan(view.gap_to_next) and math.isnan(view.relative_error)
 
 
 def test_minus_inf_is_stored_as_minus_inf_where_a_format_has_one():
-    for view in inspect_number("-inf"):
+    for view in _step_views("-inf"):
         if view.dtype in FINITE_ONLY:
             assert view.category == "nan"
             continue
@@ -93,7 +99,8 @@ def test_minus_inf_is_stored_as_minus_inf_where_a_format_has_one():
 
 def test_inspect_number_covers_every_dtype_in_order():
     views = inspect_number(0.1)
-    assert tuple(view.dtype for view in views) == DTYPES
+    assert tuple(view.dtype for view in views) == FORMATS
+    assert FORMATS[: len(DTYPES)] == DTYPES  # the step's formats first, then the block formats
     assert all(view.input == 0.1 for view in views)
     assert views[0].relative_error < views[2].relative_error < views[1].relative_error
 
@@ -245,12 +252,12 @@ def test_float8_e4m3fn_ties_down_to_448_and_overflows_to_nan_past_the_tie():
 def test_beyond_float64_is_an_infinite_error_not_zero():
     typed = read_number("1e400")
     assert typed.beyond_float64 and typed.float64 == math.inf
-    for view in inspect_number(typed):
+    for view in _step_views(typed):
         expected = math.nan if view.dtype in FINITE_ONLY else math.inf
         assert _same(view.stored, expected)
         assert view.rounding_error == math.inf or math.isnan(view.stored)
         assert view.relative_error == math.inf or math.isnan(view.stored)
-    tiny = inspect_number("-1e-400")
+    tiny = _step_views("-1e-400")
     assert all(v.stored == 0 and math.copysign(1.0, v.stored) == -1 for v in tiny)
     assert all(v.relative_error == 1.0 for v in tiny)
 
