@@ -159,8 +159,33 @@ def _meter_traces(
     ]
 
 
+FLUSHED_HOVER = "step %{x}: %{y:.3g}% of entries flushed"
+
+
+def _flushed_traces(run: RunCurves, points: int = MAX_POINTS) -> list[Figure]:
+    """The updates lost before the optimizer (their gradient underflowed), dotted, for the runs
+    that lost any: rounding away cannot count them, so at S = 1 in float16 they are the loss."""
+    picked = _picked(run.steps, points)
+    x = (picked + 1).tolist()
+    names = {"pure": f"pure {run.compute_dtype}", "mixed": "float32 masters"}
+    colors = {"pure": OVERFLOW_COLOR, "mixed": MIXED_COLOR}
+    return [
+        line_trace(
+            x,
+            100 * run.flushed_share(name)[picked],
+            f"{names[name]}: gradient flushed to 0",
+            colors[name],
+            line={"color": colors[name], "width": 2, "dash": "dot"},
+        )
+        | {"hovertemplate": f"{FLUSHED_HOVER}<extra>{names[name]}</extra>"}
+        for name in ("pure", "mixed")
+        if run.flushed_share(name).any()
+    ]
+
+
 def lost_update_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
-    """Share of parameter entries whose update was rounded away, per step, pure vs masters.
+    """Share of parameter entries whose update was rounded away, per step, pure vs masters,
+    and (dotted) the share lost earlier, to a gradient that flushed to zero.
 
     The y axis is fitted to the shares, not fixed at 0-100%: shares are often below 1%, which a
     0-100% axis draws as a flat line on the floor. It runs from a little below 0 (so a run that
@@ -168,8 +193,10 @@ def lost_update_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
     largest share; 0-1% when nothing is lost.
     """
     current = as_curves(dynamics)
-    data = _meter_traces(current, OVERFLOW_COLOR, MIXED_COLOR)
+    flushed = _flushed_traces(current)
+    data = _meter_traces(current, OVERFLOW_COLOR, MIXED_COLOR) + flushed
     curves = [current.pure_lost_share, current.mixed_lost_share]
+    curves += [current.pure_flushed_share, current.mixed_flushed_share]
     if current.saturates:
         # float8: the share of the mixed run's quantized entries that saturated at the format's
         # largest value (delayed scaling clips the step after an amax jump).
@@ -182,6 +209,8 @@ def lost_update_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
         )
         curves.append(current.mixed_saturated_share)
     lost = LOST_MEANING[current.pure_rounding]
+    if flushed:
+        lost += "; dotted: updates that were 0 because their gradient flushed to 0"
     layout = base_layout(f"Lost-update meter<br><sup>{lost}</sup>", "step", "share of entries")
 
     def pinned(pin: RunCurves, color: str) -> list[Figure]:

@@ -65,6 +65,9 @@ class RunCurves:
     mixed_lost_share: np.ndarray
     pure_lost_share: np.ndarray
     mixed_saturated_share: np.ndarray
+    # Updates that were zero because their gradient underflowed (DynamicsReport's meter).
+    mixed_flushed_share: np.ndarray
+    pure_flushed_share: np.ndarray
 
     def loss(self, run: str) -> np.ndarray:
         """The loss curve of ``run`` (``float32``, ``mixed`` or ``pure``)."""
@@ -73,6 +76,10 @@ class RunCurves:
     def lost_share(self, run: str) -> np.ndarray:
         """The lost-update share per step of ``run`` (``mixed`` or ``pure``)."""
         return getattr(self, f"{run}_lost_share")
+
+    def flushed_share(self, run: str) -> np.ndarray:
+        """The share per step of ``run``'s updates lost to a gradient that underflowed."""
+        return getattr(self, f"{run}_flushed_share")
 
     def scale(self, run: str) -> np.ndarray:
         """The loss scale each step of ``run`` (``mixed`` or ``pure``) used."""
@@ -99,7 +106,13 @@ def curves_of(dynamics: DynamicsReport, data_name: str | None = None) -> RunCurv
         mixed_lost_share=_frozen(dynamics.mixed_lost_share),
         pure_lost_share=_frozen(dynamics.pure_lost_share),
         mixed_saturated_share=_frozen(np.zeros(dynamics.steps) if saturated is None else saturated),
+        mixed_flushed_share=_frozen(_or_zeros(dynamics.mixed_flushed_share, dynamics.steps)),
+        pure_flushed_share=_frozen(_or_zeros(dynamics.pure_flushed_share, dynamics.steps)),
     )
+
+
+def _or_zeros(share: np.ndarray | None, steps: int) -> np.ndarray:
+    return np.zeros(steps) if share is None else share
 
 
 def as_curves(run: DynamicsReport | RunCurves) -> RunCurves:

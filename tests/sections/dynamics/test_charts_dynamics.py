@@ -26,10 +26,14 @@ def dynamics():
 def test_lost_update_axis_follows_the_data_from_zero_in_percent(dynamics):
     figure = lost_update_figure(dynamics)
     yaxis = figure["layout"]["yaxis"]
-    pure, masters = figure["data"]
+    pure, masters, *flushed = figure["data"]
     # No fixed 0-100% range: the axis is fitted to the shares (often below 1%), with 0 a little
-    # above its bottom so a run that loses nothing is not hidden on the x axis.
-    largest = 100 * max(dynamics.pure_lost_share.max(), dynamics.mixed_lost_share.max())
+    # above its bottom so a run that loses nothing is not hidden on the x axis. The shares are
+    # the rounded-away ones and (dotted) the updates lost to a flushed gradient.
+    shares = (dynamics.pure_lost_share, dynamics.mixed_lost_share)
+    shares += (dynamics.pure_flushed_share, dynamics.mixed_flushed_share)
+    largest = 100 * max(share.max() for share in shares)
+    assert len(flushed) == sum(share.any() for share in shares[2:])
     low, high = yaxis["range"]
     assert largest > 0 and low < 0 and largest < high <= 1.1 * largest
     assert -low < 0.1 * high
@@ -44,6 +48,8 @@ def test_lost_update_axis_shows_zero_to_one_percent_when_nothing_is_lost(dynamic
         dynamics,
         pure_lost_share=np.zeros_like(dynamics.pure_lost_share),
         mixed_lost_share=np.zeros_like(dynamics.mixed_lost_share),
+        pure_flushed_share=np.zeros_like(dynamics.pure_lost_share),
+        mixed_flushed_share=np.zeros_like(dynamics.mixed_lost_share),
     )
     low, high = lost_update_figure(nothing)["layout"]["yaxis"]["range"]
     assert low < 0 < high and high == pytest.approx(1.08)

@@ -1,4 +1,5 @@
-"""The loss chart's y axis is always labelled, also when the curves barely move.
+"""The training charts say what happened: the loss axis is always labelled, also when the
+curves barely move, and the meter shows the updates lost to flushed gradients.
 
 The issue's case: 1,000 steps from 1.239e-07 to 1.235e-07, drawn over the whole height with no
 tick label at all (a log axis's 1-2-5 ticks all fell outside it), so a 0.3% change looked like
@@ -41,3 +42,25 @@ def test_the_chart_of_a_run_that_barely_moves_is_labelled():
     assert finite.max() < 2.5 * finite.min()  # the case: a loss that barely changes
     yaxis = figure["layout"]["yaxis"]
     assert yaxis["tickvals"] and min(yaxis["tickvals"]) >= finite.min() * (1 - 1e-12)
+
+
+def test_the_meter_shows_updates_lost_to_flushed_gradients():
+    """float16 at S = 1 on data so small that its gradients flush: the meter's dotted lines are
+    the run's flushed shares (nothing was there to round away), named in the subtitle."""
+    from playground.core.lessons import DYNAMICS_LESSONS
+    from playground.sections.dynamics.charts import lost_update_figure
+
+    lesson = next(
+        lesson
+        for lesson in DYNAMICS_LESSONS
+        if lesson.overrides.get("compute_dtype") == "float16"
+        and lesson.overrides.get("loss_scale") == 1.0
+    )
+    dynamics = lesson.run()
+    figure = lost_update_figure(dynamics)
+    dotted = [t for t in figure["data"] if t.get("line", {}).get("dash") == "dot"]
+    assert dotted and "flushed to 0" in figure["layout"]["title"]["text"]
+    mixed = next(t for t in dotted if t["name"].startswith("float32 masters"))
+    expected = 100 * np.asarray(dynamics.mixed_flushed_share)
+    assert np.allclose(mixed["y"], expected[np.asarray(mixed["x"]) - 1])
+    assert max(mixed["y"]) > 10  # the stall: many updates lost before the optimizer
