@@ -24,6 +24,7 @@ from playground.sections.dynamics.charts import (
     scale_figure,
 )
 from playground.sections.dynamics.summary import dynamics_reading
+from playground.sections.lab.block_list import DEFAULT_LIST
 from playground.sections.lab.summary import sweep_reading
 from playground.sections.lab.sweep_status import RERUN_LABEL
 from reference import band_labels
@@ -263,7 +264,8 @@ def test_pressing_a_bit_flips_it_and_inspects_the_new_pattern_in_every_format(br
             _bit(page, dtype, width - 1).click()
             expect(box).to_have_value(f"0x{_raw_of_minus_one(dtype):0{width // 4}x}:{dtype}")
             expect(page.locator("#inspection")).to_contain_text(f"the {dtype} bits of -1.0")
-            assert _inspected(page)["stored value"] == {name: "-1" for name in DTYPES}
+            stored = _inspected(page)["stored value"]
+            assert {name: stored[name] for name in DTYPES} == {name: "-1" for name in DTYPES}
 
         # float16's lowest mantissa bit: 1 + 2^-10, shown as float16 stores it.
         _type(page, "1", "1.0")
@@ -301,6 +303,59 @@ def test_pressing_a_bit_flips_it_and_inspects_the_new_pattern_in_every_format(br
         page.close()
 
 
+def _peer_cast(value: float, dtype: str) -> float:
+    """``value`` (a float32) as ml_dtypes casts it to ``dtype``: exact, one rounding."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.asarray(value, np.float32).astype(getattr(ml_dtypes, dtype)))
+
+
+def test_the_block_formats_columns_flip_an_e2m1_bit_and_fit_a_phone(browser, app_url):
+    page = _open(browser, app_url, 390, 844)
+    try:
+        _select_tab(page, "Precision lab")
+        box = page.locator("#inspect-number textarea, #inspect-number input").first
+        _type(page, "3", "3.0")
+        stored = _inspected(page)["stored value"]
+        for dtype in ("float4_e2m1fn", "float8_e8m0fnu"):  # 3 in E2M1; 4 in E8M0 (a tie, up)
+            assert stored[dtype] == f"{_peer_cast(3.0, dtype):.9g}", dtype
+        assert _inspected(page)["sign bit"]["float8_e8m0fnu"] == "none"
+        # E2M1's sign bit (bit 3 of 4): 3 (0101) becomes -3 (1101).
+        _bit(page, "float4_e2m1fn", 3).click()
+        expect(box).to_have_value("0xd:float4_e2m1fn")
+        expect(page.locator("#inspection")).to_contain_text("the float4_e2m1fn bits of -3.0")
+        stored = _inspected(page)["stored value"]
+        assert stored["float4_e2m1fn"] == f"{_value_of_bits(0xD, 'float4_e2m1fn'):.9g}" == "-3"
+        assert stored["float8_e8m0fnu"] == "nan"  # no sign: a negative number is NaN
+        # Its lowest bit: 1101 becomes 1100, -2.
+        _bit(page, "float4_e2m1fn", 0).click()
+        expect(box).to_have_value("0xc:float4_e2m1fn")
+        assert _inspected(page)["stored value"]["float4_e2m1fn"] == "-2"
+        # The list view: each recipe's scales and a row per typed value.
+        blocks = page.locator("#inspect-blocks")
+        expect(blocks.locator("table tr")).to_have_count(1 + len(DEFAULT_LIST.split(",")))
+        expect(blocks).to_contain_text("mxfp8")
+        expect(blocks).to_contain_text("tensor scale")
+        numbers = page.locator("#inspect-list textarea, #inspect-list input").first
+        numbers.fill("1, 2, 1000")
+        numbers.press("Enter")
+        expect(blocks.locator("table tr")).to_have_count(4, timeout=TIMEOUT_MS)
+        # Nothing sticks out of the page; the tables scroll inside their own boxes.
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - innerWidth")
+        assert overflow <= 0, overflow
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        # The table scrolled to its last columns (the block formats') for the screenshot.
+        page.evaluate("() => { document.querySelector('#inspection table').scrollLeft = 1e6; }")
+        top = page.locator("#inspect-number").bounding_box()
+        bottom = page.locator("#inspect-blocks").bounding_box()
+        scroll = page.evaluate("() => scrollY")
+        clip = {"x": 0, "y": top["y"] + scroll, "width": 390}
+        clip["height"] = bottom["y"] + bottom["height"] + scroll - clip["y"]
+        shot = ARTIFACTS / "inspector_block_formats.png"
+        page.screenshot(path=str(shot), full_page=True, clip=clip)
+    finally:
+        page.close()
+
+
 def _raw_of_minus_one(dtype: str) -> int:
     numpy_dtype = np.dtype(getattr(ml_dtypes, dtype, dtype))
     return int(np.asarray(-1.0).astype(numpy_dtype).view(f"uint{numpy_dtype.itemsize * 8}"))
@@ -311,7 +366,9 @@ def test_the_inspector_reads_nan_and_names_a_number_beyond_float64_on_a_phone(br
     try:
         _select_tab(page, "Precision lab")
         _type(page, "nan", "nan")
-        assert set(_inspected(page)["stored value"].values()) == {"nan"}
+        stored = _inspected(page)["stored value"]
+        assert {stored[name] for name in DTYPES} == {"nan"}
+        assert stored["float4_e2m1fn"] == f"{_peer_cast(math.nan, 'float4_e2m1fn'):.9g}"  # no NaN
         _type(page, "65519.99998", "65519.99998")
         # Rounded once from the typed digits: float16 keeps its largest value, 65504.
         largest = float(ml_dtypes.finfo(np.float16).max)

@@ -34,7 +34,7 @@ ROWS = (
     ("kind", lambda v: v.category),
     ("sign bit", lambda v: f"`{v.sign_bit}`" if v.sign_bit else "none"),
     ("exponent bits", lambda v: f"`{v.exponent_bits}`"),
-    ("mantissa bits", lambda v: f"`{v.mantissa_bits}`"),
+    ("mantissa bits", lambda v: f"`{v.mantissa_bits}`" if v.mantissa_bits else "none"),
     ("bits (hex)", lambda v: f"`0x{v.raw:0{-(-len(v.bits) // 4)}x}`"),
     ("rounding error", lambda v: f"{v.rounding_error:.3g}"),
     ("relative error", lambda v: f"{v.relative_error:.3g}"),

@@ -9,10 +9,16 @@ dtype registry and the sweep's own exponents.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
-from playground.core.dtypes import DTYPES
-from playground.core.inspector import PRESETS
+from playground.core.dtypes import (
+    BLOCK_ELEMENT_FORMATS,
+    BLOCK_SCALE_FORMATS,
+    FORMATS,
+    dtype_facts,
+)
+from playground.core.inspector import PRESETS, bit_view
 from playground.core.policy import COMPUTE_DTYPES, recipe
 from playground.core.step_report import StepReport
 from playground.core.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
@@ -43,15 +49,24 @@ each dtype's largest value, and never past what a float32 scale can hold), in on
 and compares each with float32. Green marks the scales whose gradients are finite and within
 {SAFE_FACTOR:g}x of the best error the sweep finds.
 """
+_E2M1, _E8M0 = (dtype_facts(name) for name in (*BLOCK_ELEMENT_FORMATS, *BLOCK_SCALE_FORMATS))
 INSPECTOR_INTRO = f"""
 ### Precision inspector
-Type a number to see how {", ".join(DTYPES)} store it: the sign, exponent and mantissa
+Type a number to see how {", ".join(FORMATS)} store it: the sign, exponent and mantissa
 bits, the value actually kept, the rounding error and the gap to the next representable value.
 Each format rounds the number you type once, from its exact decimal value (to nearest, ties to
 even), never through another format. Press any bit in a format's row to flip it: the inspector
 then shows that bit pattern (typed as `0x3c01:float16`, the format's bits in hex and its name).
 Past a format's largest value the plain cast gives inf, or NaN in float8_e4m3fn, which has no
 inf (as ml_dtypes casts); the float8 step's saturating cast keeps the largest value instead.
+
+The last two columns are the block recipes' formats. {_E2M1.name} (NVFP4's elements) has no inf
+and no NaN: its plain cast clips anything past {_E2M1.max:g} to {_E2M1.max:g} and stores NaN as a
+zero. {_E8M0.name} (MXFP8's block scales) holds only the powers of two
+2^{math.log2(_E8M0.smallest_normal):.0f} to 2^{math.log2(_E8M0.max):.0f} and NaN, with no sign
+and no zero: a tie goes up to the larger power (3 is stored as
+{bit_view("3", _E8M0.name).stored:g}), a positive number below the smallest becomes the smallest,
+and zero or a negative number is NaN.
 """
 
 

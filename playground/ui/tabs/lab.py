@@ -21,54 +21,14 @@ import gradio as gr
 
 from playground.core.inspector import PRESETS
 from playground.core.sweep import run_sweep
-from playground.sections.lab import inspector_view, sweep_status
+from playground.sections.lab import block_list, inspector_view, sweep_status
 from playground.sections.lab import tab as lab_tab
 from playground.ui.arguments import STEP, core_errors, validated, validated_data
 from playground.ui.components import Page
 from playground.ui.downloads_input import ask_js, checkbox, page_inputs, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
+from playground.ui.tabs.lab_assets import BITS_CSS, BITS_JS, BLOCKS_CSS
 from playground.ui.widgets import commit_triggers, plot_slot, plotted
-
-# The bit rows' script: a press on a bit button asks the server for its flipped pattern, and
-# after the rows are drawn again the same bit keeps the keyboard focus.
-BITS_JS = """
-let pressed = null;
-element.addEventListener('click', (event) => {
-  const bit = event.target.closest('button[data-bits]');
-  if (!bit) return;
-  pressed = bit.dataset.key;
-  trigger('click', {bits: bit.dataset.bits});
-});
-// While the box holds a text other than the one inspected, the note says so and the results dim.
-const box = () => document.querySelector('#inspect-number input, #inspect-number textarea');
-const mark = () => {
-  const note = element.querySelector('.inspect-stale');
-  const stale = Boolean(note && box() && box().value.trim() !== note.dataset.typed.trim());
-  if (note) note.hidden = !stale;
-  const dimmed = [...element.querySelectorAll('.bit-row'), document.getElementById('inspection')];
-  dimmed.forEach((part) => { if (part) part.style.opacity = stale ? '0.7' : ''; });
-};
-document.addEventListener('input', (event) => { if (event.target === box()) mark(); }, true);
-watch('value', () => {
-  const again = pressed && element.querySelector(`button[data-key="${pressed}"]`);
-  if (again) again.focus();
-  setTimeout(mark, 50);  // the box's new text (a pressed bit, an example) lands in this update
-});
-"""
-BITS_CSS = """
-.bit-row { display: flex; flex-wrap: wrap; align-items: center; gap: 4px; margin: 4px 0; }
-.bit-format { min-width: 8.5em; font-family: var(--font-mono); font-size: var(--text-sm); }
-.bit-field { display: inline-flex; flex-wrap: wrap; gap: 1px; }
-.bit { min-width: 24px; min-height: 28px; margin: 0; padding: 0 2px; border: 1px solid #6b7280;
-  border-radius: 3px; font-family: var(--font-mono); font-size: var(--text-md); cursor: pointer; }
-.bit:focus-visible { outline: 3px solid #1d4ed8; outline-offset: 1px; }
-.sign { background: #fee2e2; color: #7f1d1d; }
-.exponent { background: #dbeafe; color: #1e3a8a; }
-.mantissa { background: #dcfce7; color: #14532d; }
-.bit-legend span { padding: 0 4px; border-radius: 3px; }
-.bit-value { font-family: var(--font-mono); font-size: var(--text-sm); }
-@media (max-width: 720px) { .bit-format { flex-basis: 100%; } }
-"""
 
 
 def _sweep(values: dict[str, Any], files: bool) -> lab_tab.SweepViews:
@@ -138,6 +98,8 @@ class LabTab:
     bits: gr.HTML
     inspected: gr.State  # the text the table and bit rows show
     inspect_api: gr.Number
+    numbers: gr.Textbox  # a list of numbers, seen as the block recipes store it
+    blocks: gr.HTML
     controls: dict[str, gr.components.Component] = field(default_factory=dict)
 
     @property
@@ -198,24 +160,19 @@ def build() -> LabTab:
         # The `inspect` API endpoint's own input: a number, as scripts send it.
         inspected = gr.State(None)
         inspect_api = gr.Number(visible=False)
+        numbers = gr.Textbox(
+            value=block_list.DEFAULT_LIST,
+            label="a list of numbers, in blocks",
+            info=block_list.HELP,
+            elem_id="inspect-list",
+            max_lines=1,
+        )
+        # Its table scrolls inside its own box on a phone.
+        blocks = gr.HTML(elem_id="inspect-blocks", css_template=BLOCKS_CSS, padding=False)
     return LabTab(
-        activation_plot,
-        sweep_button,
-        sweep_status_md,
-        sweep_rerun,
-        sweep_ran_with,
-        sweep_reading,
-        sweep_chart,
-        sweep_plot,
-        sweep_json,
-        sweep_files,
-        sweep_downloads,
-        number,
-        number_presets,
-        inspection,
-        bits,
-        inspected,
-        inspect_api,
+        *(activation_plot, sweep_button, sweep_status_md, sweep_rerun, sweep_ran_with),
+        *(sweep_reading, sweep_chart, sweep_plot, sweep_json, sweep_files, sweep_downloads),
+        *(number, number_presets, inspection, bits, inspected, inspect_api, numbers, blocks),
     )
 
 
@@ -293,4 +250,13 @@ def wire(page: Page, lab: LabTab) -> None:
         outputs=lab.inspection,
         api_name="inspect",
         preprocess=False,
+    )
+    gr.on(
+        triggers=[page.demo.load, lab.numbers.submit, lab.numbers.blur],
+        fn=block_list.block_list_view,
+        inputs=lab.numbers,
+        outputs=lab.blocks,
+        api_visibility="private",
+        preprocess=False,
+        trigger_mode="always_last",
     )

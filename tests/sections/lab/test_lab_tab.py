@@ -7,6 +7,7 @@ import math
 import sys
 from html.parser import HTMLParser
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -107,3 +108,28 @@ def test_the_bit_rows_carry_a_hidden_note_naming_the_text_they_show():
     note = bits.split("</p>")[0]
     assert 'class="stale-banner inspect-stale"' in note and " hidden>" in note
     assert 'data-typed="65519.99998"' in note and "show 65519.99998" in note
+
+
+def test_the_intro_states_the_block_formats_rules_as_ml_dtypes_casts():
+    from playground.sections.lab.tab import INSPECTOR_INTRO
+
+    text = " ".join(INSPECTOR_INTRO.split())
+    e2m1, e8m0 = ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e8m0fnu
+    largest = float(ml_dtypes.finfo(e2m1).max)
+    with np.errstate(over="ignore", invalid="ignore"):
+        clipped = float(np.asarray([7.0, np.inf], np.float32).astype(e2m1).astype(float).max())
+        assert clipped == largest and f"clips anything past {largest:g}" in text
+        assert float(np.asarray(np.nan, np.float32).astype(e2m1)) == 0  # "NaN as a zero"
+        low, high = (int(math.log2(float(x))) for x in (ml_dtypes.finfo(e8m0).tiny,
+                                                       ml_dtypes.finfo(e8m0).max))
+        assert f"powers of two 2^{low} to 2^{high} and NaN" in text
+        three = float(np.asarray(3.0, np.float32).astype(e8m0))
+        assert f"(3 is stored as {three:g})" in text
+        assert all(math.isnan(float(np.asarray(v, np.float32).astype(e8m0))) for v in (0, -1))
+
+
+def test_e8m0_has_no_sign_and_no_mantissa_bits_in_the_table():
+    rows = _table(inspection("4"))
+    assert rows["sign bit"]["float8_e8m0fnu"] == rows["mantissa bits"]["float8_e8m0fnu"] == "none"
+    raw = int(np.asarray(4.0, np.float32).astype(ml_dtypes.float8_e8m0fnu).view(np.uint8))
+    assert rows["exponent bits"]["float8_e8m0fnu"] == f"`{raw:08b}`"

@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 
 import gradio as gr
+import ml_dtypes
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 from gradio.components.plot import PlotData
@@ -112,11 +114,23 @@ def test_inspector_shows_float16_flushing_what_bfloat16_keeps():
         "float16",
         "float8_e4m3fn",
         "float8_e5m2",
+        "float4_e2m1fn",  # the block formats' columns come after the step's, never before
+        "float8_e8m0fnu",
     ]
     assert table["stored value"]["float16"] == "0"
     assert table["kind"]["float16"] == "zero"
     assert table["kind"]["bfloat16"] == "normal"
     assert float(table["stored value"]["bfloat16"]) == pytest.approx(1e-9, rel=2**-8)
+
+
+@pytest.mark.parametrize("number", [7.0, 3.0, 0.0, -1.0, 0.3, 1e-40, 1e39])
+def test_inspector_block_columns_hold_what_ml_dtypes_stores(number):
+    table = _table(inspect_event(number))
+    peers = {"float4_e2m1fn": ml_dtypes.float4_e2m1fn, "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu}
+    for name, dtype in peers.items():
+        with np.errstate(over="ignore", invalid="ignore"):
+            peer = float(np.asarray(number, np.float32).astype(dtype))  # exact: a float32
+        assert table["stored value"][name] == f"{peer:.9g}", (number, name)
 
 
 def test_inspector_shows_bfloat16_rounding_one_plus_a_bit_to_one():
