@@ -4,7 +4,8 @@ controls on a phone, readable contrast, charts in the dark theme and their text 
 Rule: styles key on the elem_ids and classes the layout gives (``#headline``, ``.field-notice``,
 ``.stale-banner``, ``.commit-slider``, ``#key-controls``); the JS makes the keyboard commit as the
 pointer does, marks the results stale when the page loses its server (``LOST_TEXT``), makes each
-radio group one Tab stop whose arrow keys move the choice, names the upload button by its visible
+radio group one Tab stop whose arrow keys move the choice (and the lesson buttons one toolbar
+stop whose arrow keys move between them), names the upload button by its visible
 text, and dresses every chart: its text alternative (the figure's ``layout.meta.description``,
 computed from its data by ``views.chart_text``) as the chart's accessible name, and
 in the dark theme (Gradio's ``body.dark``, from ``?__theme=dark`` or the system's preference) the
@@ -34,7 +35,8 @@ CSS = """
 #intro p { margin: 4px 0; }
 #intro h1 { margin-bottom: 4px; }
 #pytorch-line p { margin: 0; font-size: var(--text-sm); }
-#examples button { flex: 1 1 200px; white-space: normal; }
+/* Every lesson in one row on a desktop (eight of them), two a row on a phone. */
+#examples button { flex: 1 1 130px; min-width: 0; white-space: normal; }
 #example-caption { border-left: 4px solid var(--color-accent); padding-left: 10px; }
 .field-notice { color: var(--error-text-color); font-size: var(--text-sm); }
 .field-notice p { margin: 0; }
@@ -194,7 +196,42 @@ JS = (
       empty.setAttribute("role", "img");
     });
   };
-  const tidy = () => { groupRadios(); nameUploads(); roleEmpties(); dressCharts(); };
+  // The lesson buttons are one Tab stop, a toolbar whose arrow keys (and Home, End) move
+  // between them, as the WAI-ARIA toolbar pattern has it: eight lessons no longer stand
+  // between the page's start and its first settings. The last one focused keeps the stop.
+  const lessonButtons = () => [...document.querySelectorAll("#examples button")];
+  const rove = (current) => lessonButtons().forEach((button) => {
+    const stop = button === current ? 0 : -1;
+    if (button.tabIndex !== stop) button.tabIndex = stop;
+    button.dataset.roving = "1";
+  });
+  const lessonToolbar = () => {
+    const bar = document.getElementById("examples");
+    if (!bar) return;
+    if (bar.getAttribute("role") !== "toolbar") {
+      bar.setAttribute("role", "toolbar");
+      bar.setAttribute("aria-label", "lessons");
+    }
+    const buttons = lessonButtons();
+    rove(buttons.find((button) => button.dataset.roving && button.tabIndex === 0) || buttons[0]);
+  };
+  document.addEventListener("focusin", (event) => {
+    const button = event.target.closest && event.target.closest("#examples button");
+    if (button) rove(button);
+  });
+  const steps = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1};
+  document.addEventListener("keydown", (event) => {
+    const button = event.target.closest && event.target.closest("#examples button");
+    if (!button || !(event.key in steps || event.key === "Home" || event.key === "End")) return;
+    const buttons = lessonButtons();
+    const at = buttons.indexOf(button) + (steps[event.key] || 0) + buttons.length;
+    const next = {Home: 0, End: buttons.length - 1}[event.key] ?? at % buttons.length;
+    event.preventDefault();
+    buttons[next].focus();
+  });
+  const tidy = () => {
+    groupRadios(); nameUploads(); roleEmpties(); dressCharts(); lessonToolbar();
+  };
   tidy();
   new MutationObserver(tidy).observe(document.body, {subtree: true, childList: true});
 }"""

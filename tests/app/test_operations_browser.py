@@ -36,7 +36,18 @@ def test_a_precision_lesson_fills_the_operations_table_and_it_dims_when_stale(br
     try:
         page.goto(app_url)
         wait_for_headline(page, f"{run_report(StepConfig()).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
-        page.locator(f"#example-{index}").click()
+        # The lessons are one toolbar Tab stop: the arrow keys reach the lesson, Enter runs it.
+        focused = "() => document.activeElement.closest('#examples button')?.id"
+        stops = "() => [...document.querySelectorAll('#examples button')].filter(b => !b.tabIndex)"
+        assert page.evaluate(f"() => ({stops})().length") == 1
+        page.locator("#example-0").focus()
+        page.keyboard.press("End")
+        assert page.evaluate(focused) == f"example-{len(LESSONS) - 1}"
+        for _ in range(len(LESSONS) - 1 - index):
+            page.keyboard.press("ArrowLeft")
+        assert page.evaluate(focused) == f"example-{index}"
+        assert page.evaluate(f"() => ({stops})().map(b => b.id)") == [f"example-{index}"]
+        page.keyboard.press("Enter")
         wait_for_headline(page, f"{report.mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
         page.wait_for_function(f"() => ({TEXT_JS})().includes('norms.0')")
         wait_in_view(page, "operations-table")
