@@ -30,6 +30,7 @@ from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
 from playground.ui.examples import LESSONS, caption_text
 from playground.ui.page_events import LOSS_SCALE_PRESETS
+from playground.ui.sections import SECTIONS
 
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
@@ -37,7 +38,9 @@ PHONE = {"width": 390, "height": 844}
 SETTLE_MS = 600
 # The one batch size the tests move to (each new shape compiles once per server).
 FRESH_N = 300
-SECTION_TABS = [*step_tab.TABS, lab_tab.TAB_LABEL, "Training dynamics"]
+# Every section's tabs, in the registry's order; the contract's two labels among them.
+SECTION_TABS = [label for section in SECTIONS for label in section.tabs]
+assert {"Precision lab", "Training dynamics"} <= set(SECTION_TABS)
 
 # Every distinct (mixed new loss | compute dtype) the headline shows, in order, from page load on.
 RECORD_HEADLINES = """

@@ -35,9 +35,9 @@ from playground.views.plotly import (
 )
 
 SUBNORMAL_FLUSHED_LABEL = "subnormal, flushed here"
-# A little under Plotly's 450 px, so the magnitude figure fits the first screen at 1400 x 1000
-# under the headline, the counts and their note.
-FIGURE_HEIGHT = 430
+# Under Plotly's 450 px, so the magnitude figure fits the first screen at 1400 x 1000 under
+# the lesson row, the headline, the counts and their note.
+FIGURE_HEIGHT = 390
 # The two views of the gradients, named alike in the chart's legend and the counters table.
 SCALED_LABEL = "scaled (as the backward pass holds them)"
 UNSCALED_LABEL = "after unscaling (÷ S, float32)"
