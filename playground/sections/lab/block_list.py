@@ -86,5 +86,9 @@ def block_list_view(text: Any) -> str:
             entry = view["entries"][index]
             cells += [f"{entry['stored']:.6g}", entry["class"]]
         rows.append(_row(cells))
-    table = f"<table><thead>{_row(header, 'th')}</thead><tbody>{''.join(rows)}</tbody></table>"
+    # tabindex: a table wider than its box scrolls inside it, and Tab reaches it to scroll.
+    table = (
+        '<table tabindex="0" aria-label="the list as each recipe stores it">'
+        f"<thead>{_row(header, 'th')}</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
     return "".join(_recipe_line(view) for view in views) + table

@@ -15,6 +15,15 @@ element.addEventListener('click', (event) => {
 });
 // While the box holds a text other than the one inspected, the note says so and the results dim.
 const box = () => document.querySelector('#inspect-number input, #inspect-number textarea');
+// A table wider than its box scrolls inside it: Tab reaches it, so keys can scroll it too.
+// Watched on the whole page: the table is drawn again on every inspection, and first when its
+// tab is opened.
+new MutationObserver(() => {
+  document.querySelectorAll('#inspection table:not([tabindex])').forEach((table) => {
+    table.tabIndex = 0;
+    table.setAttribute('aria-label', 'the inspected number in each format');
+  });
+}).observe(document.body, {childList: true, subtree: true});
 const mark = () => {
   const note = element.querySelector('.inspect-stale');
   const stale = Boolean(note && box() && box().value.trim() !== note.dataset.typed.trim());

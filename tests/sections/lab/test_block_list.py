@@ -85,4 +85,4 @@ def test_the_default_list_states_its_scales_and_nvfp4_values_are_e2m1_values_tim
 def test_a_list_it_cannot_read_is_refused_naming_the_field(text, message):
     html = block_list_view(text)
     assert html.startswith("<p><strong>Invalid numbers</strong>") and message in html
-    assert "<table>" not in html
+    assert "<table" not in html
