@@ -10,6 +10,7 @@ import pytest
 
 from playground.core.settings import defaults
 from playground.ui.arguments import DYNAMICS, STEP
+from playground.ui.downloads_input import position
 from playground.ui.tabs.dynamics import run_dynamics_event
 from playground.ui.tabs.lab import inspect_event, run_sweep_event
 
@@ -74,9 +75,12 @@ def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
     assert len(api["/inspect"]["parameters"]) == 1
     # Every input has the page's default, so a caller may stop after any of them.
     defaults_sent = [p["parameter_default"] for p in api["/sweep"]["parameters"]]
-    # The settings' defaults, then no uploaded data, then the later ones', then no files.
+    # The settings' defaults, then no uploaded data, then the later ones', with no files right
+    # after the inputs `downloads` was appended after (later settings follow it).
     late = [defaults()[name] for name in step_late]
-    assert defaults_sent == [*_values(), None, *late, False]
+    settings_sent = [*_values(), None, *late]
+    at = position(STEP)
+    assert defaults_sent == [*settings_sent[:at], False, *settings_sent[at:]]
 
 
 def test_sweep_endpoint_matches_the_in_process_handler(client):
