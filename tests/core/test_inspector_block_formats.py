@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from playground.core.inspector import bit_view, inspect_number
+from playground.core.inspector import PRESETS, bit_view, inspect_number
 from playground.core.typed_number import read_number
 
 E2M1, E8M0 = "float4_e2m1fn", "float8_e8m0fnu"
@@ -143,3 +143,19 @@ def test_a_flipped_e2m1_bit_reads_back_as_its_pattern():
 def test_the_inspector_lists_both_block_formats_after_the_step_formats():
     names = [view.dtype for view in inspect_number("1")]
     assert names[-2:] == [E2M1, E8M0]
+
+
+def test_the_block_format_presets_say_what_ml_dtypes_stores():
+    presets = {text: label for label, text in PRESETS}
+
+    def peer(value, dtype):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(np.asarray(value, np.float32).astype(PEERS[dtype]))
+
+    assert f"{E2M1} clips it to {peer(7, E2M1):g}" in presets["7"]
+    assert f"{E8M0} rounds it to {peer(3, E8M0):g}" in presets["3"]
+    assert math.isnan(peer(0, E8M0)) and f"NaN in {E8M0}" in presets["0"]
+    for text in ("7", "3", "0"):
+        stored = {view.dtype: view.stored for view in inspect_number(text)}
+        assert _same(stored[E2M1], peer(float(text), E2M1))
+        assert _same(stored[E8M0], peer(float(text), E8M0))
