@@ -421,6 +421,14 @@ def largest_requests() -> list[tuple[str, str, list[Any]]]:
         ("/downloads largest linear", "downloads", linear),
         ("/export largest linear", "export", linear),
     ]
+    # The block-scaled recipes emulate their quantizers in float32: their own largest requests.
+    for dtype in ("mxfp8", "nvfp4"):
+        block = mlp | {"compute_dtype": dtype}
+        block |= {"n": largest_n(lambda n, b=block: valid(**b | {"n": n}) is not None)}
+        rows.append((f"/step largest MLP ({describe(block)})", "step", block))
+        run = linear | {"compute_dtype": dtype}
+        run |= {"steps": StepConfig(**run).max_steps, "mode": "dynamic", "period": 2000}
+        rows.append((f"/dynamics linear ({describe(run)})", "dynamics", run))
     for name, settings in (("linear", linear), ("MLP", mlp), ("widest MLP", wide)):
         steps = StepConfig(**settings).max_steps
         run = settings | {"steps": steps, "mode": "dynamic", "period": 2000}
