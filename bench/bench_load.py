@@ -460,8 +460,12 @@ def describe(settings: dict[str, Any]) -> str:
 
 def api_inputs(api: str, settings: dict[str, Any]) -> list[Any]:
     """Positional inputs of ``api`` (the public order of tests/http_calls.FIELDS)."""
+    from playground.core.settings import defaults
+
     values = (
-        DEFAULTS
+        defaults()
+        | DEFAULTS
+        | {"downloads": False}
         | {"steps": 200, "mode": "static", "period": 100}
         | {"model": "linear", "hidden_layers": 2, "hidden_width": 64, "activation": "relu"}
         | {"optimizer": "sgd", "data": None, "fp8_scaling": "current", "amax_history": 16}

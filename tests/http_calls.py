@@ -41,9 +41,20 @@ RUN_FIELDS = ("steps", "mode", "period")
 # Settings added after the data file, appended after it (so positional calls keep working).
 FLOAT8_FIELDS = ("fp8_scaling", "amax_history")
 OPERATION_FIELDS = ("precision_policy", "task", "norm")
+BLOCK_FIELDS = ("outlier_share", "outlier_scale", "nvfp4_hadamard")
+# /sweep and /dynamics take `downloads` where it was appended (after float8's and the pure
+# run's settings); the settings added since follow it.
 FIELDS = {
-    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS, *OPERATION_FIELDS),
-    "sweep": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS, *OPERATION_FIELDS),
+    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS, *OPERATION_FIELDS, *BLOCK_FIELDS),
+    "sweep": (
+        *STEP_FIELDS,
+        *MODEL_FIELDS,
+        "data",
+        *FLOAT8_FIELDS,
+        "downloads",
+        *OPERATION_FIELDS,
+        *BLOCK_FIELDS,
+    ),
     "dynamics": (
         *STEP_FIELDS,
         *RUN_FIELDS,
@@ -51,7 +62,9 @@ FIELDS = {
         "data",
         *FLOAT8_FIELDS,
         "pure_rounding",
+        "downloads",
         *OPERATION_FIELDS,
+        *BLOCK_FIELDS,
     ),
     "inspect": ("number",),
 }

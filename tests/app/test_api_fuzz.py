@@ -42,10 +42,11 @@ TINY = [0, 8, 4, 2, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]  # 8 x 4 x 2
 MODEL = ["linear", 2, 64, "relu", "sgd", None]  # the defaults, and no uploaded data
 FLOAT8 = ["current", 16]  # the defaults
 OPERATIONS = ["exercise", "regression", "none"]  # the defaults
+BLOCKS = [0.0, 65536.0, "on"]  # the defaults: no outliers
 BASE = {
-    "step": [*TINY, *MODEL, *FLOAT8, *OPERATIONS],
-    "sweep": [*TINY, *MODEL, *FLOAT8, *OPERATIONS],
-    "dynamics": [*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest", *OPERATIONS],
+    "step": [*TINY, *MODEL, *FLOAT8, *OPERATIONS, *BLOCKS],
+    "sweep": [*TINY, *MODEL, *FLOAT8, False, *OPERATIONS, *BLOCKS],
+    "dynamics": [*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest", False, *OPERATIONS, *BLOCKS],
     "inspect": [1.5],
 }
 
@@ -70,6 +71,8 @@ FLOAT_RANGES = {
     "loss_scale": (FLOAT32_SMALLEST, FLOAT32_MAX),
     "input_scale": (2.0**-64, 2.0**64),
     "target_scale": (2.0**-64, 2.0**64),
+    "outlier_share": (0.0, 0.01),
+    "outlier_scale": (1.0, 65536.0),
 }
 CHOICES = {
     "compute_dtype": ("bfloat16", "float16", "float8"),
@@ -82,6 +85,7 @@ CHOICES = {
     "precision_policy": ("exercise", "autocast", "all_float32_but_matmul"),
     "task": ("regression", "classification"),
     "norm": ("none", "layernorm"),
+    "nvfp4_hadamard": ("on", "off"),
 }
 # Fields whose every new value costs a compilation (shapes, the scan's static arguments): their
 # valid replacements stay within a couple of tiny values per endpoint.
@@ -223,15 +227,25 @@ def _choice_values(field: str) -> st.SearchStrategy[tuple[Any, str]]:
 def _number_values() -> st.SearchStrategy[tuple[Any, str]]:
     refused = st.one_of(
         st.integers(309, 1000).map(lambda k: 10**k),  # beyond float range
-        st.sampled_from([math.nan, Raw("NaN"), "1.5", "inf", True, False]),
-        WRONG_TYPES,
+        st.none(),
+        st.booleans(),
+        st.lists(st.integers(-5, 5), max_size=4),
+        st.just(LongList([0] * 10_000)),
+        st.dictionaries(st.text(ALPHABET, max_size=5), st.integers(), max_size=3),
     ).map(lambda value: (value, REFUSE))
-    either = st.one_of(
-        st.floats(allow_nan=False),  # includes +-inf, subnormals, -0.0
+    # Text is read as a typed number: some of it is one ("1e999", "nan"), the rest is refused.
+    typed = st.one_of(
+        st.sampled_from(["", "1", "0.5", "3.0", "NaN", "nan", "Infinity", "-inf", "1e999", "None"]),
+        st.text(ALPHABET, min_size=1, max_size=40),
+        st.just(ONE_MB),
+    ).map(lambda value: (value, EITHER))
+    either = st.one_of(  # the inspector reads nan, inf and typed text too (issue 22)
+        st.floats(),  # includes nan, +-inf, subnormals, -0.0
         st.sampled_from([Raw("Infinity"), Raw("-1e999"), 0, -0.0, 65520.0, 1e-45, 2**1023]),
+        st.sampled_from([math.nan, Raw("NaN"), "1.5", "inf", "1/3", "0x3c00:float16"]),
         st.integers(-(10**300), 10**300),
     ).map(lambda value: (value, EITHER))
-    return st.one_of(refused, either)
+    return st.one_of(refused, either, typed)
 
 
 def _data_values() -> st.SearchStrategy[tuple[Any, str]]:
@@ -250,6 +264,8 @@ def _values(endpoint: str, field: str) -> st.SearchStrategy[tuple[Any, str]]:
         return _number_values()
     if field == "data":
         return _data_values()
+    if field == "downloads":  # anything but true writes nothing; no value is refused
+        return st.tuples(st.sampled_from([True, False, 0, 1, "yes", None]), st.just(EITHER))
     if field in CHOICES:
         return _choice_values(field)
     if field in FLOAT_RANGES:
@@ -299,6 +315,8 @@ def _echoes_inputs(case: Case, outputs: list[Any]) -> None:
     for name, sent in zip(fields, case.data, strict=False):
         if name == "data":  # no file: the synthetic batch
             assert summary.get("data", {"source": "synthetic"})["source"] == "synthetic"
+            continue
+        if name == "downloads":  # no setting: the files output says it, not the summary
             continue
         got = summary["config"][name] if name in summary["config"] else summary[name]
         if isinstance(sent, int) and isinstance(got, float):
