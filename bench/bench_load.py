@@ -472,7 +472,7 @@ def api_inputs(api: str, settings: dict[str, Any]) -> list[Any]:
         | {"pure_rounding": "nearest"}
         | settings
     )
-    return [values[name] for name in FIELDS["dynamics" if api == "dynamics" else "step"]]
+    return [values[name] for name in FIELDS[api if api in FIELDS else "step"]]
 
 
 def work_caps(server: AppServer) -> None:
