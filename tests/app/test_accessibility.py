@@ -91,6 +91,16 @@ def _charts_are_described(page, dark: bool) -> None:
             )
 
 
+# An element is settled when nothing dims it: no ancestor is faded, as Gradio fades an output
+# while an event that writes it runs (axe would measure the fading, not the page's colours).
+SETTLED = """selector => {
+    for (let node = document.querySelector(selector); node; node = node.parentElement) {
+        if (parseFloat(getComputedStyle(node).opacity) < 1) return false;
+    }
+    return true;
+}"""
+
+
 @pytest.mark.parametrize("theme", list(THEMES))
 def test_no_serious_or_critical_violation_at_load_after_a_sweep_and_after_training(
     browser, app_url, axe_source, theme
@@ -110,6 +120,7 @@ def test_no_serious_or_critical_violation_at_load_after_a_sweep_and_after_traini
         page.wait_for_function(
             "() => (document.querySelector('#sweep-reading')?.innerText || '').includes('2^')",
         )
+        page.wait_for_function(SETTLED, arg="#sweep-reading")  # the events after it are done
         _charts_are_described(page, theme == "dark")
         found["sweep"] = _axe(page, axe_source)
 

@@ -27,7 +27,10 @@ BAD_CALLS = [
     (
         (0, 32, 8, 4, 0.1, 1024.0),
         {"compute_dtype": "int8"},
-        "compute_dtype (compute dtype) must be one of bfloat16, float16, float8; got 'int8'",
+        (
+            "compute_dtype (compute dtype) must be one of bfloat16, float16, float8, mxfp8, "
+            "fp8_block, nvfp4; got 'int8'"
+        ),
     ),
 ]
 
@@ -108,11 +111,11 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
     endpoints = set(api["named_endpoints"])
     assert {"/step", "/ping"} <= endpoints
     assert not [name for name in endpoints if "preset" in name], endpoints  # private helpers
-    # Ten settings, the model's five, the optional uploaded data file, then float8's two and
-    # precision per operation's three (appended after the file, so older positional calls that
-    # pass it keep working).
+    # Ten settings, the model's five, the optional uploaded data file, then float8's two,
+    # precision per operation's three and block scaling's three (appended after the file, so
+    # older positional calls that pass it keep working).
     parameters = api["named_endpoints"]["/step"]["parameters"]
-    assert [p["parameter_name"] for p in parameters][-11:] == [
+    assert [p["parameter_name"] for p in parameters][-14:] == [
         "model",
         "hidden_layers",
         "hidden_width",
@@ -124,8 +127,11 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
         "precision_policy",
         "task",
         "norm",
+        "outlier_share",
+        "outlier_scale",
+        "nvfp4_hadamard",
     ]
-    assert len(parameters) == 21
+    assert len(parameters) == 24
     _step(client, 0, 32, 8, 4, 0.1, 1024.0)
     log = app_server.log_text()
     assert f"http://127.0.0.1:{app_server.port}" in log

@@ -35,6 +35,8 @@ from starlette.datastructures import Headers
 from app_server import AppServer
 from http_calls import (
     DEFAULT_STEP,
+    MODEL_FIELDS,
+    STEP_FIELDS,
     Answer,
     call,
     fn_index,
@@ -43,6 +45,8 @@ from http_calls import (
     request_body,
     visitor,
 )
+from playground.core.settings import defaults
+from playground.ui.arguments import STEP
 from playground.ui.fair_use import trusted_proxies
 from playground.ui.fair_use import visitor as visitor_key
 
@@ -134,10 +138,12 @@ def proxied_url() -> Iterator[str]:
 
 
 def _commit_inputs(step: list) -> list:
-    """The page's commit inputs: the step's settings, the model's, no data, float8's, then the
-    page's two states (Gradio keeps those server-side)."""
-    model = step[10:15] if len(step) > 10 else ["linear", 2, 64, "relu", "sgd"]
-    return [*step[:10], *model, None, "current", 16, None, None]
+    """The page's commit inputs: every input of /step in its order (``step``'s leading ones,
+    the rest at their defaults, no data), then the page's two states (Gradio keeps those
+    server-side)."""
+    given = dict(zip((*STEP_FIELDS, *MODEL_FIELDS), step, strict=False))
+    values = defaults() | {"data": None} | given
+    return [*(values[name] for name in STEP.order), None, None]
 
 
 def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):

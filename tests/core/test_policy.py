@@ -17,6 +17,7 @@ import pytest
 from flax import nnx
 
 import reference
+from playground.core import compiled as compiled_programs
 from playground.core.float8 import AmaxHistory
 from playground.core.policy import (
     COMPUTE_DTYPES,
@@ -180,7 +181,9 @@ def test_a_plain_recipe_ignores_fp8_scaling_so_its_programs_are_shared():
     assert policy_for(config.replace(fp8_scaling="delayed")) == policy_for(config) == EXERCISE
 
 
-def test_changing_fp8_scaling_recompiles_only_a_float8_program():
+def test_changing_fp8_scaling_recompiles_only_a_float8_program(monkeypatch):
+    # The bound on kept programs must not clear the caches mid-test (earlier tests filled it).
+    monkeypatch.setattr(compiled_programs, "MAX_PROGRAMS", 10**6)
     config = StepConfig(n=24, d_in=4, d_out=2)
     run_report(config)
     compiled = _both_steps._cache_size()
