@@ -29,7 +29,7 @@ import numpy as np
 
 from playground.core.block_formats import BlockRecipe, element_facts
 from playground.core.block_matmul import block_matmul, empty_meta, weight_tile
-from playground.core.block_quantize import BlockQuantized, pad_to_tiles, quantize
+from playground.core.block_quantize import BlockQuantized, quantize
 from playground.core.float8 import FORWARD_FORMAT, float8_matmul, scale_from_amax
 from playground.core.float8 import quantize as float8_quantize
 
@@ -80,7 +80,9 @@ def _shares(counts: dict[str, np.ndarray], nonzero: np.ndarray) -> dict[str, np.
 def operand_stats(values: jax.Array | np.ndarray, quantized: BlockQuantized, fmt: str):
     """The OperandStats of ``values`` quantized as ``quantized`` into element format ``fmt``."""
     tile = quantized.tile
-    padded = np.asarray(pad_to_tiles(jnp.asarray(values, jnp.float32), tile))
+    values = np.asarray(values, np.float32)
+    extra = (-values.shape[0] % tile[0], -values.shape[1] % tile[1])
+    padded = np.pad(values, ((0, extra[0]), (0, extra[1])))  # as pad_to_tiles, on the host
     live, masks, subnormal = _classes(
         padded, np.asarray(quantized.elements), np.asarray(quantized.saturated), fmt
     )
@@ -111,19 +113,26 @@ def recipe_operand_stats(values, recipe: BlockRecipe, role: str) -> OperandStats
     return operand_stats(values, quantized, recipe.element_format)
 
 
+@jax.jit
+def _per_tensor_float8(values: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Current scaling's scale s of ``values`` and their E4M3 elements, in one program."""
+    scale = scale_from_amax(jnp.max(jnp.abs(values)), FORWARD_FORMAT, jnp.float32(1))
+    elements, _ = float8_quantize(values, FORWARD_FORMAT, scale)
+    return scale, elements.astype(jnp.float32)
+
+
 def per_tensor_float8_stats(values) -> OperandStats:
     """The OperandStats of ``values`` under per-tensor float8 (E4M3, current scaling): one
     block, the whole tensor, with scale 1 / s (``core.float8``)."""
-    values = jnp.asarray(values, jnp.float32)
-    scale = scale_from_amax(jnp.max(jnp.abs(values)), FORWARD_FORMAT, jnp.float32(1))
-    elements, _ = float8_quantize(values, FORWARD_FORMAT, scale)
-    scaled = np.asarray(values) * np.float32(scale)
+    values = np.asarray(values, np.float32)
+    scale, elements = (np.asarray(part) for part in _per_tensor_float8(jnp.asarray(values)))
+    scaled = values * scale
     quantized = BlockQuantized(
-        elements=elements.astype(jnp.float32),
-        scales=(1 / scale).reshape(1, 1),
-        scale_log2=-jnp.log2(scale).reshape(1, 1),
-        tensor_scale=jnp.float32(1),
-        saturated=jnp.asarray(np.abs(scaled) > element_facts(FORWARD_FORMAT).overflow_edge),
+        elements=elements,
+        scales=(np.float32(1) / scale).reshape(1, 1),
+        scale_log2=-np.log2(scale).reshape(1, 1),
+        tensor_scale=np.float32(1),
+        saturated=np.abs(scaled) > element_facts(FORWARD_FORMAT).overflow_edge,
         shape=values.shape,
         tile=values.shape,
         power_of_two=False,
