@@ -42,6 +42,7 @@ import gradio as gr
 from gradio.server_messages import ProcessCompletedMessage
 from starlette.datastructures import Headers
 
+from playground.ui import session_order
 from playground.ui.queue_records import forget_finished
 
 HEAVY_ENDPOINTS = frozenset({"sweep", "dynamics"})
@@ -177,6 +178,8 @@ class HeavyRunMiddleware:
                 GATE.leave(who)
             await send(message)
 
+        if fn is not None and session and fn.api_visibility == "private":
+            session_order.arrived(session, fn._id)
         self.joining[who] += 1
         try:
             await self.app(scope, replay, watch)
@@ -218,6 +221,7 @@ class HeavyRunMiddleware:
             if event.fn is not fn and event.fn._id != fn._id:
                 continue
             await queue.remove_from_queue(event._id)
+            session_order.dropped(session, fn._id)
             if session in queue.pending_messages_per_session:
                 done = ProcessCompletedMessage(output={}, success=True, event_id=event._id)
                 queue.pending_messages_per_session[session].put_nowait(done)

@@ -9,9 +9,9 @@ Rules:
               visitor's share, so another visitor's small request always finds a place and
               never waits behind large work. The heavy lane (sweeps and training runs) runs
               one at a time, and a session's own page events (private ones) one at a time, in
-              order, as their one-slot lane ran them before; one still waiting there when a
-              newer event of the same kind from the session comes is replaced by it (answered
-              with a skip), so a session never piles up page events.
+              the order they reached the server (``ui.session_order``); one still waiting there
+              when a newer event of the same kind from the session comes is replaced by it
+              (answered with a skip), so a session never piles up page events.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from starlette.middleware import Middleware
 from playground.core.cost import step_work
 from playground.core.settings import StepConfig, settings
 from playground.core.sweep import sweep_exponents
+from playground.ui import session_order
 from playground.ui.assets import CSS, JS
 from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
 from playground.ui.queue_records import bound_analytics
@@ -125,10 +126,12 @@ async def in_lane(
     if fn.concurrency_id is None:
         return await call()
     if session and fn.api_visibility == "private":
+        await session_order.wait_turn(session, session_order.take(session, fn._id))
         key = (session, fn._id)
         NEWEST[key] = ticket = NEWEST.get(key, 0) + 1
         lock = SESSION_LANES.setdefault(session, asyncio.Lock())
         async with lock:
+            session_order.started(session)
             if NEWEST.get(key) != ticket:  # a newer event of this kind waits: it replaces this
                 return REPLACED | {"iterator": None}
             try:

@@ -1,0 +1,81 @@
+"""A session's page events start in the order they reached the server (ui.session_order).
+
+Through ``ui.launch.in_lane``, the lane every page event passes: an older event whose handler
+Gradio starts after a newer one's still runs first; an event that never starts holds the
+others up at most WAIT seconds; another session is never held up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+
+from playground.ui import session_order
+from playground.ui.launch import in_lane
+
+
+def _page_event(kind: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        concurrency_id="page", api_visibility="private", _id=kind, inputs=[], api_name=None
+    )
+
+
+def _run(coroutine):
+    """In a thread of its own: the browser tests' Playwright may hold this thread's loop."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+async def _events(starts: list[tuple[str, int, float]], ran: list[int]) -> None:
+    async def one(session: str, kind: int, delay: float) -> None:
+        await asyncio.sleep(delay)
+
+        async def handler() -> None:
+            ran.append(kind)
+            await asyncio.sleep(0.01)
+
+        await in_lane(_page_event(kind), [], handler, session)
+
+    await asyncio.gather(*(one(*start) for start in starts))
+
+
+def test_an_older_event_started_late_still_runs_first():
+    session_order.arrived("s1", 6)  # the commit of a blurred box ...
+    session_order.arrived("s1", 8)  # ... then a slider's refused value
+    ran: list[int] = []
+    # Gradio starts the newer one first.
+    _run(_events([("s1", 8, 0.0), ("s1", 6, 0.05)], ran))
+    assert ran == [6, 8]
+
+
+def test_an_event_that_never_starts_holds_its_session_up_only_briefly(monkeypatch):
+    monkeypatch.setattr(session_order, "WAIT", 0.2)
+    session_order.arrived("s2", 1)  # dropped by Gradio before its handler: never starts
+    session_order.arrived("s2", 2)
+    ran: list[int] = []
+    began = time.monotonic()
+    _run(_events([("s2", 2, 0.0)], ran))
+    assert ran == [2] and time.monotonic() - began < 1.0
+
+
+def test_another_session_is_not_held_up():
+    session_order.arrived("s3", 1)  # s3's older event has not started
+    session_order.arrived("s4", 1)
+    ran: list[int] = []
+    began = time.monotonic()
+    _run(_events([("s4", 1, 0.0)], ran))
+    assert ran == [1] and time.monotonic() - began < 0.5 * session_order.WAIT
+    session_order.take("s3", 1)
+    session_order.started("s3")
+
+
+def test_a_replaced_event_gives_its_number_up():
+    session_order.arrived("s5", 3)
+    session_order.dropped("s5", 3)  # replaced at the door by a newer one of its kind
+    session_order.arrived("s5", 3)
+    ran: list[int] = []
+    began = time.monotonic()
+    _run(_events([("s5", 3, 0.0)], ran))
+    assert ran == [3] and time.monotonic() - began < 0.5 * session_order.WAIT
