@@ -30,11 +30,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_core import matmul_gflops, ms, shapes, time_call, warm_medians  # noqa: E402
+from bench_core import (  # noqa: E402
+    LR_CYCLE,
+    MATMULS_PER_REPORT,
+    matmul_gflops,
+    ms,
+    shapes,
+    time_call,
+    warm_medians,
+)
 
+import playground  # noqa: E402
 from playground.core.block_formats import BLOCK_RECIPES  # noqa: E402
 from playground.core.block_matmul import block_matmul, empty_meta, matmul_path  # noqa: E402
 from playground.core.float8 import float8_matmul  # noqa: E402
+from playground.core.settings import StepConfig  # noqa: E402
 
 BLOCK_OVER_BOUND_MAX = 2.5
 MATMULS_PER_PASS = 3  # out, d_x, d_w
@@ -108,7 +118,42 @@ def main() -> None:
             f"/ per-tensor float8 {seconds / float8:5.2f}"
         )
     print(f"path: {matmul_path(BLOCK_RECIPES['mxfp8'])}")
+    report_rows(largest, gflops)
     print(f"total {time.perf_counter() - start:.1f} s")
+
+
+def report_rows(largest: tuple[int, int, int], gflops: float) -> None:
+    """Each recipe's whole report (the mixed step, its float32 twin and every statistic the
+    page shows) at ``largest``, warm, against the report's matmul bound and against the
+    per-tensor float8 report, timed in alternation in this run."""
+    n, d_in, d_out = largest
+    recipes = ("float8", *BLOCK_RECIPES)
+    configs = {
+        name: [
+            StepConfig(n=n, d_in=d_in, d_out=d_out, lr=lr, compute_dtype=name) for lr in LR_CYCLE
+        ]
+        for name in recipes
+    }
+    for name in recipes:
+        playground.run_report(configs[name][0])  # compiled before timing
+    warm = warm_medians(
+        *[
+            ((lambda i, c=configs[name]: playground.run_report(c[i % len(c)])), None)
+            for name in recipes
+        ]
+    )
+    timings = dict(zip(recipes, warm, strict=True))
+    bound = MATMULS_PER_REPORT * 2 * n * d_in * d_out / (gflops * 1e9)
+    shape = "x".join(map(str, largest))
+    for name, seconds in timings.items():
+        ratio = seconds / bound
+        verdict = "PASS" if ratio <= BLOCK_OVER_BOUND_MAX else "MISS"
+        print(
+            f"  {name:>9} report warm {ms(seconds)} at {shape} | / report's matmul bound "
+            f"({MATMULS_PER_REPORT} matmuls, {ms(bound)}) {ratio:5.2f} target <= "
+            f"{BLOCK_OVER_BOUND_MAX:g} {verdict} | / per-tensor float8 report "
+            f"{seconds / timings['float8']:5.2f}"
+        )
 
 
 if __name__ == "__main__":

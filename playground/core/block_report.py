@@ -7,7 +7,8 @@ matmul's kernel as the step starts (its float32 master values)::
                  recipe (shares flushed, saturated and kept per tensor and per block, and the
                  log2 block-scale map) and under per-tensor float8 (E4M3, current scaling)
     comparison   ``core.block_stats.recipe_comparison``: the relative error of x @ kernel
-                 against float64, for the recipe and for per-tensor float8
+                 against the exact product (float32 at the highest precision), for the recipe
+                 and for per-tensor float8
     lesson       ``core.block_outliers.outlier_lesson(x)``: per-tensor float8 against MXFP8
     last_block   how many real values the last block of the contraction (D_in) holds
     path         which path the matmuls took here (``core.block_matmul.matmul_path``)
