@@ -43,10 +43,11 @@ class DtypeFacts:
     """The limits of one floating-point dtype, all read from its finfo.
 
     bits = the sign bit (none in float8_e8m0fnu) + exponent_bits + mantissa_bits (the stored
-    fraction; the leading 1 of a normal number is implicit). max is the largest finite value; eps the gap between 1 and the
-    next value; decimal_digits = (mantissa_bits + 1) * log10(2); has_inf says whether an
-    overflow gives inf (float8 E4M3FN, for one, has none and gives NaN); has_zero whether 0 is
-    one of its values (float8_e8m0fnu, powers of two only, has none: its cast of 0 is NaN).
+    fraction; the leading 1 of a normal number is implicit). max is the largest finite value;
+    eps the gap between 1 and the next value; decimal_digits = (mantissa_bits + 1) * log10(2);
+    has_inf says whether an overflow gives inf (float8 E4M3FN, for one, has none and gives NaN);
+    has_zero whether 0 is one of its values (float8_e8m0fnu, powers of two only, has none: its
+    cast of 0 is NaN).
     """
 
     name: str
