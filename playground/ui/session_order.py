@@ -20,6 +20,7 @@ import time
 WAIT = 2.0  # seconds an event waits at most for an earlier one of its session to start
 FORGET = 60.0  # seconds after which a number that never started is forgotten
 POLL = 0.005
+SESSIONS_KEPT = 1024  # sessions with waiting numbers before old ones are swept
 
 _counter = itertools.count(1)
 # session -> [(number, event kind, arrival time)], in arrival order, not yet started.
@@ -27,10 +28,19 @@ _PENDING: dict[str, list[tuple[int, int, float]]] = {}
 
 
 def arrived(session: str, kind: int) -> None:
-    """Number a page event of ``kind`` (its function's id) of ``session`` as it is let in."""
+    """Number a page event of ``kind`` (its function's id) of ``session`` as it is let in;
+    past SESSIONS_KEPT sessions, those whose numbers are all older than FORGET are dropped
+    (a session that left with an event that never started comes back no more)."""
     now = time.monotonic()
+    if len(_PENDING) > SESSIONS_KEPT:
+        for stale in [key for key, entries in _PENDING.items() if _forgotten(entries, now)]:
+            del _PENDING[stale]
     kept = [entry for entry in _PENDING.get(session, []) if now - entry[2] < FORGET]
     _PENDING[session] = [*kept, (next(_counter), kind, now)]
+
+
+def _forgotten(entries: list[tuple[int, int, float]], now: float) -> bool:
+    return all(now - arrival >= FORGET for _, _, arrival in entries)
 
 
 def dropped(session: str, kind: int) -> None:

@@ -79,3 +79,13 @@ def test_a_replaced_event_gives_its_number_up():
     began = time.monotonic()
     _run(_events([("s5", 3, 0.0)], ran))
     assert ran == [3] and time.monotonic() - began < 0.5 * session_order.WAIT
+
+
+def test_sessions_that_left_are_forgotten(monkeypatch):
+    monkeypatch.setattr(session_order, "SESSIONS_KEPT", 2)
+    monkeypatch.setattr(session_order, "_PENDING", {})
+    for session in ("gone-1", "gone-2", "gone-3"):
+        session_order.arrived(session, 1)  # never start
+    monkeypatch.setattr(session_order, "FORGET", 0.0)
+    session_order.arrived("new", 1)
+    assert list(session_order._PENDING) == ["new"]
