@@ -37,12 +37,42 @@ def pytest_configure(config):
     os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(COMPILATION_CACHE_BYTES)
 
 
+# tests/app modules that run in the other worker, beside the shared app's group: test_disk
+# launches an app of its own (its own Gradio folder and caps) and the API fuzz times nothing
+# (that worker launches an app for it). Without them the shared app's group is about half of
+# the suite's time, so the two workers finish together instead of one idling for minutes. The
+# load and fairness tests (test_public_space, test_fair_share) stay in the shared app's group,
+# where nothing else calls their app meanwhile.
+BESIDE_THE_SHARED_APP = ("test_disk.py", "test_api_fuzz.py")
+
+
+def _group(item) -> str:
+    """The xdist group of a test: "app" for the tests that drive the shared app or Chromium,
+    else its module, so a module's shared fixtures and caches are computed in one worker."""
+    path = pathlib.Path(str(item.fspath))
+    if APP_TESTS in path.parents and path.name not in BESIDE_THE_SHARED_APP:
+        return "app"
+    return path.relative_to(APP_TESTS.parent).with_suffix("").as_posix()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``-n 2 --dist loadgroup``, set in pyproject.toml) every test of
-    tests/app runs in one worker, so one launched app and one Chromium serve them all, and the
-    load and fairness tests never share the CPU with a second app; the numerics tests run in the
-    other worker meanwhile. Without xdist the mark does nothing."""
+    """Under pytest-xdist (``-n 2 --dist loadgroup --no-loadscope-reorder``, set in
+    pyproject.toml) a group runs whole in one worker, and the groups start in the order of their
+    first test: the shared app's group first, as it is the longest (its worker launches one app
+    and one Chromium for all its tests), then the other groups, the largest first, so the worker
+    that finishes early takes the small ones that are left. The sort is stable: within a module
+    the order stays. Without xdist the marks do nothing (the tests run in any order)."""
+    groups = {id(item): _group(item) for item in items}
+    sizes: dict[str, int] = {}
+    for group in groups.values():
+        sizes[group] = sizes.get(group, 0) + 1
+    first = {group: index for index, group in enumerate(dict.fromkeys(groups.values()))}
+
+    def start(item) -> tuple[bool, int, int]:
+        group = groups[id(item)]
+        return group != "app", -sizes[group], first[group]
+
+    items.sort(key=start)
     for item in items:
-        if APP_TESTS in pathlib.Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.xdist_group("app"))
+        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
