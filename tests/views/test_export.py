@@ -4,7 +4,6 @@ step's two new losses and the training run's final losses and skipped steps."""
 from __future__ import annotations
 
 import ast
-import concurrent.futures
 import contextlib
 import importlib.util
 import io
@@ -51,7 +50,7 @@ ALLOWED_IMPORTS = {"jax", "flax", "optax", "numpy", "base64", "json", "math", "i
 # small shapes and the page's default shape, data at 2^-12 for float16, and a float16 overflow
 # (NaN); each with a training run: stochastic (bf16-scale1) and Kahan (f16-tiny-2^15, under
 # momentum) pure runs, an MLP under Adam whose dynamic scale skips steps, and an upload trained
-# by a tanh MLP. Each case costs one fresh process (JAX import and compile, about 5 s of CPU).
+# by a tanh MLP. Every case's script runs in one fresh process, which imports JAX once.
 CASES = {
     "bf16-default": StepConfig(),
     "bf16-scale1": StepConfig(
@@ -155,6 +154,23 @@ def _run(path: pathlib.Path) -> subprocess.CompletedProcess:
     )
 
 
+# Runs each script given as it runs alone (as __main__, from its own directory, which is the
+# first place imports look): one line per script, what it printed or the error that ended it.
+RUNNER = """
+import contextlib, io, json, os, runpy, sys, traceback
+for path in sys.argv[1:]:
+    printed, error = io.StringIO(), ""
+    os.chdir(os.path.dirname(path))
+    sys.path[0] = os.path.dirname(path)
+    try:
+        with contextlib.redirect_stdout(printed):
+            runpy.run_path(path, run_name="__main__")
+    except BaseException:
+        error = traceback.format_exc()
+    print(json.dumps({"stdout": printed.getvalue(), "stderr": error}), flush=True)
+"""
+
+
 @pytest.fixture(scope="module")
 def scripts(tmp_path_factory) -> dict[str, pathlib.Path]:
     """Each case's script, written to its own fresh directory."""
@@ -167,11 +183,23 @@ def scripts(tmp_path_factory) -> dict[str, pathlib.Path]:
 
 
 @pytest.fixture(scope="module")
-def runs(scripts) -> dict[str, subprocess.CompletedProcess]:
-    """Every script run as a fresh process, as many at a time as there are CPUs (at least 2)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {name: pool.submit(_run, path) for name, path in scripts.items()}
-        return {name: future.result() for name, future in futures.items()}
+def runs(scripts, tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    """Every script run in one fresh process without the checkout on its path (JAX imported
+    once, not once per script): per case, what it printed, and its error as a failed run."""
+    run = subprocess.run(
+        [sys.executable, "-c", RUNNER, *map(str, scripts.values())],
+        cwd=tmp_path_factory.mktemp("runner"),
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [json.loads(line) for line in run.stdout.strip().splitlines()]
+    return {
+        name: subprocess.CompletedProcess(path.name, int(bool(ran["stderr"])), **ran)
+        for (name, path), ran in zip(scripts.items(), lines, strict=True)
+    }
 
 
 def _strict_json(line: str) -> dict:
