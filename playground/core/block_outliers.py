@@ -74,8 +74,15 @@ class OutlierLesson(NamedTuple):
 
 def outlier_lesson(x: np.ndarray) -> OutlierLesson:
     """The lesson's claim about ``x``, written from its measured shares (see the rule)."""
-    per_tensor = lost_share(per_tensor_float8_stats(x))
-    mxfp8 = normal_share(recipe_operand_stats(x, MXFP8, "input"))
+    return lesson_from(per_tensor_float8_stats(x), recipe_operand_stats(x, MXFP8, "input"))
+
+
+def lesson_from(per_tensor_stats: OperandStats, mxfp8_stats: OperandStats) -> OutlierLesson:
+    """The lesson's claim from x's statistics already measured: under per-tensor float8
+    (``block_stats.per_tensor_float8_stats``) and as MXFP8 quantizes an input (a report has
+    both, so x is not quantized again)."""
+    per_tensor = lost_share(per_tensor_stats)
+    mxfp8 = normal_share(mxfp8_stats)
     tests = (
         (
             f"per-tensor float8 lost {per_tensor:.1%} > {PER_TENSOR_LOST_MIN:.0%}",

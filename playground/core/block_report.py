@@ -10,26 +10,37 @@ matmul's kernel as the step starts (its float32 master values)::
                  against the exact product (float32 at the highest precision), for the recipe
                  and for per-tensor float8
     lesson       ``core.block_outliers.outlier_lesson(x)``: per-tensor float8 against MXFP8
+                 (from x's statistics measured here: the MXFP8 ones are the input's own for
+                 an MXFP8 step)
     last_block   how many real values the last block of the contraction (D_in) holds
     path         which path the matmuls took here (``core.block_matmul.matmul_path``)
 
-Another recipe gets None (nothing is computed).
+Another recipe gets None (nothing is computed). Everything is measured in one compiled program
+per (shapes, recipe), which returns the counts per block and the three products only; the
+shares and the products' errors are then computed on the host.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from playground.core.block_formats import MXFP8, BlockRecipe
 from playground.core.block_matmul import matmul_path
-from playground.core.block_outliers import OutlierLesson, outlier_lesson
+from playground.core.block_outliers import OutlierLesson, lesson_from
 from playground.core.block_quantize import last_block_size
 from playground.core.block_stats import (
     OperandStats,
-    per_tensor_float8_stats,
-    recipe_comparison,
-    recipe_operand_stats,
+    comparison_from,
+    forwards,
+    per_tensor_measure,
+    per_tensor_stats,
+    recipe_measure,
+    recipe_stats,
 )
 from playground.core.recipe import Recipe
 
@@ -55,24 +66,49 @@ class BlockReport:
     lesson: OutlierLesson
 
 
+@functools.partial(jax.jit, static_argnums=2)
+def _measured(x: jax.Array, kernel: jax.Array, recipe: BlockRecipe):
+    """Every measurement of the report in one program: each operand's class counts under the
+    recipe and under per-tensor float8, x's under MXFP8 for the lesson (None when the recipe
+    is MXFP8: its input's are the same), and the three forward products."""
+    values = {"input": x, "kernel": kernel}
+    return {
+        "operands": {role: recipe_measure(values[role], recipe, role) for role in OPERANDS},
+        "per_tensor": {role: per_tensor_measure(values[role]) for role in OPERANDS},
+        "mxfp8_input": None if recipe == MXFP8 else recipe_measure(x, MXFP8, "input"),
+        "forwards": forwards(x, kernel, recipe),
+    }
+
+
 def block_report(compute: Recipe, x: np.ndarray, kernel: np.ndarray) -> BlockReport | None:
     """The BlockReport of ``x`` (N, K) and the first ``kernel`` (K, M) under ``compute``, or
     None when its matmuls are not block-scaled."""
     spec = compute.block
     if spec is None:
         return None
-    values = {"input": np.asarray(x, np.float32), "kernel": np.asarray(kernel, np.float32)}
+    shapes = {"input": np.shape(x), "kernel": np.shape(kernel)}
+    measured = jax.device_get(
+        _measured(jnp.asarray(x, jnp.float32), jnp.asarray(kernel, jnp.float32), spec)
+    )
+    operands = {role: recipe_stats(measured["operands"][role], shapes[role]) for role in OPERANDS}
+    per_tensor = {
+        role: per_tensor_stats(measured["per_tensor"][role], shapes[role]) for role in OPERANDS
+    }
+    mxfp8 = measured["mxfp8_input"]
     return BlockReport(
         recipe=spec.name,
         element_format=spec.element_format,
         scale_format=spec.scale_format,
         block=spec.block,
         weight_tile=spec.weight_tile,
-        contraction=values["input"].shape[1],
-        last_block=last_block_size(values["input"].shape[1], spec.block),
+        contraction=shapes["input"][1],
+        last_block=last_block_size(shapes["input"][1], spec.block),
         path=matmul_path(spec),
-        operands={role: recipe_operand_stats(values[role], spec, role) for role in OPERANDS},
-        per_tensor={role: per_tensor_float8_stats(values[role]) for role in OPERANDS},
-        comparison=recipe_comparison(values["input"], values["kernel"], spec),
-        lesson=outlier_lesson(values["input"]),
+        operands=operands,
+        per_tensor=per_tensor,
+        comparison=comparison_from(*measured["forwards"]),
+        lesson=lesson_from(
+            per_tensor["input"],
+            operands["input"] if mxfp8 is None else recipe_stats(mxfp8, shapes["input"]),
+        ),
     )

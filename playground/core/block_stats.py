@@ -21,7 +21,6 @@ numpy arrays, ready for JSON.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import jax
@@ -30,14 +29,13 @@ import numpy as np
 
 from playground.core.block_formats import BlockRecipe, element_facts
 from playground.core.block_matmul import block_matmul, empty_meta, weight_tile
-from playground.core.block_quantize import BlockQuantized, quantize
+from playground.core.block_quantize import pad_to_tiles, quantize
 from playground.core.float8 import FORWARD_FORMAT, float8_matmul, scale_from_amax
 from playground.core.float8 import quantize as float8_quantize
 
 OPERAND_ROLES = ("input", "kernel", "gradient")
-# One compiled program per shape and recipe, rather than one per operation run eagerly.
-_quantize = jax.jit(quantize, static_argnums=(1, 2))
 CLASSES = ("flushed", "saturated", "kept")
+COMPARISON_KEYS = ("output_rel_error", "per_tensor_float8_output_rel_error")
 
 
 @dataclass(frozen=True)
@@ -63,14 +61,25 @@ def role_tile(recipe: BlockRecipe, role: str) -> tuple[int, int]:
     return weight_tile(recipe, forward=True) if role == "kernel" else (1, recipe.block)
 
 
-def _classes(values: np.ndarray, elements: np.ndarray, saturated: np.ndarray, fmt: str):
-    """Boolean masks (flushed, saturated, kept, subnormal) of same-shaped arrays."""
-    live = (values != 0) & np.isfinite(values)
+def class_counts(values: jax.Array, elements: jax.Array, saturated: jax.Array, tile, fmt):
+    """In a program: per block of ``tile``, the nonzero finite entries (``live``) and those
+    ``flushed`` and ``saturated`` (grids of int32; kept = live - flushed - saturated, as the
+    classes split the live entries), and the tensor's ``subnormal`` count, of same-shaped
+    (padded) arrays: one pass that returns only these small arrays."""
+    live = (values != 0) & jnp.isfinite(values)
     flushed = live & (elements == 0)
     clipped = live & saturated & ~flushed
     kept = live & ~flushed & ~clipped
-    subnormal = kept & (np.abs(elements) < element_facts(fmt).smallest_normal)
-    return live, {"flushed": flushed, "saturated": clipped, "kept": kept}, subnormal
+    subnormal = kept & (jnp.abs(elements) < element_facts(fmt).smallest_normal)
+    grid = (values.shape[0] // tile[0], values.shape[1] // tile[1])
+
+    def per_block(mask: jax.Array) -> jax.Array:
+        return mask.reshape(grid[0], tile[0], grid[1], tile[1]).sum(axis=(1, 3), dtype=jnp.int32)
+
+    counts = {"live": live, "flushed": flushed, "saturated": clipped}
+    return {name: per_block(mask) for name, mask in counts.items()} | {
+        "subnormal": jnp.sum(subnormal, dtype=jnp.int32)
+    }
 
 
 def _shares(counts: dict[str, np.ndarray], nonzero: np.ndarray) -> dict[str, np.ndarray]:
@@ -78,93 +87,113 @@ def _shares(counts: dict[str, np.ndarray], nonzero: np.ndarray) -> dict[str, np.
         return {name: count / nonzero for name, count in counts.items()}
 
 
-def operand_stats(values: jax.Array | np.ndarray, quantized: BlockQuantized, fmt: str):
-    """The OperandStats of ``values`` quantized as ``quantized`` into element format ``fmt``."""
-    tile = quantized.tile
-    values = np.asarray(values, np.float32)
-    extra = (-values.shape[0] % tile[0], -values.shape[1] % tile[1])
-    padded = np.pad(values, ((0, extra[0]), (0, extra[1])))  # as pad_to_tiles, on the host
-    live, masks, subnormal = _classes(
-        padded, np.asarray(quantized.elements), np.asarray(quantized.saturated), fmt
-    )
-    grid = quantized.scales.shape
-
-    def per_block(mask: np.ndarray) -> np.ndarray:
-        return mask.reshape(grid[0], tile[0], grid[1], tile[1]).sum(axis=(1, 3))
-
-    counts = {name: int(mask.sum()) for name, mask in masks.items()}
+def stats_from_counts(counts, size: int, scale_log2: np.ndarray) -> OperandStats:
+    """The OperandStats of an operand of ``size`` entries from its ``class_counts`` (host)."""
+    live, flushed, saturated = (np.asarray(counts[k], np.int64) for k in ("live", *CLASSES[:2]))
+    block_counts = {"flushed": flushed, "saturated": saturated, "kept": live - flushed - saturated}
+    totals = {name: int(count.sum()) for name, count in block_counts.items()}
     nonzero = int(live.sum())
-    block_counts = {name: per_block(mask) for name, mask in masks.items()}
-    tensor_log2 = float(np.log2(np.asarray(quantized.tensor_scale, np.float64)))
     return OperandStats(
-        size=int(np.prod(quantized.shape)),
+        size=size,
         nonzero=nonzero,
-        counts=counts,
-        subnormal=int(subnormal.sum()),
-        shares={k: float(v) for k, v in _shares(counts, np.float64(nonzero)).items()},
-        block_shares=_shares(block_counts, per_block(live).astype(np.float64)),
-        scale_log2=np.asarray(quantized.scale_log2, np.float64) + tensor_log2,
+        counts=totals,
+        subnormal=int(counts["subnormal"]),
+        shares={k: float(v) for k, v in _shares(totals, np.float64(nonzero)).items()},
+        block_shares=_shares(block_counts, live.astype(np.float64)),
+        scale_log2=scale_log2,
     )
+
+
+def recipe_measure(values: jax.Array, recipe: BlockRecipe, role: str):
+    """In a program: the class counts of ``values`` as ``recipe`` quantizes an operand of
+    ``role`` (round-to-nearest), its log2 block scales and its tensor scale."""
+    quantized = quantize(values, role_tile(recipe, role), recipe)
+    padded = pad_to_tiles(values.astype(jnp.float32), quantized.tile)
+    counts = class_counts(
+        padded, quantized.elements, quantized.saturated, quantized.tile, recipe.element_format
+    )
+    return counts, quantized.scale_log2, quantized.tensor_scale
+
+
+def recipe_stats(measured, shape: tuple[int, int]) -> OperandStats:
+    """The OperandStats of an operand of ``shape`` from its ``recipe_measure`` (host): the
+    scale map is log2(block scale) + log2(tensor scale), in float64."""
+    counts, scale_log2, tensor_scale = measured
+    return stats_from_counts(counts, int(np.prod(shape)), _scale_map(scale_log2, tensor_scale))
+
+
+def _scale_map(block_log2, tensor_scale) -> np.ndarray:
+    """log2(block scale) + log2(tensor scale), float64."""
+    tensor_log2 = float(np.log2(np.asarray(tensor_scale, np.float64)))
+    return np.asarray(block_log2, np.float64) + tensor_log2
 
 
 def recipe_operand_stats(values, recipe: BlockRecipe, role: str) -> OperandStats:
     """The OperandStats of ``values`` as ``recipe`` quantizes an operand of ``role``
     (round-to-nearest: the statistics of a stochastically rounded gradient vary by draw)."""
-    quantized = _quantize(jnp.asarray(values, jnp.float32), role_tile(recipe, role), recipe)
-    return operand_stats(values, quantized, recipe.element_format)
+    values = jnp.asarray(values, jnp.float32)
+    return recipe_stats(_recipe_measure(values, recipe, role), values.shape)
 
 
-@jax.jit
-def _per_tensor_float8(values: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Current scaling's scale s of ``values`` and their E4M3 elements, in one program."""
+def per_tensor_measure(values: jax.Array):
+    """In a program: the class counts of ``values`` under per-tensor float8 (E4M3, current
+    scaling: scale s), one block, the whole tensor, and s."""
+    values = values.astype(jnp.float32)
     scale = scale_from_amax(jnp.max(jnp.abs(values)), FORWARD_FORMAT, jnp.float32(1))
     elements, _ = float8_quantize(values, FORWARD_FORMAT, scale)
-    return scale, elements.astype(jnp.float32)
+    saturated = jnp.abs(values * scale) > element_facts(FORWARD_FORMAT).overflow_edge
+    counts = class_counts(
+        values, elements.astype(jnp.float32), saturated, values.shape, FORWARD_FORMAT
+    )
+    return counts, scale
+
+
+def per_tensor_stats(measured, shape: tuple[int, int]) -> OperandStats:
+    """The OperandStats of an operand of ``shape`` from its ``per_tensor_measure`` (host): the
+    block scale is 1 / s, so its log2 is -log2(s) (in float32, then float64)."""
+    counts, scale = measured
+    block_log2 = -np.log2(np.asarray(scale, np.float32)).reshape(1, 1)
+    return stats_from_counts(counts, int(np.prod(shape)), _scale_map(block_log2, np.float32(1)))
 
 
 def per_tensor_float8_stats(values) -> OperandStats:
     """The OperandStats of ``values`` under per-tensor float8 (E4M3, current scaling): one
     block, the whole tensor, with scale 1 / s (``core.float8``)."""
-    values = np.asarray(values, np.float32)
-    scale, elements = (np.asarray(part) for part in _per_tensor_float8(jnp.asarray(values)))
-    scaled = values * scale
-    quantized = BlockQuantized(
-        elements=elements,
-        scales=(np.float32(1) / scale).reshape(1, 1),
-        scale_log2=-np.log2(scale).reshape(1, 1),
-        tensor_scale=np.float32(1),
-        saturated=np.abs(scaled) > element_facts(FORWARD_FORMAT).overflow_edge,
-        shape=values.shape,
-        tile=values.shape,
-        power_of_two=False,
-    )
-    return operand_stats(values, quantized, FORWARD_FORMAT)
+    values = jnp.asarray(values, jnp.float32)
+    return per_tensor_stats(_per_tensor_measure(values), values.shape)
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _forwards(x: jax.Array, kernel: jax.Array, recipe: BlockRecipe):
-    """The recipe's forward x @ kernel, per-tensor float8's (current scaling), and the exact
-    product's stand-in: float32 at the highest precision, whose own relative error (about 1e-7
-    per sum of D_in terms) is far below the recipes' (about 1e-2), in one program, where a
+# One compiled program per shape and recipe, rather than one per operation run eagerly.
+_recipe_measure = jax.jit(recipe_measure, static_argnums=(1, 2))
+_per_tensor_measure = jax.jit(per_tensor_measure)
+
+
+def forwards(x: jax.Array, kernel: jax.Array, recipe: BlockRecipe):
+    """In a program: the recipe's forward x @ kernel, per-tensor float8's (current scaling),
+    and the exact product's stand-in: float32 at the highest precision, whose own relative
+    error (about 1e-7 per sum of D_in terms) is far below the recipes' (about 1e-2), where a
     float64 product on the host took 0.2 s at the largest shape."""
     block = block_matmul(x, kernel, empty_meta(), jax.random.key(0), recipe, False, False)
     reference = jnp.matmul(x, kernel, precision=jax.lax.Precision.HIGHEST)
     return block, float8_matmul(x, kernel, empty_meta(), "current"), reference
 
 
-def _rel_error(out: jax.Array, reference: np.ndarray) -> float:
+_forwards = jax.jit(forwards, static_argnums=2)
+
+
+def comparison_from(block, per_tensor, reference) -> dict[str, float]:
+    """The relative errors of the two products against the reference (``forwards``'s
+    outputs), in float64 on the host, under the JSON keys of ``recipe_comparison``."""
+    reference = np.asarray(reference, np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        diff = np.asarray(out, np.float64) - reference
-        return float(np.linalg.norm(diff) / np.linalg.norm(reference))
+        norm = np.linalg.norm(reference)
+        # Each float32 output is widened inside the subtraction, with no float64 copy of it.
+        errors = [np.linalg.norm(np.subtract(out, reference)) / norm for out in (block, per_tensor)]
+    return dict(zip(COMPARISON_KEYS, map(float, errors), strict=True))
 
 
 def recipe_comparison(x, kernel, recipe: BlockRecipe) -> dict[str, float]:
     """The relative errors of the forward matmul x @ kernel (see the module rule), under the
     JSON keys of ``recipe_comparison``."""
     x, kernel = jnp.asarray(x, jnp.float32), jnp.asarray(kernel, jnp.float32)
-    block, per_tensor, reference = _forwards(x, kernel, recipe)
-    reference = np.asarray(reference, np.float64)
-    return {
-        "output_rel_error": _rel_error(block, reference),
-        "per_tensor_float8_output_rel_error": _rel_error(per_tensor, reference),
-    }
+    return comparison_from(*(np.asarray(out) for out in _forwards(x, kernel, recipe)))
