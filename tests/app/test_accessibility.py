@@ -134,6 +134,7 @@ def test_no_serious_or_critical_violation_at_load_after_a_sweep_and_after_traini
             ".includes(`${n} steps`)",
             arg=TRAIN_STEPS,
         )
+        page.wait_for_function(SETTLED, arg="#dynamics-reading")  # as after the sweep
         _charts_are_described(page, theme == "dark")
         found["training"] = _axe(page, axe_source)
         page.screenshot(path=str(ARTIFACTS / f"accessibility_{theme}_training.png"))
