@@ -38,12 +38,13 @@ def pytest_configure(config):
 
 
 # tests/app modules that run in the other worker, beside the shared app's group: test_disk
-# launches an app of its own (its own Gradio folder and caps) and the API fuzz times nothing
-# (that worker launches an app for it). Without them the shared app's group is about half of
-# the suite's time, so the two workers finish together instead of one idling for minutes. The
-# load and fairness tests (test_public_space, test_fair_share) stay in the shared app's group,
-# where nothing else calls their app meanwhile.
-BESIDE_THE_SHARED_APP = ("test_disk.py", "test_api_fuzz.py")
+# launches an app of its own (its own Gradio folder and caps), and that worker launches an app
+# and a Chromium of its own for the others (the lab's browser tests, the API fuzz, which times
+# nothing). Without them the shared app's group is under half of the suite's time, so the two
+# workers finish together instead of one idling for minutes. The load and fairness tests
+# (test_public_space, test_fair_share) stay in the shared app's group, where nothing else calls
+# their app meanwhile.
+BESIDE_THE_SHARED_APP = ("test_disk.py", "test_api_fuzz.py", "test_lab_browser.py")
 
 
 def _group(item) -> str:
@@ -60,8 +61,9 @@ def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``-n 2 --dist loadgroup --no-loadscope-reorder``, set in
     pyproject.toml) a group runs whole in one worker, and the groups start in the order of their
     first test: the shared app's group first, as it is the longest (its worker launches one app
-    and one Chromium for all its tests), then the other groups, the largest first, so the worker
-    that finishes early takes the small ones that are left. The sort is stable: within a module
+    and one Chromium for all its tests), then the other app and browser tests (slow per test),
+    then the other groups, the largest first, so the worker that finishes early takes the small
+    ones that are left. The sort is stable: within a module
     the order stays. Without xdist the marks do nothing (the tests run in any order)."""
     groups = {id(item): _group(item) for item in items}
     sizes: dict[str, int] = {}
@@ -69,9 +71,9 @@ def pytest_collection_modifyitems(config, items):
         sizes[group] = sizes.get(group, 0) + 1
     first = {group: index for index, group in enumerate(dict.fromkeys(groups.values()))}
 
-    def start(item) -> tuple[bool, int, int]:
+    def start(item) -> tuple[bool, bool, int, int]:
         group = groups[id(item)]
-        return group != "app", -sizes[group], first[group]
+        return group != "app", not group.startswith("app/"), -sizes[group], first[group]
 
     items.sort(key=start)
     for item in items:
