@@ -13,7 +13,12 @@ allows (N x D_in x D_out; the caps of ``core.caps``) it prints, all measured in 
   float32 forward + backward, and to per-tensor float8. On CPU every block recipe is emulated:
   its extra work over the float32 matmuls is the element-wise quantization (amax per block,
   scale, clip, cast; random draws for stochastic rounding; the Hadamard rotation is a small
-  matmul).
+  matmul);
+* each recipe's whole report (``playground.run_report``: the mixed step, its float32 twin and
+  every statistic) against the report's matmul bound and the per-tensor float8 report, and for
+  a block recipe the part of it its block report takes (``core.block_report.block_report`` on
+  the same batch and first kernel: one compiled program with three products of the first
+  layer, then the shares and errors on the host), all timed in alternation.
 """
 
 from __future__ import annotations
@@ -43,7 +48,10 @@ from bench_core import (  # noqa: E402
 import playground  # noqa: E402
 from playground.core.block_formats import BLOCK_RECIPES  # noqa: E402
 from playground.core.block_matmul import block_matmul, empty_meta, matmul_path  # noqa: E402
+from playground.core.block_report import block_report  # noqa: E402
+from playground.core.data import make_batch  # noqa: E402
 from playground.core.float8 import float8_matmul  # noqa: E402
+from playground.core.policy import recipe as compute_recipe  # noqa: E402
 from playground.core.settings import StepConfig  # noqa: E402
 
 BLOCK_OVER_BOUND_MAX = 2.5
@@ -125,7 +133,8 @@ def main() -> None:
 def report_rows(largest: tuple[int, int, int], gflops: float) -> None:
     """Each recipe's whole report (the mixed step, its float32 twin and every statistic the
     page shows) at ``largest``, warm, against the report's matmul bound and against the
-    per-tensor float8 report, timed in alternation in this run."""
+    per-tensor float8 report, and a block recipe's block report on its own, timed in
+    alternation in this run."""
     n, d_in, d_out = largest
     recipes = ("float8", *BLOCK_RECIPES)
     configs = {
@@ -134,25 +143,32 @@ def report_rows(largest: tuple[int, int, int], gflops: float) -> None:
         ]
         for name in recipes
     }
+    first_layers = {}
     for name in recipes:
-        playground.run_report(configs[name][0])  # compiled before timing
-    warm = warm_medians(
-        *[
-            ((lambda i, c=configs[name]: playground.run_report(c[i % len(c)])), None)
-            for name in recipes
-        ]
-    )
-    timings = dict(zip(recipes, warm, strict=True))
+        report = playground.run_report(configs[name][0])  # compiled before timing
+        if name in BLOCK_RECIPES:
+            x = make_batch(configs[name][0])[0]
+            first_layers[name] = (compute_recipe(name), x, report.kernel.before)
+    calls = [(lambda i, c=configs[name]: playground.run_report(c[i % len(c)])) for name in recipes]
+    calls += [(lambda i, a=args: block_report(*a)) for args in first_layers.values()]
+    warm = warm_medians(*[(call, None) for call in calls])
+    timings = dict(zip(recipes, warm, strict=False))
+    parts = dict(zip(first_layers, warm[len(recipes) :], strict=True))
     bound = MATMULS_PER_REPORT * 2 * n * d_in * d_out / (gflops * 1e9)
     shape = "x".join(map(str, largest))
     for name, seconds in timings.items():
         ratio = seconds / bound
         verdict = "PASS" if ratio <= BLOCK_OVER_BOUND_MAX else "MISS"
+        part = (
+            f" | block report part {ms(parts[name])} ({parts[name] / bound:4.2f} of the bound)"
+            if name in parts
+            else ""
+        )
         print(
             f"  {name:>9} report warm {ms(seconds)} at {shape} | / report's matmul bound "
             f"({MATMULS_PER_REPORT} matmuls, {ms(bound)}) {ratio:5.2f} target <= "
             f"{BLOCK_OVER_BOUND_MAX:g} {verdict} | / per-tensor float8 report "
-            f"{seconds / timings['float8']:5.2f}"
+            f"{seconds / timings['float8']:5.2f}{part}"
         )
 
 
