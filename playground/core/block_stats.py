@@ -15,8 +15,13 @@ The output comparison, on one batch::
     per_tensor_float8_output_rel_error  = the same for ``core.float8`` (E4M3, current scaling)
 
 with x @ W in float32 at the highest precision (its error is far below the recipes'; a norm of 0
-gives NaN). Functions return plain Python numbers and
-numpy arrays, ready for JSON.
+gives NaN).
+
+Two halves: the functions marked "in a program" run inside a compiled program and return only
+small arrays (counts per block, scales) and the products; the host functions turn those into
+OperandStats and errors of plain Python numbers and numpy arrays, ready for JSON (the errors in
+float64). ``recipe_operand_stats``, ``per_tensor_float8_stats`` and ``recipe_comparison`` do
+both for one operand or product; ``core.block_report`` compiles a whole report's in one program.
 """
 
 from __future__ import annotations
