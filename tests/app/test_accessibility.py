@@ -91,13 +91,20 @@ def _charts_are_described(page, dark: bool) -> None:
             )
 
 
-# An element is settled when nothing dims it: no ancestor is faded, as Gradio fades an output
-# while an event that writes it runs (axe would measure the fading, not the page's colours).
+# An element is settled when nothing has dimmed it for a second: no ancestor is faded, as Gradio
+# fades an output while an event that writes it runs (axe would measure the fading, not the
+# page's colours). A second, because an event queued behind the one awaited (the commit of a
+# field just edited, say) fades it again right after.
 SETTLED = """selector => {
+    const since = (window.__settledSince ??= {});
     for (let node = document.querySelector(selector); node; node = node.parentElement) {
-        if (parseFloat(getComputedStyle(node).opacity) < 1) return false;
+        if (parseFloat(getComputedStyle(node).opacity) < 1) {
+            since[selector] = null;
+            return false;
+        }
     }
-    return true;
+    since[selector] ??= performance.now();
+    return performance.now() - since[selector] >= 1000;
 }"""
 
 
