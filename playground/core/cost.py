@@ -21,6 +21,9 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
                 SWEEP_BUDGET, and its memory (a batch of 8 scales' gradients at once) <=
                 MEMORY_BUDGET (``check_sweep``, from ``core.sweep``)
     /export and /inspect compute nothing: their work is their settings' own caps
+    first call  each of /step, /dynamics and /sweep also fits its work plus its programs'
+                compile into a first-call budget (``core.compile_cost``): a new shape, model
+                or recipe compiles before it runs, whatever the batch
     memory      the bytes one request adds at its peak: a fixed part (compiled programs and
                 their buffers), per parameter entry (its float32 copies in both runs, the
                 gradients, the optimizer's state and the report's per-entry arrays) and per
@@ -48,6 +51,7 @@ from typing import Protocol
 
 from playground.core.bounds import ConfigError
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
+from playground.core.compile_cost import check_compile, check_first_call, first_call_rows
 from playground.core.losses import TASKS
 from playground.core.models import MODELS, NORMS, ModelChoice
 from playground.core.optimizers import OPTIMIZERS
@@ -172,12 +176,16 @@ def check_sweep(config: Priced, scales: int) -> None:
     (naming the model's size) or the work cap (naming ``n`` and the largest N that fits)."""
     if sweep_memory_bytes(config) > MEMORY_BUDGET:
         _refuse_memory(config, sweep_memory_bytes, "a sweep of this model and batch")
+    check_compile(config, "sweep")
     work = sweep_work(config, scales)
+    work_at = lambda n: sweep_work(_priced(config, n=n), scales)  # noqa: E731
     if work <= SWEEP_BUDGET:
+        check_first_call(config, "sweep", work_at)
         return
     fits = max(0, math.floor(config.n * SWEEP_BUDGET / work))
     while fits and sweep_work(_priced(config, n=fits), scales) > SWEEP_BUDGET:
         fits -= 1
+    fits = first_call_rows(_priced(config, n=fits), "sweep", work_at) if fits else 0
     per_row = config.model_work // config.n
     cap = f"2^{math.log2(SWEEP_BUDGET):.3g}"
     if fits == 0:
@@ -198,25 +206,36 @@ def check_sweep(config: Priced, scales: int) -> None:
 
 
 def check_step(config: Priced) -> None:
-    """ConfigError when one step of ``config`` is over the work or memory cap.
+    """ConfigError when one step of ``config`` is over the work or memory cap, or its first
+    call (with its compile) over the first call's (``core.compile_cost``).
 
-    Memory is checked first: it does not depend on N, so its message names the model's size;
-    the work's message names the largest N that fits.
+    Memory and the compile are checked first: they do not depend on N, so their messages name
+    the model's size; the work's message names the largest N that fits both caps.
     """
     if memory_bytes(config) > MEMORY_BUDGET:
         _refuse_memory(config)
+    check_compile(config, "step")
     work = step_work(config)
     if work > STEP_BUDGET:
         fits = max(0, math.floor(config.n * STEP_BUDGET / work))
         while fits and step_work(_priced(config, n=fits)) > STEP_BUDGET:
             fits -= 1
+        # what fits must also fit its first call
+        fits = first_call_rows(_priced(config, n=fits), "step", _step_work_at(config))
         raise ConfigError(
             "n",
             f"n (batch rows N) must be at most {fits} for this model, optimizer and compute "
             f"dtype: one step's work (the mixed step and its float32 twin, "
-            f"{work:,.0f} multiply-adds) may not exceed 2^{math.log2(STEP_BUDGET):.3g}, to keep "
-            f"one request to a few seconds; got {config.n}. A smaller N or smaller widths fit.",
+            f"{work:,.0f} multiply-adds) may not exceed 2^{math.log2(STEP_BUDGET):.3g}, nor with "
+            f"its compile the first call's budget, to keep one request to a few seconds; got "
+            f"{config.n}. A smaller N or smaller widths fit.",
         )
+    check_first_call(config, "step", _step_work_at(config))
+
+
+def _step_work_at(config: Priced) -> Callable[[int], float]:
+    """N -> one /step's work of ``config`` at N batch rows."""
+    return lambda n: step_work(_priced(config, n=n))
 
 
 def check_downloads(config: Priced) -> None:

@@ -5,7 +5,7 @@ quantize, the matmul that replaces every ``nnx.Linear``'s own. The registry of r
 ``core.policy.RECIPES``; this module holds the record and the two ways an entry is made::
 
     plain_recipe(name)                 parameters and data cast to ``name``, nothing else
-    block_recipe(spec, work_factor)    a block-scaled recipe (``core.block_formats``): every
+    block_recipe(spec, work, compile)  a block-scaled recipe (``core.block_formats``): every
                                        matmul quantized block by block forward and backward
                                        (``core.block_matmul``) in ``spec.element_format``,
                                        accumulated in float32; the rest float32
@@ -13,7 +13,7 @@ quantize, the matmul that replaces every ``nnx.Linear``'s own. The registry of r
 Example::
 
     >>> from playground.core.block_formats import NVFP4
-    >>> block_recipe(NVFP4, 1.7).gradient_format, plain_recipe("float16").plain_dtype
+    >>> block_recipe(NVFP4, 1.7, 2.0).gradient_format, plain_recipe("float16").plain_dtype
     ('float4_e2m1fn', 'float16')
 """
 
@@ -55,6 +55,8 @@ class Recipe:
     summary: its hook: StepReport -> what the summary shows under the recipe's name (JSON-able
       but for non-finite floats, as measured), or None.
     work_factor: the cost model's work per multiply-add of a pass, against a plain cast's 1.
+    compile_factor: the cost model's compile time of its programs, against a plain cast's 1
+      (``core.compile_cost``: its quantizers' code in every matmul, forward and backward).
     block: a block-scaled recipe's formats, blocks and scale rule (``core.block_formats``);
       None for every other recipe.
     """
@@ -68,6 +70,7 @@ class Recipe:
     saturates: bool = False
     summary: Callable[[Any], Any] | None = None
     work_factor: float = 1.0
+    compile_factor: float = 1.0
     block: BlockRecipe | None = None
 
     def __post_init__(self) -> None:
@@ -95,7 +98,7 @@ def plain_recipe(name: str) -> Recipe:
     return Recipe(name, forward_format=name, gradient_format=name, cast_dtype=name)
 
 
-def block_recipe(spec: BlockRecipe, work_factor: float) -> Recipe:
+def block_recipe(spec: BlockRecipe, work_factor: float, compile_factor: float) -> Recipe:
     """The block-scaled recipe of ``spec`` (see the module rule): its element format forward
     and backward, saturating (a block's scale bounds its values), float32 elsewhere; its
     summary hook lists the step's quantized tensors, as float8's does."""
@@ -108,5 +111,6 @@ def block_recipe(spec: BlockRecipe, work_factor: float) -> Recipe:
         saturates=True,
         summary=functools.partial(quantized_summary, recipe_name=spec.name),
         work_factor=work_factor,
+        compile_factor=compile_factor,
         block=spec,
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +33,7 @@ from playground.core.data import make_batch
 from playground.core.float8 import ROLES, STATS
 from playground.core.float8_report import float8_tensors
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
-from playground.core.models import ModelChoice, initial_state, param_shapes, rebuilt
+from playground.core.models import ModelChoice, initial_state, param_arrays, param_shapes, rebuilt
 from playground.core.op_policy import KINDS
 from playground.core.operations_report import operation_reports, step_operations
 from playground.core.optimizers import build_optimizer
@@ -249,7 +250,17 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         d_out=config.d_out,
     )
     precision = policy_for(config)
+    compute = precision.compute
     operations = step_operations(config.model_choice, config.task)
+    # A block recipe's report reads only the batch and the first kernel as the step starts: it
+    # runs beside the step, so that on a first call the two compile on both cores at once.
+    shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
+    kernels = [name for name in shapes if name.endswith("kernel")]
+    if compute.block is not None:
+        pool = ThreadPoolExecutor(1, thread_name_prefix="block-report")
+        first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
+        blocks = pool.submit(block_report, compute, *first)
+        pool.shutdown(wait=False)  # its one thread ends with its one task
     losses, flat, activation_counts, float8, flags = run_compiled(
         _both_steps,
         config,
@@ -260,13 +271,11 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         optimizer=config.optimizer,
         watch=len(operations),
     )
-    shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
     params = _param_reports(flat, shapes)
     dtypes = {kind: precision.op_dtype(kind) for kind in KINDS}
     if precision.compute.quantizes:
         dtypes["matmul"] = f"{precision.compute.forward_format} (scaled)"
     nonfinite = {name: p.nonfinite_scaled_count for name, p in params.items()}
-    compute, kernels = precision.compute, [name for name in shapes if name.endswith("kernel")]
     return StepReport(
         config=config,
         **{field: float(value) for field, value in zip(LOSSES, losses, strict=True)},
@@ -287,5 +296,5 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         if len(float8)
         else (),
         operations=operation_reports(operations, dtypes, flags, nonfinite),
-        blocks=block_report(compute, (batch or make_batch(config))[0], params[kernels[0]].before),
+        blocks=blocks.result() if compute.block is not None else None,
     )

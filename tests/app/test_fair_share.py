@@ -45,15 +45,31 @@ from http_calls import (
     request_body,
     visitor,
 )
-from playground.core.settings import defaults
+from playground.core.settings import ConfigError, StepConfig, defaults
 from playground.ui.arguments import STEP
 from playground.ui.fair_use import trusted_proxies
 from playground.ui.fair_use import visitor as visitor_key
 
-# The largest /step the cost model accepts (2^35 of its work; bench/bench_load.py times it):
-# an MLP of 3 hidden layers of 1024 with adam and float8, N = 3257.
-LARGEST_MLP = [0, 3257, 1024, 1024, 0.1, 1024.0, 0, 1.0, 1.0, "float8", "mlp", 3, 1024, "relu"]
-LARGEST_MLP += ["adam"]
+
+def _largest_accepted_n(settings: dict) -> int:
+    """The largest N the cost model accepts for ``settings`` (its caps fall as N grows)."""
+    low, high = 1, 4096
+    while low < high:
+        middle = (low + high + 1) // 2
+        try:
+            StepConfig(**settings, n=middle)
+            low = middle
+        except ConfigError:
+            high = middle - 1
+    return low
+
+
+# The largest /step the cost model accepts (its work plus its first call's compile;
+# bench/bench_load.py times it): an MLP of 3 hidden layers of 1024 with adam and float8.
+_MLP = {"d_in": 1024, "d_out": 1024, "compute_dtype": "float8", "model": "mlp"}
+_MLP |= {"hidden_layers": 3, "hidden_width": 1024, "optimizer": "adam"}
+LARGEST_MLP = [0, _largest_accepted_n(_MLP), 1024, 1024, 0.1, 1024.0, 0, 1.0, 1.0, "float8"]
+LARGEST_MLP += ["mlp", 3, 1024, "relu", "adam"]
 SMALL_SWEEP = [0, 64, 16, 4, 0.1, 1024.0, 0, 1.0, 1.0, "float16"]
 # About 1 s warm: the flooding visitor's training runs.
 DYNAMICS = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", 300, "static", 100]

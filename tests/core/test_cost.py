@@ -13,6 +13,7 @@ import re
 import jax
 import jax.numpy as jnp
 import pytest
+from cost_by_hand import budget_by_hand, compile_work_by_hand, run_steps_by_hand
 
 from playground.core import cost
 from playground.core.models import ModelChoice
@@ -71,9 +72,11 @@ def test_the_largest_linear_step_is_accepted_with_its_training_steps():
     config = StepConfig(**LARGEST_LINEAR)
     entries = 1024 * 1024 + 1024
     # a training step: the matmuls, 320 per parameter entry, 2^23 for the step itself
-    assert config.max_steps == 2**35 // (4096 * 1024 * 1024 + entries * 320 + 2**23) == 7
+    step = 4096 * 1024 * 1024 + entries * 320 + 2**23
+    assert config.max_steps == run_steps_by_hand(config, step) >= 5
     float8 = StepConfig(**LARGEST_LINEAR, compute_dtype="float8")
-    assert float8.max_steps == 2**35 // (4096 * 1024 * 1024 * 1.25 + entries * 320 + 2**23)
+    step = 4096 * 1024 * 1024 * 1.25 + entries * 320 + 2**23
+    assert float8.max_steps == run_steps_by_hand(float8, step)
 
 
 def test_a_wide_model_at_a_small_batch_pays_for_its_parameter_updates():
@@ -81,8 +84,9 @@ def test_a_wide_model_at_a_small_batch_pays_for_its_parameter_updates():
     config = StepConfig(n=64, d_in=1024, d_out=1024, model="mlp", hidden_layers=5)
     config = config.replace(hidden_width=1024, optimizer="adam")
     entries = 6 * (1024 * 1024 + 1024)
-    matmuls = 64 * (1024 * 1024 * 6)
-    assert config.max_steps == 2**35 // (matmuls + entries * 320 + 2**23) == 14
+    step = 64 * (1024 * 1024 * 6) + entries * 320 + 2**23
+    assert config.max_steps == run_steps_by_hand(config, step)
+    assert config.max_steps < 85
 
 
 def test_a_step_over_the_work_cap_names_n_and_what_fits():
@@ -93,10 +97,16 @@ def test_a_step_over_the_work_cap_names_n_and_what_fits():
     message = str(refused.value)
     assert "2^35" in message and "got 4096" in message
     fits = int(re.search(r"at most (\d+)", message).group(1))
-    # 2 passes x N x (1024 x 1024 x 4) multiply-adds, plus adam's 3 x 8 per parameter entry
+    # 2 passes x N x (1024 x 1024 x 4) multiply-adds, plus adam's 3 x 8 per parameter entry,
+    # within 2^35 and, with the compile, within the first call's budget (cost_by_hand.py)
     entries = 4 * (1024 * 1024 + 1024)
-    assert 2 * (fits * 1024 * 1024 * 4 + entries * 24) <= 2**35
-    assert 2 * ((fits + 1) * 1024 * 1024 * 4 + entries * 24) > 2**35
+    compiling = compile_work_by_hand("step", StepConfig(**settings | {"n": 1}))
+
+    def fits_both(n: int) -> bool:
+        work = 2 * (n * 1024 * 1024 * 4 + entries * 24)
+        return work <= 2**35 and work + compiling <= budget_by_hand("step")
+
+    assert fits_both(fits) and not fits_both(fits + 1)
     StepConfig(**settings | {"n": fits})
 
 
@@ -108,7 +118,13 @@ def test_a_model_over_the_memory_cap_names_its_layers_and_what_fits():
     message = str(refused.value)
     assert "1,024 MB" in message
     fits = int(re.search(r"at most (\d+) hidden layers", message).group(1))
-    StepConfig(**settings | {"hidden_layers": fits})
+    # what it says fits is the most the memory cap takes (its first call may still ask for a
+    # smaller N, test_compile_cost.py): 192 MB + 112 B per parameter entry + 8 B per activation
+    def memory(layers: int) -> int:
+        entries = (layers + 1) * (1024 * 1024 + 1024)
+        return 192 * 2**20 + entries * 112 + 1024 * 1024 * (layers + 2) * 8
+
+    assert memory(fits) <= 2**30 < memory(fits + 1)
     with pytest.raises(ConfigError):
         StepConfig(**settings | {"hidden_layers": fits + 1})
 

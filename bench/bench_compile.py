@@ -1,0 +1,106 @@
+"""The first call's compile against the cost model's price of it (``core.compile_cost``).
+
+Run ``python bench/bench_compile.py`` from anywhere (about 4 minutes on 2 vCPUs; run it on a
+quiet machine). For each endpoint (/step through the page's own step endpoint, /dynamics and
+/sweep through the core), recipe and depth of MLP of width 1024 (D_in = D_out = 1024; a linear
+model is depth 0), at a small batch so that compute is small against the compile, it times the
+first call (its programs trace and compile) and a warm call in this process, and prints
+
+    first-call overhead = first - warm (seconds)   against   the model's compile seconds
+
+with ``covers`` when the model is at least the measured overhead (the model must not undercount
+it: that is what keeps the slowest first call within its bound) and ``UNDER`` when it is below.
+Every configuration gets a batch size of its own, so nothing is compiled before its first call
+except what every shape shares (compiled by a warm-up call first). The model's refusals are
+switched off here, to measure what it would refuse.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+
+from playground.core import compile_cost  # noqa: E402
+from playground.core.settings import StepConfig  # noqa: E402
+from playground.core.sweep import run_sweep  # noqa: E402
+from playground.core.train import run_dynamics  # noqa: E402
+from playground.ui import endpoints  # noqa: E402
+from playground.ui.arguments import STEP  # noqa: E402
+
+WIDTH = 1024
+# (endpoint, recipes, MLP depths (0: linear), extra settings)
+GRID = (
+    ("step", ("bfloat16", "float16", "float8", "mxfp8", "fp8_block", "nvfp4"), (0, 1, 3), {}),
+    ("step", ("bfloat16",), (5,), {}),
+    ("step", ("bfloat16",), (3,), {"norm": "layernorm", "task": "classification"}),
+    ("dynamics", ("bfloat16", "float8", "mxfp8", "nvfp4"), (0, 1, 3), {}),
+    ("sweep", ("bfloat16", "float8", "mxfp8", "nvfp4"), (0, 1), {}),
+)
+# The training run's worst case for compile: dynamic scaling, stochastic rounding.
+RUN = {"mode": "dynamic", "pure_rounding": "stochastic", "steps": 1}
+
+
+def call(endpoint: str, config: StepConfig) -> None:
+    """One request of ``endpoint`` with ``config`` (the step through its API endpoint, so its
+    views and charts count too)."""
+    if endpoint == "step":
+        values = config.to_dict()
+        endpoints.run_step(*[None if name == "data" else values[name] for name in STEP.order])
+    elif endpoint == "dynamics":
+        run_dynamics(config)
+    else:
+        run_sweep(config)
+
+
+def timed(endpoint: str, config: StepConfig) -> float:
+    start = time.perf_counter()
+    call(endpoint, config)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    print(f"jax {jax.__version__} | backend {jax.default_backend()} | cpu_count {os.cpu_count()}")
+    compile_cost.FIRST_CALL_SECONDS = 1e6  # measure what the model would refuse
+    for endpoint in ("step", "dynamics", "sweep"):  # what every shape shares
+        run = RUN if endpoint == "dynamics" else {}
+        call(endpoint, StepConfig(n=8, d_in=8, d_out=8, **run))
+    under = 0
+    batch = 15
+    for endpoint, recipes, depths, extra in GRID:
+        for dtype, depth in itertools.product(recipes, depths):
+            batch += 1
+            settings = {"n": batch, "d_in": WIDTH, "d_out": WIDTH, "compute_dtype": dtype}
+            settings |= {"optimizer": "adam", **extra}
+            if depth:
+                settings |= {"model": "mlp", "hidden_layers": depth, "hidden_width": WIDTH}
+            if endpoint == "dynamics":
+                settings |= RUN
+            config = StepConfig(**settings)
+            first, warm = timed(endpoint, config), timed(endpoint, config)
+            model = compile_cost.compile_seconds(
+                endpoint,
+                dtype,
+                dense_layers=depth + 1,
+                norm="norm" in extra,
+                classification="task" in extra,
+            )
+            verdict = "covers" if model >= first - warm else "UNDER"
+            under += verdict == "UNDER"
+            shape = f"mlp {depth}x{WIDTH}" if depth else "linear"
+            print(
+                f"{endpoint:>8} {dtype:>9} {shape:>12} {' '.join(extra.values()):>26} | first "
+                f"{first:5.2f} s warm {warm:5.2f} s | overhead {first - warm:5.2f} s | model "
+                f"{model:5.2f} s {verdict}"
+            )
+    print(f"model below the measured overhead: {under} configurations")
+
+
+if __name__ == "__main__":
+    main()

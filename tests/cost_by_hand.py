@@ -1,0 +1,44 @@
+"""The first call's price written out by hand from ``core.compile_cost``'s measured constants.
+
+Its seconds per endpoint and dense layer, the recipe's factor and each endpoint's rate are
+data (measured by bench/bench_compile.py); the arithmetic that turns them into a price and a
+cap is restated here, so tests check the module's arithmetic against this one.
+"""
+
+from __future__ import annotations
+
+from playground.core import compile_cost as cc
+from playground.core.policy import recipe
+
+
+def seconds_by_hand(endpoint: str, dtype: str, dense: int, norm=False, softmax=False) -> float:
+    """(base + dense layers x per layer (x the norm's factor) + the softmax's) x the recipe's."""
+    base, per_layer = cc.COMPILE[endpoint]
+    per_layer *= cc.NORM_LAYER_FACTOR if norm else 1
+    extra = cc.CLASSIFICATION_SECONDS if softmax else 0
+    return (base + dense * per_layer + extra) * recipe(dtype).compile_factor
+
+
+def budget_by_hand(endpoint: str) -> float:
+    """The endpoint's first-call budget: its budget's rate times FIRST_CALL_SECONDS."""
+    return cc.BUDGETS[endpoint] * cc.FIRST_CALL_SECONDS / cc.BUDGET_SECONDS[endpoint]
+
+
+def compile_work_by_hand(endpoint: str, config) -> float:
+    """A StepConfig's compile for ``endpoint`` in that endpoint's multiply-adds."""
+    dense = config.hidden_layers + 1 if config.model == "mlp" else 1
+    seconds = seconds_by_hand(
+        endpoint,
+        config.compute_dtype,
+        dense,
+        norm=config.norm != "none",
+        softmax=config.task != "regression",
+    )
+    return seconds * cc.BUDGETS[endpoint] / cc.BUDGET_SECONDS[endpoint]
+
+
+def run_steps_by_hand(config, step: float) -> int:
+    """The most training steps of ``step`` work each: within 2^35 (the run's warm cap) and,
+    with the run's compile, within its first-call budget; at most 1000."""
+    room = budget_by_hand("dynamics") - compile_work_by_hand("dynamics", config)
+    return int(min(1000, 2**35 // step, max(0, room // step)))
