@@ -27,7 +27,9 @@ from playground.core.sweep import run_sweep, sweep_exponents
 from playground.core.train import run_dynamics
 
 MEDIUM = StepConfig(n=1024, d_in=256, d_out=128)
-STEPS = 500
+# 500 steps, or as many as the cost model lets a run of MEDIUM take (its first call's compile
+# counts against its budget: core.compile_cost)
+STEPS = min(500, MEDIUM.max_steps)
 # The least matmul work the sweep needs: the forward pass at the initial weights does not
 # depend on S, so each scale needs at least a kernel gradient and a post-update forward; plus
 # that shared forward and the float32 baseline's three. (Counting less work makes the bound

@@ -571,7 +571,7 @@ def fair_share(url: str) -> None:
     commit = fn_index(url, "on_commit")
     statuses: dict[int, int] = {}
     flooder = "192.0.2.66"
-    run = api_inputs("dynamics", MEDIUM | {"steps": 300})
+    run = api_inputs("dynamics", MEDIUM | {"steps": 200})
 
     def page_inputs(inputs: list[Any]) -> list[Any]:
         return [*inputs, None, None]

@@ -53,6 +53,8 @@ def _group(item) -> str:
     path = pathlib.Path(str(item.fspath))
     if APP_TESTS in path.parents and path.name not in BESIDE_THE_SHARED_APP:
         return "app"
+    if APP_TESTS.parent not in path.parents:  # a doctest of a module outside tests/
+        return path.with_suffix("").as_posix()
     return path.relative_to(APP_TESTS.parent).with_suffix("").as_posix()
 
 

@@ -12,11 +12,12 @@ from playground.core.policy import recipe
 
 
 def seconds_by_hand(endpoint: str, dtype: str, dense: int, norm=False, softmax=False) -> float:
-    """(base + dense layers x per layer (x the norm's factor) + the softmax's) x the recipe's."""
+    """base + the recipe's extra + dense layers x per layer x the recipe's factor (x the
+    norm's) + the softmax's."""
     base, per_layer = cc.COMPILE[endpoint]
-    per_layer *= cc.NORM_LAYER_FACTOR if norm else 1
-    extra = cc.CLASSIFICATION_SECONDS if softmax else 0
-    return (base + dense * per_layer + extra) * recipe(dtype).compile_factor
+    factor, extra = recipe(dtype).compile_cost[("step", "dynamics", "sweep").index(endpoint)]
+    per_layer *= factor * (cc.NORM_LAYER_FACTOR if norm else 1)
+    return base + extra + dense * per_layer + (cc.CLASSIFICATION_SECONDS if softmax else 0)
 
 
 def budget_by_hand(endpoint: str) -> float:

@@ -13,7 +13,8 @@ quantize, the matmul that replaces every ``nnx.Linear``'s own. The registry of r
 Example::
 
     >>> from playground.core.block_formats import NVFP4
-    >>> block_recipe(NVFP4, 1.7, 2.0).gradient_format, plain_recipe("float16").plain_dtype
+    >>> nvfp4 = block_recipe(NVFP4, 1.7, ((2.0, 0.0),) * 3)
+    >>> nvfp4.gradient_format, plain_recipe("float16").plain_dtype
     ('float4_e2m1fn', 'float16')
 """
 
@@ -30,6 +31,9 @@ from playground.core.block_formats import BlockRecipe
 from playground.core.block_matmul import block_dot_general
 from playground.core.dtypes import FORMATS
 from playground.core.float8_report import quantized_summary
+
+# The endpoints whose programs the cost model prices a compile for, in ``compile_cost`` order.
+COMPILE_ENDPOINTS = ("step", "dynamics", "sweep")
 
 # The dtype of the master parameters, and of the loss the step scales and returns.
 FLOAT32 = "float32"
@@ -55,8 +59,10 @@ class Recipe:
     summary: its hook: StepReport -> what the summary shows under the recipe's name (JSON-able
       but for non-finite floats, as measured), or None.
     work_factor: the cost model's work per multiply-add of a pass, against a plain cast's 1.
-    compile_factor: the cost model's compile time of its programs, against a plain cast's 1
-      (``core.compile_cost``: its quantizers' code in every matmul, forward and backward).
+    compile_cost: the cost model's compile of its programs against a plain cast's
+      (``core.compile_cost``), per endpoint in ``COMPILE_ENDPOINTS`` order: (factor on each
+      dense layer's part, for its quantizers' code in every matmul forward and backward;
+      seconds of its own programs, such as a block recipe's report).
     block: a block-scaled recipe's formats, blocks and scale rule (``core.block_formats``);
       None for every other recipe.
     """
@@ -70,7 +76,7 @@ class Recipe:
     saturates: bool = False
     summary: Callable[[Any], Any] | None = None
     work_factor: float = 1.0
-    compile_factor: float = 1.0
+    compile_cost: tuple[tuple[float, float], ...] = ((1.0, 0.0),) * 3
     block: BlockRecipe | None = None
 
     def __post_init__(self) -> None:
@@ -92,13 +98,19 @@ class Recipe:
         """Whether the ``nvfp4_hadamard`` setting applies (its matmul has a Hadamard block)."""
         return self.block is not None and self.block.hadamard_block > 0
 
+    def compile_on(self, endpoint: str) -> tuple[float, float]:
+        """(factor per dense layer, extra seconds) of its compile for ``endpoint``."""
+        return self.compile_cost[COMPILE_ENDPOINTS.index(endpoint)]
+
 
 def plain_recipe(name: str) -> Recipe:
     """The exercise's recipe for ``name``: parameters and data cast to it, nothing else."""
     return Recipe(name, forward_format=name, gradient_format=name, cast_dtype=name)
 
 
-def block_recipe(spec: BlockRecipe, work_factor: float, compile_factor: float) -> Recipe:
+def block_recipe(
+    spec: BlockRecipe, work_factor: float, compile_cost: tuple[tuple[float, float], ...]
+) -> Recipe:
     """The block-scaled recipe of ``spec`` (see the module rule): its element format forward
     and backward, saturating (a block's scale bounds its values), float32 elsewhere; its
     summary hook lists the step's quantized tensors, as float8's does."""
@@ -111,6 +123,6 @@ def block_recipe(spec: BlockRecipe, work_factor: float, compile_factor: float) -
         saturates=True,
         summary=functools.partial(quantized_summary, recipe_name=spec.name),
         work_factor=work_factor,
-        compile_factor=compile_factor,
+        compile_cost=compile_cost,
         block=spec,
     )

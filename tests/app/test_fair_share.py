@@ -72,7 +72,7 @@ LARGEST_MLP = [0, _largest_accepted_n(_MLP), 1024, 1024, 0.1, 1024.0, 0, 1.0, 1.
 LARGEST_MLP += ["mlp", 3, 1024, "relu", "adam"]
 SMALL_SWEEP = [0, 64, 16, 4, 0.1, 1024.0, 0, 1.0, 1.0, "float16"]
 # About 1 s warm: the flooding visitor's training runs.
-DYNAMICS = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", 300, "static", 100]
+DYNAMICS = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", 200, "static", 100]
 HONEST = "198.51.100.7"
 FLOODER = "192.0.2.66"
 HONEST_LIMIT = 3.0

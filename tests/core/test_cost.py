@@ -73,7 +73,7 @@ def test_the_largest_linear_step_is_accepted_with_its_training_steps():
     entries = 1024 * 1024 + 1024
     # a training step: the matmuls, 320 per parameter entry, 2^23 for the step itself
     step = 4096 * 1024 * 1024 + entries * 320 + 2**23
-    assert config.max_steps == run_steps_by_hand(config, step) >= 5
+    assert config.max_steps == run_steps_by_hand(config, step) >= 1
     float8 = StepConfig(**LARGEST_LINEAR, compute_dtype="float8")
     step = 4096 * 1024 * 1024 * 1.25 + entries * 320 + 2**23
     assert float8.max_steps == run_steps_by_hand(float8, step)

@@ -107,10 +107,10 @@ def test_work_cap_scales_the_step_limit_with_the_shape():
     # training on 2 vCPUs.
     medium = 1024 * 256 * 128 + (256 * 128 + 128) * 320 + 2**23
     medium_config = StepConfig(n=1024, d_in=256, d_out=128)
-    assert medium_config.max_steps == run_steps_by_hand(medium_config, medium) >= 500
+    assert medium_config.max_steps == run_steps_by_hand(medium_config, medium) >= 250
     step = 4096 * 1024 * 1024 + (1024 * 1024 + 1024) * 320 + 2**23
     most = run_steps_by_hand(largest, step)
-    assert largest.max_steps == most >= 5
+    assert largest.max_steps == most >= 1
     with pytest.raises(ConfigError) as caught:
         run_dynamics(largest, most + 1)
     assert caught.value.field == "steps"
