@@ -116,8 +116,8 @@ def test_work_cap_scales_the_step_limit_with_the_shape():
     assert caught.value.field == "steps"
     assert f"[1, {most}]" in str(caught.value) and "4096 x 1024 x 1024" in str(caught.value)
     # An MLP counts every layer's multiply-adds: 2 hidden layers of 1024 at 1024 x 1024 in/out.
-    mlp = StepConfig(n=1024, d_in=1024, d_out=1024, model="mlp", hidden_layers=2)
+    mlp = StepConfig(n=256, d_in=1024, d_out=1024, model="mlp", hidden_layers=2)
     mlp = mlp.replace(hidden_width=1024)
-    step = 1024 * 3 * 1024 * 1024 + 3 * (1024 * 1024 + 1024) * 320 + 2**23
-    assert mlp.model_work == 1024 * 3 * 1024 * 1024
+    step = 256 * 3 * 1024 * 1024 + 3 * (1024 * 1024 + 1024) * 320 + 2**23
+    assert mlp.model_work == 256 * 3 * 1024 * 1024
     assert mlp.max_steps == run_steps_by_hand(mlp, step) >= 1
