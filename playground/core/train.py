@@ -55,7 +55,7 @@ from playground.core import rounding
 from playground.core.compiled import freeze, run_compiled
 from playground.core.float8 import AmaxHistory, matmul_layers
 from playground.core.loss_scale import make_loss_scale
-from playground.core.models import build_model
+from playground.core.models import initial_state, rebuilt
 from playground.core.one_step import float32_mse, in_param_dtype, scaled_step, widened
 from playground.core.optimizers import build_optimizer
 from playground.core.policy import Policy, policy_for
@@ -153,6 +153,7 @@ def _three_runs(
     period,
     steps,
     amax_history,
+    initial,
     *,
     capacity,
     mode,
@@ -166,7 +167,9 @@ def _three_runs(
     Returns per-step buffers of length ``capacity`` and loss buffers of length capacity + 1;
     entries past ``steps`` (past steps + 1 for losses) are unused zeros.
     """
-    network = build_model(model, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed)))
+    # Initial parameters from their own program (models.initial_state), so that a new batch size
+    # does not compile the initializers' random draws into its run again.
+    network = rebuilt(model, x.shape[-1], y.shape[-1], initial)
     graphdef, master = nnx.split(network, nnx.Param)
     # The pure run stores its parameters in the recipe's forward format (float8: E4M3).
     pure = jax.tree.map(precision.without_masters().cast_to_param, master)
@@ -236,6 +239,10 @@ def _three_runs(
     return buffers
 
 
+def _shapes(config: StepConfig) -> dict:
+    return {"choice": config.model_choice, "d_in": config.d_in, "d_out": config.d_out}
+
+
 def run_dynamics(
     config: StepConfig,
     steps: int | None = None,
@@ -270,6 +277,7 @@ def run_dynamics(
         np.int32(config.period),
         np.int32(config.steps),
         np.int32(config.amax_history),
+        initial_state(np.uint32(config.model_seed), **_shapes(config)),
         batch=batch,
         capacity=capacity(config.steps),
         mode=config.mode,
