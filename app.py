@@ -29,10 +29,12 @@ def limit_malloc_arenas() -> bool:
 
 limit_malloc_arenas()
 
+from playground.ui import warm_up  # noqa: E402
 from playground.ui.launch import launch_kwargs, queue_kwargs  # noqa: E402
 from playground.ui.page import build_demo  # noqa: E402
 
 demo = build_demo()
 
 if __name__ == "__main__":
+    warm_up.start()  # shared programs compile while the server starts serving
     demo.queue(**queue_kwargs()).launch(**launch_kwargs(demo))

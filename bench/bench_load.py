@@ -465,16 +465,20 @@ def largest_requests() -> list[tuple[str, str, list[Any]]]:
         narrow = deepest(NARROW_DEEP | {"compute_dtype": dtype})
         rows.append((f"/step deepest MLP ({describe(narrow)})", "step", narrow))
         run = linear | {"compute_dtype": dtype}
+        run |= {"n": largest_n(lambda n, r=run: runs(r | {"n": n}))}
         run |= {"steps": StepConfig(**run).max_steps, "mode": "dynamic", "period": 2000}
         rows.append((f"/dynamics linear ({describe(run)})", "dynamics", run))
     narrow = deepest(NARROW_DEEP)
     rows.append((f"/step deepest MLP ({describe(narrow)})", "step", narrow))
-    for name, settings in (("linear", linear), ("MLP", mlp), ("widest MLP", wide)):
-        mlp_run = settings.get("model") == "mlp"
-        run = longest_run(settings, settings is mlp) if mlp_run else settings
-        if run is settings:
-            run = settings | {"steps": StepConfig(**settings).max_steps}
-            run |= {"mode": "dynamic", "period": 2000}
+    # Training runs: an MLP's in bfloat16 (float8's and the block recipes' MLP runs are refused
+    # for their compile), the deepest accepted at its largest N, and the widest at N = 64.
+    run_mlp = LARGEST_MLP_SETTINGS | {"compute_dtype": "bfloat16"}
+    for name, run in (
+        ("linear", linear | {"steps": StepConfig(**linear).max_steps}),
+        ("MLP", longest_run(run_mlp, grow_n=True)),
+        ("widest MLP", longest_run(wide, grow_n=False)),
+    ):
+        run |= {"mode": "dynamic", "period": 2000}
         rows.append((f"/dynamics {name} ({describe(run)})", "dynamics", run))
     for dtype in ("bfloat16", "float8"):
         settings = linear | {"compute_dtype": dtype}
@@ -643,15 +647,32 @@ def fair_share(url: str) -> None:
     )
 
 
+def wait_for_warm_up(server: AppServer, timeout: float = 300.0) -> None:
+    """Block until the server's start-up warm-up (ui.warm_up) has ended: its compiles would
+    slow the first requests measured."""
+    from playground.ui.warm_up import DONE
+
+    deadline = time.monotonic() + timeout
+    while DONE not in server.log_path.read_text(errors="replace"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {DONE!r} in {server.log_path} after {timeout:.0f} s")
+        time.sleep(0.5)
+    info_line(
+        f"server: {server.log_path.read_text(errors='replace').split(DONE)[1].split()[1]} s warm-up"
+    )
+
+
 def main() -> None:
     began = time.perf_counter()
     # A terminated bench still stops its server (the finally below runs on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ["PLAYGROUND_TRUSTED_PROXIES"] = "1"  # the visitor: the right-hand entry
+    os.environ["PLAYGROUND_WARM_UP"] = "1"  # as served: shared programs warmed at start
     server = AppServer(log_name="bench_load_server.log")
     try:
         log("starting python app.py")
         server.start()
+        wait_for_warm_up(server)
         pid = server.process.pid
         info_line(f"server: pid {pid}, RSS at start {rss_mb(pid):.0f} MB, {os.cpu_count()} CPUs")
         memory(server.url, pid)

@@ -60,6 +60,9 @@ class AppServer:
             "GRADIO_SERVER_PORT": str(self.port),
             "GRADIO_ANALYTICS_ENABLED": "False",
             "PYTHONUNBUFFERED": "1",
+            # The start-up warm-up (ui.warm_up) competes with the tests' browsers for the 2
+            # vCPUs; test_warm_up.py runs it, and the benches turn it on.
+            "PLAYGROUND_WARM_UP": os.environ.get("PLAYGROUND_WARM_UP", "0"),
         }
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.started_at = time.perf_counter()
