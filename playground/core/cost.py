@@ -9,30 +9,27 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
                 parameter) over every parameter entry, plus ``operation_work``: N x (a layer
                 norm's NORM_ELEMENTWISE per normalised entry + a softmax cross-entropy's
                 SOFTMAX_ELEMENTWISE per logit), none for the exercise's linear MSE
-    /step       two passes (the mixed step and its float32 twin) <= STEP_BUDGET; /downloads and
-                the page's commit are a /step, and /downloads also needs at most
-                MAX_GRADIENT_ROWS parameter entries (one CSV row each), checked before the step
+    /step       two passes (the mixed step and its float32 twin) + REPORT_ELEMENTWISE per
+                parameter entry (the report's host work) <= STEP_BUDGET; /downloads and the
+                page's commit are a /step, and /downloads also needs at most MAX_GRADIENT_ROWS
+                parameter entries (one CSV row each), checked before the step
     /dynamics   steps x (the model's multiply-adds x the recipe's factor + RUN_ELEMENTWISE
                 per parameter entry + RUN_STEP_OVERHEAD) <= WORK_BUDGET (``run_step_work``,
-                ``caps.steps_within_budget``; none when one step does not fit): its three runs'
-                optimizer updates, roundings and per-step records cost per entry and per step
+                ``caps.steps_within_budget``; none when one step does not fit)
     /sweep      scales x (the model's multiply-adds x the recipe's factor + SWEEP_ELEMENTWISE
                 per parameter entry: each scale's gradients, error norms and masks) <=
                 SWEEP_BUDGET, and its memory (a batch of 8 scales' gradients at once) <=
                 MEMORY_BUDGET (``check_sweep``, from ``core.sweep``)
     /export and /inspect compute nothing: their work is their settings' own caps
-    first call  each of /step, /dynamics and /sweep also fits its work plus its programs'
-                compile into a first-call budget (``core.compile_cost``): a new shape, model
-                or recipe compiles before it runs, whatever the batch
-    memory      the bytes one request adds at its peak: a fixed part (compiled programs and
-                their buffers), per parameter entry (its float32 copies in both runs, the
-                gradients, the optimizer's state and the report's per-entry arrays) and per
-                activation entry (N x every width), <= MEMORY_BUDGET
+    first call  /step, /dynamics and /sweep also fit their work plus their programs' compile
+                into a first-call budget (``core.compile_cost``)
+    memory      the bytes one request adds at its peak: a fixed part (programs, buffers), per
+                parameter entry (float32 copies in both runs, gradients, the optimizer's state,
+                the report's arrays) and per activation entry (N x every width) <= MEMORY_BUDGET
 
 The constants were measured on a 2-vCPU machine (bench/bench_load.py prints the rows): the
-largest linear /step (4096 x 1024 x 1024) takes about 0.3 s warm and adds about 290 MB; an MLP
-of 8 hidden layers of 1024 adds about 1.0 GB at N = 1024 and 1.1 GB at N = 4096, so the
-parameter entries, not the batch, set its memory. The model over-counts both, so the
+largest linear /step (4096 x 1024 x 1024) takes 0.4-0.55 s warm and adds about 290 MB; the
+parameter entries, not the batch, set an MLP's memory. The model over-counts both, so the
 slowest accepted request stays within 8x the largest linear /step and adds at most 1 GB.
 
 Example::
@@ -59,9 +56,11 @@ from playground.core.policy import recipe
 
 # Element-wise work per parameter entry and state array of one pass, in multiply-adds.
 ELEMENTWISE = 8
-# Per normalised activation entry of one pass: a layer norm's mean, mean of squares, normalise,
-# scale and shift, their gradients and the finiteness checks; per logit: a softmax
-# cross-entropy's max, exp, sum, log and its gradient (softmax - y).
+# The step report's host work per parameter entry: its seven float32 rows, histograms, errors
+# (measured: 0.86 s for 5.2 M entries at N = 64, about 2,700 multiply-adds' time each).
+REPORT_ELEMENTWISE = 3072
+# Per normalised activation entry of one pass: a layer norm's statistics, normalisation, scale,
+# shift, gradients and checks; per logit: a softmax cross-entropy's and its gradient's.
 NORM_ELEMENTWISE = 24
 SOFTMAX_ELEMENTWISE = 16
 # The gradients download has one CSV row per parameter entry (about 107 bytes each).
@@ -76,14 +75,13 @@ ACTIVATION_BYTES = 8  # per activation entry (measured ~5)
 # A sweep, per parameter entry and scale: the gradient, its error against the float32 twin's,
 # the underflow and overflow masks (measured: about 170 multiply-adds' time).
 SWEEP_ELEMENTWISE = 192
-# A sweep's memory per parameter entry: the gradients of a batch of 8 scales (lax.map) and the
-# float32 twin's (measured: 1.48 GB added for 6.3 M entries at N = 64); per activation entry,
-# the batch's 8 scales.
+# A sweep's memory per parameter entry: a batch of 8 scales' gradients (lax.map) and the twin's
+# (measured: 1.48 GB for 6.3 M entries at N = 64); per activation entry, the 8 scales'.
 SWEEP_ENTRY_BYTES = 240
 SWEEP_BATCH = 8
-# A training run, per parameter entry and step (three runs' optimizer updates, roundings and
-# checks: measured about 300 multiply-adds' time) and per step (the loop and its records).
-RUN_ELEMENTWISE = 320
+# A training run, per parameter entry and step (three runs' updates, roundings and checks:
+# measured 0.73 s for 4 steps of 5.2 M entries, about 450 multiply-adds' time) and per step.
+RUN_ELEMENTWISE = 480
 RUN_STEP_OVERHEAD = 2**23
 
 
@@ -133,8 +131,10 @@ def pass_work(config: Priced) -> float:
 
 
 def step_work(config: Priced) -> float:
-    """Multiply-adds of one /step: the mixed step and its float32 twin."""
-    return 2 * pass_work(config)
+    """Multiply-adds of one /step: the mixed step and its float32 twin, and the report's
+    per-entry work."""
+    entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
+    return 2 * pass_work(config) + entries * REPORT_ELEMENTWISE
 
 
 def memory_bytes(config: Priced) -> int:
@@ -220,8 +220,10 @@ def check_step(config: Priced) -> None:
         fits = max(0, math.floor(config.n * STEP_BUDGET / work))
         while fits and step_work(_priced(config, n=fits)) > STEP_BUDGET:
             fits -= 1
-        # what fits must also fit its first call
+        # what fits must also fit its first call (none: that refusal names the model's size)
         fits = first_call_rows(_priced(config, n=fits), "step", _step_work_at(config))
+        if fits == 0:
+            check_first_call(_priced(config, n=1), "step", _step_work_at(config))
         raise ConfigError(
             "n",
             f"n (batch rows N) must be at most {fits} for this model, optimizer and compute "

@@ -52,8 +52,9 @@ from playground.ui.fair_use import visitor as visitor_key
 
 
 def _largest_accepted_n(settings: dict) -> int:
-    """The largest N the cost model accepts for ``settings`` (its caps fall as N grows)."""
-    low, high = 1, 4096
+    """The largest N the cost model accepts for ``settings`` (its caps fall as N grows), or 0
+    when it accepts none."""
+    low, high = 0, 4096
     while low < high:
         middle = (low + high + 1) // 2
         try:
@@ -65,11 +66,14 @@ def _largest_accepted_n(settings: dict) -> int:
 
 
 # The largest /step the cost model accepts (its work plus its first call's compile;
-# bench/bench_load.py times it): an MLP of 3 hidden layers of 1024 with adam and float8.
+# bench/bench_load.py times it): the deepest float8 MLP of width 1024 it takes, with adam, at
+# its largest N.
 _MLP = {"d_in": 1024, "d_out": 1024, "compute_dtype": "float8", "model": "mlp"}
-_MLP |= {"hidden_layers": 3, "hidden_width": 1024, "optimizer": "adam"}
+_MLP |= {"hidden_width": 1024, "optimizer": "adam"}
+_DEPTH = max(h for h in range(1, 9) if _largest_accepted_n(_MLP | {"hidden_layers": h}))
+_MLP |= {"hidden_layers": _DEPTH}
 LARGEST_MLP = [0, _largest_accepted_n(_MLP), 1024, 1024, 0.1, 1024.0, 0, 1.0, 1.0, "float8"]
-LARGEST_MLP += ["mlp", 3, 1024, "relu", "adam"]
+LARGEST_MLP += ["mlp", _DEPTH, 1024, "relu", "adam"]
 SMALL_SWEEP = [0, 64, 16, 4, 0.1, 1024.0, 0, 1.0, 1.0, "float16"]
 # About 1 s warm: the flooding visitor's training runs.
 DYNAMICS = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", 200, "static", 100]
