@@ -522,6 +522,23 @@ def api_inputs(api: str, settings: dict[str, Any]) -> list[Any]:
     return [values[name] for name in FIELDS[api if api in FIELDS else "step"]]
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU time so far (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, timeout: float = 120.0) -> None:
+    """Block until the server used under 5% of a CPU over one second (or ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = cpu_seconds(pid)
+        time.sleep(1.0)
+        if cpu_seconds(pid) - before < 0.05:
+            return
+    info_line(f"server still busy after {timeout:.0f} s; measuring anyway")
+
+
 def work_caps(server: AppServer) -> None:
     """Each endpoint's largest accepted request: its first and warm time against 8 x the
     largest linear /step's warm time, and what its first call adds to the server's peak
@@ -529,6 +546,7 @@ def work_caps(server: AppServer) -> None:
     url, pid = server.url, server.process.pid
     who = visitor("192.0.2.202")
     rows = largest_requests()
+    wait_until_idle(pid)  # the flood's admitted requests may still be running
     budget = None
     for name, api, inputs in rows:
         reset_peak(pid)
