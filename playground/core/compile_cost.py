@@ -140,7 +140,9 @@ def check_compile(config: Compiled, endpoint: str) -> None:
         fits -= 1
     field = "hidden_layers" if choice.hidden_count else "compute_dtype"
     advice = (
-        f"at most {fits} hidden layers fit" if fits else "a linear model or another recipe fits"
+        f"at most {fits} hidden layer{'s' * (fits > 1)} fit{'s' * (fits == 1)}"
+        if fits
+        else "a linear model or another recipe fits"
     )
     raise ConfigError(
         field,
