@@ -49,6 +49,14 @@ def _remember(program: Callable[..., Any], arrays: tuple, static: dict[str, Any]
         _programs.add(signature)
 
 
+def forget_counted() -> None:
+    """Stop counting the programs compiled so far (the start-up warm-up's tiny shared ones):
+    they stay compiled until the next clear, and visitors' programs get all MAX_PROGRAMS
+    places before it."""
+    with _programs_lock:
+        _programs.clear()
+
+
 def freeze(tree: Any) -> Any:
     """``tree`` with every numpy array leaf made read-only (in place; returns the tree)."""
     for leaf in jax.tree.leaves(tree):
