@@ -29,10 +29,7 @@ import jax  # noqa: E402
 
 from playground.core import compile_cost  # noqa: E402
 from playground.core.settings import StepConfig  # noqa: E402
-from playground.core.sweep import run_sweep  # noqa: E402
-from playground.core.train import run_dynamics  # noqa: E402
-from playground.ui import endpoints  # noqa: E402
-from playground.ui.arguments import STEP  # noqa: E402
+from playground.ui.warm_up import run as call  # noqa: E402  (the step via its endpoint)
 
 WIDTH = 1024
 # (endpoint, recipes, MLP depths (0: linear), extra settings)
@@ -45,18 +42,6 @@ GRID = (
 )
 # The training run's worst case for compile: dynamic scaling, stochastic rounding.
 RUN = {"mode": "dynamic", "pure_rounding": "stochastic", "steps": 1}
-
-
-def call(endpoint: str, config: StepConfig) -> None:
-    """One request of ``endpoint`` with ``config`` (the step through its API endpoint, so its
-    views and charts count too)."""
-    if endpoint == "step":
-        values = config.to_dict()
-        endpoints.run_step(*[None if name == "data" else values[name] for name in STEP.order])
-    elif endpoint == "dynamics":
-        run_dynamics(config)
-    else:
-        run_sweep(config)
 
 
 def timed(endpoint: str, config: StepConfig) -> float:

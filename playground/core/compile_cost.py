@@ -167,9 +167,9 @@ def first_call_rows(config: Compiled, endpoint: str, work_at: Callable[[int], fl
 
 def check_first_call(config: Compiled, endpoint: str, work_at: Callable[[int], float]) -> None:
     """ConfigError when ``config``'s first call of ``endpoint`` (``work_at(N)``, its work at N
-    batch rows, plus the compile) is over the first-call budget: naming ``hidden_layers`` when
-    the compile alone is (``check_compile``), else ``n`` and the largest N that fits."""
-    check_compile(config, endpoint)
+    batch rows, plus the compile) is over the first-call budget, naming ``n`` and the largest N
+    that fits (or the model's size when none does). Callers check the compile alone first
+    (``check_compile``), whose message names ``hidden_layers``."""
     fits = first_call_rows(config, endpoint, work_at)
     if fits == config.n:
         return
