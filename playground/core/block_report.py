@@ -16,8 +16,10 @@ matmul's kernel as the step starts (its float32 master values)::
     path         which path the matmuls took here (``core.block_matmul.matmul_path``)
 
 Another recipe gets None (nothing is computed). Everything is measured in one compiled program
-per (shapes, recipe), which returns the counts per block and the three products only; the
-shares and the products' errors are then computed on the host.
+per (shapes, recipe), which returns the counts per block and the products' row norms only; the
+shares and the products' errors are then computed on the host. The step report measures the
+comparison in the step's own program instead (``core.report``), where the recipe's and the
+float32 products are the step's first ones: it passes its row norms to ``report_from``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from playground.core.block_quantize import last_block_size
 from playground.core.block_stats import (
     OperandStats,
     comparison_from,
-    forwards,
+    comparison_measure,
     per_tensor_measure,
     per_tensor_stats,
     recipe_measure,
@@ -66,30 +68,33 @@ class BlockReport:
     lesson: OutlierLesson
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _measured(x: jax.Array, kernel: jax.Array, recipe: BlockRecipe):
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _measured(x: jax.Array, kernel: jax.Array, recipe: BlockRecipe, compare: bool):
     """Every measurement of the report in one program: each operand's class counts under the
     recipe and under per-tensor float8, x's under MXFP8 for the lesson (None when the recipe
-    is MXFP8: its input's are the same), and the three forward products."""
+    is MXFP8: its input's are the same), and when ``compare``, the comparison's row norms."""
     values = {"input": x, "kernel": kernel}
     return {
         "operands": {role: recipe_measure(values[role], recipe, role) for role in OPERANDS},
         "per_tensor": {role: per_tensor_measure(values[role]) for role in OPERANDS},
         "mxfp8_input": None if recipe == MXFP8 else recipe_measure(x, MXFP8, "input"),
-        "forwards": forwards(x, kernel, recipe),
+        "norms": comparison_measure(x, kernel, recipe) if compare else None,
     }
 
 
-def block_report(compute: Recipe, x: np.ndarray, kernel: np.ndarray) -> BlockReport | None:
-    """The BlockReport of ``x`` (N, K) and the first ``kernel`` (K, M) under ``compute``, or
-    None when its matmuls are not block-scaled."""
-    spec = compute.block
-    if spec is None:
-        return None
-    shapes = {"input": np.shape(x), "kernel": np.shape(kernel)}
-    measured = jax.device_get(
-        _measured(jnp.asarray(x, jnp.float32), jnp.asarray(kernel, jnp.float32), spec)
-    )
+def measure(compute: Recipe, x: np.ndarray, kernel: np.ndarray, compare: bool = True) -> dict:
+    """The host copy of ``_measured`` for ``x`` (N, K) and the first ``kernel`` (K, M) under
+    ``compute``'s block recipe (which it must have)."""
+    x, kernel = jnp.asarray(x, jnp.float32), jnp.asarray(kernel, jnp.float32)
+    return jax.device_get(_measured(x, kernel, compute.block, compare)) | {
+        "shapes": {"input": x.shape, "kernel": kernel.shape}
+    }
+
+
+def report_from(compute: Recipe, measured: dict, norms=None) -> BlockReport:
+    """The BlockReport from ``measure``'s ``measured``, with the comparison from ``norms``
+    (the row norms of ``block_stats.comparison_measure``) or else from ``measured``'s own."""
+    spec, shapes = compute.block, measured["shapes"]
     operands = {role: recipe_stats(measured["operands"][role], shapes[role]) for role in OPERANDS}
     per_tensor = {
         role: per_tensor_stats(measured["per_tensor"][role], shapes[role]) for role in OPERANDS
@@ -106,9 +111,17 @@ def block_report(compute: Recipe, x: np.ndarray, kernel: np.ndarray) -> BlockRep
         path=matmul_path(spec),
         operands=operands,
         per_tensor=per_tensor,
-        comparison=comparison_from(*measured["forwards"]),
+        comparison=comparison_from(measured["norms"] if norms is None else norms),
         lesson=lesson_from(
             per_tensor["input"],
             operands["input"] if mxfp8 is None else recipe_stats(mxfp8, shapes["input"]),
         ),
     )
+
+
+def block_report(compute: Recipe, x: np.ndarray, kernel: np.ndarray) -> BlockReport | None:
+    """The BlockReport of ``x`` (N, K) and the first ``kernel`` (K, M) under ``compute``, or
+    None when its matmuls are not block-scaled."""
+    if compute.block is None:
+        return None
+    return report_from(compute, measure(compute, x, kernel))

@@ -27,7 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from playground.core import metrics
-from playground.core.block_report import block_report
+from playground.core.activation_counts import activation_counts
+from playground.core.block_report import measure, report_from
+from playground.core.block_stats import comparison_measure
 from playground.core.compiled import freeze, run_compiled
 from playground.core.data import make_batch
 from playground.core.float8 import ROLES, STATS
@@ -108,17 +110,17 @@ def _both_steps(
     optimizer: str,
     watch: int,
 ):
-    """Both steps, packed into five outputs (each output is one transfer).
+    """Both steps, packed into six outputs (each output is one transfer).
 
     Both start from ``initial``, the Params ``models.initial_state`` draws from ``model_seed``
     (compiled apart, so a new batch size compiles only the steps; the seed is not used here).
 
-    Returns the four losses (LOSSES order), a (len(ROWS), parameter count) float32 array (one
-    row per ROWS entry, each row the parameters flattened in path-name order), a
-    (hidden activations, bins + 2) int32 array: per activation, its log2 histogram
-    (LOG2_LOW ...), then its zero and non-finite counts, and the float8 statistics
-    (matmuls, roles, STATS), empty unless the recipe quantizes, and the mixed step's ``watch``
-    operations' flags (2, watch): forward finiteness, backward non-finiteness.
+    Returns the losses (LOSSES order), a (len(ROWS), parameter count) float32 array (one
+    row per ROWS entry, each row the parameters flattened in path-name order), the
+    activation gradients' counts (``core.activation_counts``), the float8 statistics
+    (matmuls, roles, STATS), empty unless the recipe quantizes, the mixed step's ``watch``
+    operations' flags (2, watch): forward finiteness, backward non-finiteness, and a block
+    recipe's comparison row norms (``core.block_stats.comparison_measure``; else (3, 0)).
     """
     d_in, d_out = x.shape[-1], y.shape[-1]
 
@@ -155,25 +157,13 @@ def _both_steps(
     if float8 is None:
         float8 = jnp.zeros((0, len(ROLES), len(STATS)), jnp.float32)
     flags = jnp.stack([mixed.forward_finite.astype(jnp.float32), mixed.backward_nonfinite])
-    return losses, flat, _activation_counts(mixed.activation_grads), float8, flags
-
-
-def _activation_counts(grads: tuple[jax.Array, ...]) -> jax.Array:
-    """Per activation gradient: its log2 histogram, zero count and non-finite count (see above)."""
-    bins = LOG2_HIGH - LOG2_LOW
-    rows = []
-    for grad in grads:
-        values = jnp.abs(grad.astype(jnp.float32)).ravel()
-        live = jnp.isfinite(values) & (values > 0)
-        _, exponent = jnp.frexp(values)  # values = m * 2^exponent with m in [0.5, 1)
-        index = jnp.clip(exponent - 1 - LOG2_LOW, 0, bins - 1)
-        histogram = jnp.bincount(index, weights=live.astype(jnp.int32), length=bins)
-        zeros = jnp.sum(values == 0)
-        nonfinite = jnp.sum(~jnp.isfinite(values))
-        rows.append(jnp.concatenate([histogram.astype(jnp.int32), jnp.stack([zeros, nonfinite])]))
-    if not rows:
-        return jnp.zeros((0, bins + 2), jnp.int32)
-    return jnp.stack(rows).astype(jnp.int32)
+    # A block recipe's comparison of the first products: XLA shares the step's own two.
+    norms = jnp.zeros((3, 0), jnp.float32)
+    if precision.compute.block is not None:
+        kernels = [name for name in param_shapes(model, d_in, d_out) if name.endswith("kernel")]
+        first = param_arrays(initial)[kernels[0]]
+        norms = comparison_measure(x, first, precision.compute.block)
+    return losses, flat, activation_counts(mixed.activation_grads), float8, flags, norms
 
 
 def _param_reports(flat: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict[str, ParamReport]:
@@ -253,15 +243,16 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
     compute = precision.compute
     operations = step_operations(config.model_choice, config.task)
     # A block recipe's report reads only the batch and the first kernel as the step starts: it
-    # runs beside the step, so that on a first call the two compile on both cores at once.
+    # is measured beside the step, so that on a first call the two compile on both cores at
+    # once; its comparison of the first products is measured in the step's program.
     shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
     kernels = [name for name in shapes if name.endswith("kernel")]
     if compute.block is not None:
         pool = ThreadPoolExecutor(1, thread_name_prefix="block-report")
         first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
-        blocks = pool.submit(block_report, compute, *first)
+        measured = pool.submit(measure, compute, *first, compare=False)
         pool.shutdown(wait=False)  # its one thread ends with its one task
-    losses, flat, activation_counts, float8, flags = run_compiled(
+    losses, flat, activations, float8, flags, norms = run_compiled(
         _both_steps,
         config,
         initial,
@@ -288,7 +279,7 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
                 size=config.n * config.hidden_width,
                 log2_counts=counts[:-2],
             )
-            for layer, counts in enumerate(activation_counts)
+            for layer, counts in enumerate(activations)
         ),
         float8=float8_tensors(
             float8, kernels, (*[compute.forward_format] * 2, compute.gradient_format)
@@ -296,5 +287,5 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         if len(float8)
         else (),
         operations=operation_reports(operations, dtypes, flags, nonfinite),
-        blocks=blocks.result() if compute.block is not None else None,
+        blocks=report_from(compute, measured.result(), norms) if compute.block else None,
     )

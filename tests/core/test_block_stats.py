@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import math
 
+import jax
 import ml_dtypes
 import numpy as np
 import pytest
 from test_block_matmul import reference_quantize
 
-from playground.core.block_formats import FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
+from playground.core.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
 from playground.core.block_outliers import add_outliers, outlier_count, outlier_lesson
 from playground.core.block_stats import (
     per_tensor_float8_stats,
     recipe_comparison,
     recipe_operand_stats,
+    row_norms,
 )
+from playground.core.data import make_batch
+from playground.core.report import run_report
+from playground.core.settings import StepConfig
 
 E4M3 = ml_dtypes.float8_e4m3fn
 SMALLEST_NORMAL_E4M3 = float(ml_dtypes.finfo(E4M3).smallest_normal)
@@ -120,14 +125,61 @@ def test_recipe_comparison_against_numpy(share):
     assert math.isclose(
         comparison["output_rel_error"], relative_error(blocks, reference), rel_tol=1e-4
     )
-    scales = [np.float32(448 / np.abs(t).max()) for t in (x, w)]
-    a, b = ((t * s).astype(E4M3).astype(np.float64) for t, s in zip((x, w), scales, strict=True))
-    per_tensor = a @ b / scales[0] / scales[1]
     assert math.isclose(
         comparison["per_tensor_float8_output_rel_error"],
-        relative_error(per_tensor, reference),
+        relative_error(per_tensor_product(x, w), reference),
         rel_tol=1e-4,
     )
+
+
+def per_tensor_product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """numpy: per-tensor float8 (E4M3, current scaling s = 448 / amax) of x @ w, in float64."""
+    scales = [np.float32(448 / np.abs(t).max()) for t in (x, w)]
+    a, b = ((t * s).astype(E4M3).astype(np.float64) for t, s in zip((x, w), scales, strict=True))
+    return a @ b / scales[0] / scales[1]
+
+
+@pytest.mark.parametrize("name", ["fp8_block", "nvfp4"])
+def test_the_step_reports_comparison_is_its_first_products_against_float64(name):
+    """The step report measures the comparison in its own program, beside the step (MXFP8's
+    is checked in tests/sections/step/test_blocks.py)."""
+    config = StepConfig(n=40, d_in=70, d_out=8, compute_dtype=name, outlier_share=0.01)
+    step = run_report(config)
+    x, _ = make_batch(config)
+    kernel = step.kernel.before
+    recipe = BLOCK_RECIPES[name]
+    reference = x.astype(np.float64) @ kernel
+    kernel_tile = recipe.weight_tile or (recipe.block, 1)
+    blocks = (
+        reference_quantize(x, (1, recipe.block), recipe)[:, :70]
+        @ reference_quantize(kernel, kernel_tile, recipe)[:70, :8]
+    )
+    comparison = step.blocks.comparison
+    assert math.isclose(
+        comparison["output_rel_error"], relative_error(blocks, reference), rel_tol=1e-4
+    )
+    assert math.isclose(
+        comparison["per_tensor_float8_output_rel_error"],
+        relative_error(per_tensor_product(x, kernel), reference),
+        rel_tol=1e-4,
+    )
+
+
+def test_row_norms_against_float64_at_the_edges_of_float32():
+    rng = np.random.default_rng(5)
+    rows = np.stack(
+        [
+            rng.standard_normal(300),
+            rng.standard_normal(300) * 1e25,  # its squares overflow float32
+            rng.standard_normal(300) * 1e-25,  # its squares flush to zero in float32
+            np.zeros(300),
+        ]
+    ).astype(np.float32)
+    norms = np.asarray(jax.jit(row_norms)(rows))
+    np.testing.assert_allclose(norms, np.linalg.norm(rows.astype(np.float64), axis=1), rtol=1e-5)
+    rows[1, 7], rows[2, 3] = np.inf, np.nan
+    norms = np.asarray(jax.jit(row_norms)(rows))
+    assert norms[1] == np.inf and np.isnan(norms[2]) and norms[3] == 0
 
 
 def test_add_outliers_scales_exactly_the_drawn_entries():
