@@ -42,16 +42,34 @@ def with_hidden_layer(report):
     return dataclasses.replace(report, activations=(layer,))
 
 
+HIDDEN_LAYER_FIGURE = "bfloat16 with a hidden layer: activation_histogram"
+
+
+def _step_draws() -> tuple:
+    return (*FIGURES, magnitude_histogram, activation_histogram)
+
+
+def figure_names() -> list[str]:
+    """The names ``all_figures`` gives its figures, in its order, found without computing any:
+    test modules parametrize over them at collection, when computing the figures would cost
+    every worker the compiles (seconds) whether or not it runs those tests."""
+    names = [f"{name}: {draw.__name__}" for name in SETTINGS for draw in _step_draws()]
+    names.append(HIDDEN_LAYER_FIGURE)
+    names += [f"{name}: sweep_figure" for name in SWEEPS]
+    names += [f"{name}: {draw.__name__}" for name in DYNAMICS for draw in DYNAMICS_FIGURES]
+    return names
+
+
 @functools.cache
 def step_figures() -> dict[str, dict]:
     """'<settings>: <figure>' -> figure dict, for every chart of the step event."""
     figures = {}
     for name, config in SETTINGS.items():
         report = run_report(config)
-        for draw in (*FIGURES, magnitude_histogram, activation_histogram):
+        for draw in _step_draws():
             figures[f"{name}: {draw.__name__}"] = draw(report)
     hidden = with_hidden_layer(run_report(SETTINGS["bfloat16"]))
-    figures["bfloat16 with a hidden layer: activation_histogram"] = activation_histogram(hidden)
+    figures[HIDDEN_LAYER_FIGURE] = activation_histogram(hidden)
     return figures
 
 

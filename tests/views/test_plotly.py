@@ -12,7 +12,7 @@ import re
 
 import plotly.graph_objects as go
 import pytest
-from app_figures import all_figures
+from app_figures import all_figures, figure_names
 
 from playground.views.plotly import BAND_COLORS, band, label_rows
 
@@ -69,8 +69,17 @@ def _text_colors(node, path="") -> list[tuple[str, str]]:
     return found
 
 
-FIGURES = all_figures()
-NAMES = list(FIGURES)
+NAMES = figure_names()
+
+
+@pytest.fixture(scope="module")
+def figures() -> dict[str, dict]:
+    """Every figure, computed once, when the first test here runs (not at collection)."""
+    return all_figures()
+
+
+def test_the_names_are_the_figures(figures):
+    assert list(figures) == NAMES
 
 
 def test_the_walk_covers_every_chart_of_the_app():
@@ -91,8 +100,8 @@ def test_the_walk_covers_every_chart_of_the_app():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_axis_writes_exponents_not_si_suffixes(name):
-    figure = FIGURES[name]
+def test_every_axis_writes_exponents_not_si_suffixes(name, figures):
+    figure = figures[name]
     layout = figure["layout"]
     axes = {key: value for key, value in layout.items() if AXIS_KEY.match(key)}
     assert axes, name
@@ -105,8 +114,8 @@ def test_every_axis_writes_exponents_not_si_suffixes(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_text_reads_on_the_chart_in_both_themes(name):
-    figure = FIGURES[name]
+def test_every_text_reads_on_the_chart_in_both_themes(name, figures):
+    figure = figures[name]
     layout = figure["layout"]
     paper, plot = _rgba(layout["paper_bgcolor"]), _rgba(layout["plot_bgcolor"])
     # Opaque: the chart's background is its own, whichever theme the page is in.
@@ -125,8 +134,8 @@ def test_every_text_reads_on_the_chart_in_both_themes(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_figure_is_valid_strict_json(name):
-    figure = FIGURES[name]
+def test_every_figure_is_valid_strict_json(name, figures):
+    figure = figures[name]
     go.Figure(figure)  # raises on any unknown or mistyped property
     assert len(json.dumps(figure, allow_nan=False)) < MAX_BYTES
 
