@@ -12,14 +12,14 @@ from flax import nnx
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+from traced_step import traced_step  # noqa: E402
+
 from playground.core.data import make_batch  # noqa: E402
-from playground.core.loss_scale import StaticLossScale  # noqa: E402
 from playground.core.models import build_model  # noqa: E402
 from playground.core.op_policy import TORCH_AUTOCAST, TORCH_VERSION  # noqa: E402
 from playground.core.optimizers import build_optimizer  # noqa: E402
 from playground.core.policy import Policy  # noqa: E402
 from playground.core.settings import StepConfig  # noqa: E402
-from playground.core.step import step_trace  # noqa: E402
 
 LOW = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 WEIGHT = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
@@ -108,14 +108,8 @@ def test_autocast_gives_torch_autocasts_losses_and_gradients(low, task, activati
     )
     x, y = make_batch(config)
     model = build_model(config.model_choice, config.d_in, config.d_out, nnx.Rngs(2))
-    trace = step_trace(
-        model,
-        build_optimizer("sgd", 0.1),
-        jnp.asarray(x),
-        jnp.asarray(y),
-        StaticLossScale(jnp.float32(1.0)),
-        Policy.of(low, precision_policy="autocast", task=task),
-    )
+    policy = Policy.of(low, precision_policy="autocast", task=task)
+    trace = traced_step(model, build_optimizer("sgd", 0.1), x, y, 1.0, policy)
     params = {name: np.asarray(value) for name, value in trace.params_before.items()}
     loss, grads = _torch_step(params, x, y, low, task, 2, CALLS[activation])
     eps = float(jnp.finfo(jnp.dtype(low)).eps)

@@ -15,17 +15,16 @@ import itertools
 from collections.abc import Callable
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import op_reference
 import pytest
 from flax import nnx
 from test_block_matmul import reference_quantize
+from traced_step import PARAM_FIELDS, traced_step
 
 import reference
 from playground.core.block_formats import BLOCK_RECIPES
-from playground.core.loss_scale import StaticLossScale
 from playground.core.losses import TASKS
 from playground.core.models import (
     ACTIVATIONS,
@@ -38,7 +37,6 @@ from playground.core.models import (
 from playground.core.op_policy import PRESETS
 from playground.core.optimizers import OPTIMIZERS, build_optimizer
 from playground.core.policy import FLOAT32_TWIN, RECIPES, Policy
-from playground.core.step import step_trace
 
 LR, LOSS_SCALE, SEED = 0.1, 256.0, 3
 SHAPE = (32, 8, 4)
@@ -177,7 +175,7 @@ def block_reference(name: str) -> Callable:
 class RecipeReference(NamedTuple):
     """A recipe's float64 reference, the gradient error it allows (in norm, against that
     reference) and the rows it runs: (model, optimizer, fp8_scaling) each, or None for every
-    model x optimizer; and whether its steps run compiled (``_traced_step``) or op by op."""
+    model x optimizer; and whether its steps run compiled (``traced_step``) or op by op."""
 
     run: Callable
     grad_tolerance: float
@@ -251,50 +249,16 @@ def _batch():
     return x, y
 
 
-# Compiled without backend optimizations, each operation rounds its own result as it does run op
-# by op: an optimized build contracts the update's multiply and the masters' add into one fused
-# multiply-add (one rounding fewer), which the exact float32 checks below would see.
-UNOPTIMIZED = {"xla_backend_optimization_level": 0}
-TRACED_FIELDS = ("scaled_grads", "grads", "updates", "params_before", "params_after")
-
-
-def _traced_step(
-    choice: ModelChoice, optimizer_name: str, x, y, policy: Policy, compiled: bool = True
-):
-    """``step_trace`` of a fresh model (``nnx.Rngs(SEED)``) under ``optimizer_name`` at (x, y)
-    with S = LOSS_SCALE, compiled into one program as the page runs it (or op by op): op by op,
-    every operation of every case is dispatched and compiled on its own, and a block recipe's
-    case took 11 s instead of 1.3 s. Returns the trace's initial and new losses and its
-    TRACED_FIELDS as numpy {path name: array}, each in the order the step wrote its names (a
-    compiled program's output dicts come back sorted by key)."""
-    graphdef, state = nnx.split(build_model(choice, SHAPE[1], SHAPE[2], nnx.Rngs(SEED)))
-    tx = build_optimizer(optimizer_name, LR)
-    names: dict[str, list[str]] = {}
-
-    def run(state, x, y):
-        scaling = StaticLossScale(jnp.float32(LOSS_SCALE))
-        trace = step_trace(nnx.merge(graphdef, state), tx, x, y, scaling, policy)
-        names.update({field: list(getattr(trace, field)) for field in TRACED_FIELDS})
-        fields = {field: tuple(getattr(trace, field).values()) for field in TRACED_FIELDS}
-        return trace.initial_loss, trace.new_loss, fields
-
-    if compiled:
-        run = jax.jit(run, compiler_options=UNOPTIMIZED)
-    initial_loss, new_loss, fields = run(state, jnp.asarray(x), jnp.asarray(y))
-    numpy_trace = {
-        field: dict(zip(names[field], map(np.asarray, fields[field]), strict=True))
-        for field in TRACED_FIELDS
-    }
-    return initial_loss, new_loss, numpy_trace
-
-
 @pytest.fixture(scope="module", params=CASES, ids=[_case_id(case) for case in CASES])
 def case(request):
     choice_name, optimizer_name, policy, ref = request.param
     choice = CHOICES[choice_name]
     x, y = _batch()
-    _, new_loss, numpy_trace = _traced_step(choice, optimizer_name, x, y, policy, ref.compiled)
-    return choice, optimizer_name, policy, ref, x, y, new_loss, numpy_trace
+    model = build_model(choice, SHAPE[1], SHAPE[2], nnx.Rngs(SEED))
+    tx = build_optimizer(optimizer_name, LR)
+    trace = traced_step(model, tx, x, y, LOSS_SCALE, policy, compiled=ref.compiled)
+    numpy_trace = {field: getattr(trace, field) for field in PARAM_FIELDS}
+    return choice, optimizer_name, policy, ref, x, y, trace.new_loss, numpy_trace
 
 
 def test_parameters_are_named_by_path_with_the_model_shapes(case):
@@ -388,8 +352,9 @@ def test_each_preset_task_and_norm_match_the_float64_model(preset, choice_name, 
         policy = dataclasses.replace(FLOAT32_TWIN, task=task)
     else:
         policy = Policy.of(dtype, precision_policy=preset, task=task)
-    initial_loss, _, trace = _traced_step(choice, "sgd", x, y, policy)
-    before = {k: v.astype(np.float64) for k, v in trace["params_before"].items()}
+    model = build_model(choice, SHAPE[1], SHAPE[2], nnx.Rngs(SEED))
+    trace = traced_step(model, build_optimizer("sgd", LR), x, y, LOSS_SCALE, policy)
+    before = {k: v.astype(np.float64) for k, v in trace.params_before.items()}
     activation = ACTIVATION_REFERENCES[choice.activation] if choice.name != "linear" else None
     loss, expected = op_reference.step_reference(
         before,
@@ -402,12 +367,12 @@ def test_each_preset_task_and_norm_match_the_float64_model(preset, choice_name, 
         hidden=choice.hidden_layers if choice.name != "linear" else 0,
         norm=choice.norm == "layernorm",
     )
-    assert set(expected) == set(trace["grads"])
+    assert set(expected) == set(trace.grads)
     for name, want in expected.items():
-        got = trace["grads"][name].astype(np.float64)
+        got = trace.grads[name].astype(np.float64)
         error = np.linalg.norm(got - want) / np.linalg.norm(want)
         assert error <= GRAD_TOLERANCE[dtype], (name, error)
     # Within a few ulps of the compute dtype, whose rounding of the outputs the loss inherits in
     # any preset (test_op_policy checks which dtype the loss itself is computed in).
     eps = float(jnp.finfo(jnp.dtype(dtype)).eps)
-    assert float(initial_loss[0]) == pytest.approx(loss, rel=8 * eps)
+    assert float(trace.initial_loss[0]) == pytest.approx(loss, rel=8 * eps)
