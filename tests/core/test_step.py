@@ -17,6 +17,12 @@ from playground.core.step import low_precision_loss
 BF16_EPS = float(jnp.finfo(jnp.bfloat16).eps)
 
 
+# One batch shape for the tests that run the step op by op: each operation compiles once per
+# shape, so each further shape cost about 4 s of compiling in a cold run (the property test
+# varies the shape, through one compiled program per shape).
+SHAPE = (64, 8, 4)
+
+
 def batch(n, d_in, d_out, seed=0, scale=1.0):
     rng = np.random.default_rng(seed)
     x = (scale * rng.standard_normal((n, d_in))).astype(np.float32)
@@ -32,7 +38,7 @@ def test_the_seed_precision_example_holds():
 
 
 def test_returns_float32_jax_array_of_shape_1():
-    x, y = batch(16, 5, 3)
+    x, y = batch(*SHAPE)
     loss = mixed_precision_step(0, x, y, 0.1, 128.0)
     assert isinstance(loss, jax.Array)
     assert loss.shape == (1,) and loss.dtype == jnp.float32
@@ -40,7 +46,7 @@ def test_returns_float32_jax_array_of_shape_1():
 
 @pytest.mark.parametrize("seed, lr, loss_scale", [(0, 0.1, 1024.0), (3, 0.5, 1.0), (7, 0.01, 3.7)])
 def test_mixed_step_matches_numpy_model(seed, lr, loss_scale):
-    x, y = batch(64, 8, 4, seed)
+    x, y = batch(*SHAPE, seed)
     expected_initial, expected_new, *_ = reference.step(seed, x, y, lr, "bfloat16")
     loss = float(mixed_precision_step(seed, x, y, lr, loss_scale)[0])
     # The new loss is a bfloat16 value: allow a few bfloat16 ulps of the reference.
@@ -50,13 +56,13 @@ def test_mixed_step_matches_numpy_model(seed, lr, loss_scale):
 
 @pytest.mark.parametrize("seed, lr", [(0, 0.1), (5, 0.3)])
 def test_float32_twin_matches_float64_model(seed, lr):
-    x, y = batch(64, 8, 4, seed)
+    x, y = batch(*SHAPE, seed)
     _, expected_new, *_ = reference.step(seed, x, y, lr, "float32")
     assert float(float32_step(seed, x, y, lr)[0]) == pytest.approx(expected_new, rel=1e-5)
 
 
 def test_gradients_are_float32_and_match_numpy_model():
-    x, y = batch(64, 8, 4, 1)
+    x, y = batch(*SHAPE, 1)
     trace = step_trace(1, jnp.asarray(x), jnp.asarray(y), 0.1, 256.0)
     _, _, kernel_grad, bias_grad = reference.step(1, x, y, 0.1, "bfloat16")
     for name, expected in (("kernel", kernel_grad), ("bias", bias_grad)):
@@ -70,7 +76,7 @@ def test_gradients_are_float32_and_match_numpy_model():
 
 
 def test_unscaling_happens_before_the_update():
-    x, y = batch(32, 6, 2, 2)
+    x, y = batch(*SHAPE, 2)
     trace = step_trace(2, jnp.asarray(x), jnp.asarray(y), 0.1, 2.0**10)
     for name in ("kernel", "bias"):
         np.testing.assert_array_equal(
@@ -85,7 +91,7 @@ def test_unscaling_happens_before_the_update():
 
 
 def test_lr_zero_leaves_the_loss_at_its_initial_value():
-    x, y = batch(48, 7, 3, 4)
+    x, y = batch(*SHAPE, 4)
     trace = step_trace(4, jnp.asarray(x), jnp.asarray(y), 0.0, 512.0)
     assert float(trace.new_loss[0]) == float(trace.initial_loss[0])
     expected_initial, *_ = reference.step(4, x, y, 0.0, "bfloat16")
@@ -93,7 +99,7 @@ def test_lr_zero_leaves_the_loss_at_its_initial_value():
 
 
 def test_power_of_two_scales_change_nothing_and_others_stay_within_rounding():
-    x, y = batch(64, 8, 4, 6)
+    x, y = batch(*SHAPE, 6)
     unscaled = float(mixed_precision_step(6, x, y, 0.2, 1.0)[0])
     for exponent in (-8, 1, 8, 15, 24, 60):
         # Multiplying by 2**k is exact in bfloat16 away from overflow and subnormals.
@@ -104,8 +110,8 @@ def test_power_of_two_scales_change_nothing_and_others_stay_within_rounding():
 
 
 def test_master_parameters_stay_float32_and_untouched_by_the_temporary_model():
-    x, y = batch(16, 4, 2)
-    model = nnx.Linear(4, 2, rngs=nnx.Rngs(0))
+    x, y = batch(*SHAPE)
+    model = nnx.Linear(SHAPE[1], SHAPE[2], rngs=nnx.Rngs(0))
     kernel = np.array(model.kernel[...])
     loss = low_precision_loss(model, jnp.asarray(x), jnp.asarray(y), EXERCISE)
     assert loss.dtype == jnp.bfloat16
@@ -116,14 +122,14 @@ def test_master_parameters_stay_float32_and_untouched_by_the_temporary_model():
 
 
 def test_jit_and_eager_agree_within_bfloat16_rounding():
-    x, y = batch(40, 9, 5, 8)
+    x, y = batch(*SHAPE, 8)
     eager = float(mixed_precision_step(8, x, y, 0.1, 64.0)[0])
     compiled = float(jax.jit(mixed_precision_step, static_argnums=0)(8, x, y, 0.1, 64.0)[0])
     assert compiled == pytest.approx(eager, rel=2 * BF16_EPS)
 
 
 def test_accepts_jax_and_numpy_inputs_alike():
-    x, y = batch(16, 4, 2)
+    x, y = batch(*SHAPE)
     from_numpy = mixed_precision_step(0, x, y, 0.1, 4.0)
     from_jax = mixed_precision_step(0, jnp.asarray(x), jnp.asarray(y), 0.1, 4.0)
     np.testing.assert_array_equal(from_numpy, from_jax)
