@@ -16,9 +16,11 @@ allows (N x D_in x D_out; the caps of ``core.caps``) it prints, all measured in 
   matmul);
 * each recipe's whole report (``playground.run_report``: the mixed step, its float32 twin and
   every statistic) against the report's matmul bound and the per-tensor float8 report, and for
-  a block recipe the part of it its block report takes (``core.block_report.block_report`` on
-  the same batch and first kernel: one compiled program with three products of the first
-  layer, then the shares and errors on the host), all timed in alternation.
+  a block recipe the part of it its block report takes beside the step (``core.block_report``'s
+  ``measure`` without the comparison, on the same batch and first kernel: one compiled program
+  of counts and scales, then ``report_from`` on the host; the comparison's products are
+  measured in the step's own program, which shares two of the three with the step), all timed
+  in alternation.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from bench_core import (  # noqa: E402
 import playground  # noqa: E402
 from playground.core.block_formats import BLOCK_RECIPES  # noqa: E402
 from playground.core.block_matmul import block_matmul, empty_meta, matmul_path  # noqa: E402
-from playground.core.block_report import block_report  # noqa: E402
+from playground.core.block_report import measure, report_from  # noqa: E402
 from playground.core.data import make_batch  # noqa: E402
 from playground.core.float8 import float8_matmul  # noqa: E402
 from playground.core.policy import recipe as compute_recipe  # noqa: E402
@@ -142,6 +144,13 @@ def largest_accepted_n(n: int, d_in: int, d_out: int, dtype: str) -> int:
     raise ValueError(f"no N is accepted for {dtype} at {d_in} x {d_out}")
 
 
+def block_part(compute, x, kernel):
+    """What a block recipe's step report computes beside the step: its block measurements
+    (without the comparison, which the step's program measures) and the BlockReport on the
+    host (here with the comparison's row norms of zeros in their place)."""
+    return report_from(compute, measure(compute, x, kernel, compare=False), np.zeros((3, 1)))
+
+
 def report_rows(largest: tuple[int, int, int], gflops: float) -> None:
     """Each recipe's whole report (the mixed step, its float32 twin and every statistic the
     page shows) at the largest shape it accepts (``largest``, or a smaller N where the cost
@@ -165,7 +174,7 @@ def report_rows(largest: tuple[int, int, int], gflops: float) -> None:
             x = make_batch(configs[name][0])[0]
             first_layers[name] = (compute_recipe(name), x, report.kernel.before)
     calls = [(lambda i, c=configs[name]: playground.run_report(c[i % len(c)])) for name in recipes]
-    calls += [(lambda i, a=args: block_report(*a)) for args in first_layers.values()]
+    calls += [(lambda i, a=args: block_part(*a)) for args in first_layers.values()]
     warm = warm_medians(*[(call, None) for call in calls])
     timings = dict(zip(recipes, warm, strict=False))
     parts = dict(zip(first_layers, warm[len(recipes) :], strict=True))
