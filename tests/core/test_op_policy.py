@@ -3,12 +3,15 @@ constructed cases, and the loss computed in both dtypes."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
 from flax import nnx
+from traced_step import UNOPTIMIZED
 
 from playground.core.data import make_batch
 from playground.core.loss_scale import StaticLossScale
@@ -52,18 +55,30 @@ def test_tap_passes_values_and_flags_a_nonfinite_gradient():
     np.testing.assert_array_equal(jax.jit(tap)(values, jnp.float32(0)), values)
 
 
+WATCHED_FIELDS = ("initial_loss", "new_loss", "scaled_grads", "params_after", "forward_finite")
+
+
 def _trace(choice, policy, x, y, scale=256.0, watch=0):
-    model = build_model(choice, x.shape[1], y.shape[1], nnx.Rngs(0))
-    return step_trace(
-        model,
-        build_optimizer("sgd", 0.1),
-        jnp.asarray(x),
-        jnp.asarray(y),
-        StaticLossScale(jnp.float32(scale)),
-        policy,
-        hidden=(choice.hidden_count, choice.hidden_width),
-        watch=watch,
-    )
+    """The step's WATCHED_FIELDS, compiled as the page runs it (op by op, each operation of the
+    two steps compiled on its own, the three presets took 17 s of a cold CI run); unoptimized,
+    as tests/traced_step.py explains, so each operation rounds its own result."""
+    graphdef, state = nnx.split(build_model(choice, x.shape[1], y.shape[1], nnx.Rngs(0)))
+
+    @functools.partial(jax.jit, compiler_options=UNOPTIMIZED)
+    def run(state, x, y):
+        trace = step_trace(
+            nnx.merge(graphdef, state),
+            build_optimizer("sgd", 0.1),
+            x,
+            y,
+            StaticLossScale(jnp.float32(scale)),
+            policy,
+            hidden=(choice.hidden_count, choice.hidden_width),
+            watch=watch,
+        )
+        return {field: getattr(trace, field) for field in WATCHED_FIELDS}
+
+    return run(state, jnp.asarray(x), jnp.asarray(y))
 
 
 @pytest.mark.parametrize("policy_name", list(PRESETS))
@@ -73,15 +88,11 @@ def test_watching_changes_no_number(policy_name):
     policy = Policy.of("float16", precision_policy=policy_name)
     plain = _trace(choice, policy, x, y)
     watched = _trace(choice, policy, x, y, watch=len(step_operations(choice, "regression")))
-    for field in ("initial_loss", "new_loss", "scaled_grads", "params_after"):
-        pairs = zip(
-            jax.tree.leaves(getattr(plain, field)),
-            jax.tree.leaves(getattr(watched, field)),
-            strict=True,
-        )
+    for field in WATCHED_FIELDS[:-1]:
+        pairs = zip(jax.tree.leaves(plain[field]), jax.tree.leaves(watched[field]), strict=True)
         for a, b in pairs:
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert watched.forward_finite.shape == (len(step_operations(choice, "regression")),)
+    assert watched["forward_finite"].shape == (len(step_operations(choice, "regression")),)
 
 
 @pytest.mark.parametrize("task", ["regression", "classification"])
