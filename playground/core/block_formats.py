@@ -87,11 +87,6 @@ def element_facts(name: str) -> ElementFacts:
     )
 
 
-def element_dtype(name: str) -> np.dtype:
-    """The numpy dtype of an element or scale format name."""
-    return np.dtype(getattr(ml_dtypes, name))
-
-
 @dataclass(frozen=True)
 class BlockRecipe:
     """One block-scaled recipe (see the module rule).
@@ -187,12 +182,3 @@ def nvfp4_tensor_scale(amax: jnp.ndarray, element_format: str, scale_format: str
     product = element_facts(scale_format).max * element_facts(element_format).max
     scale = amax / jnp.float32(product)
     return jnp.where((amax > 0) & jnp.isfinite(amax), scale, jnp.float32(1))
-
-
-def nvfp4_block_scale(
-    amax: jnp.ndarray, tensor_scale: jnp.ndarray, element_format: str, scale_format: str
-) -> jnp.ndarray:
-    """E4M3(min(amax / tensor_scale / element max, scale max)), returned as float32."""
-    block = amax / tensor_scale / jnp.float32(element_facts(element_format).max)
-    block = jnp.clip(block, 0, element_facts(scale_format).max)
-    return block.astype(element_dtype(scale_format)).astype(jnp.float32)
