@@ -21,8 +21,8 @@ import jax.numpy as jnp
 
 TASK_LOSSES: dict[str, Callable[[jax.Array, jax.Array], jax.Array]] = {
     "regression": lambda outputs, y: jnp.mean((outputs - y) ** 2),
-    "classification": lambda logits, y: -jnp.mean(
-        jnp.sum(y * jax.nn.log_softmax(logits, axis=-1), axis=-1)
+    "classification": lambda logits, y: (
+        -jnp.mean(jnp.sum(y * jax.nn.log_softmax(logits, axis=-1), axis=-1))
     ),
 }
 TASKS = tuple(TASK_LOSSES)

@@ -196,9 +196,7 @@ def _mlp_operations(choice: ModelChoice) -> tuple[Operation, ...]:
     return (*operations, Operation(f"layers.{last}", "matmul", f"layers.{last}."))
 
 
-def forward(
-    module: nnx.Module, x: jax.Array, probes: Sequence[jax.Array], ops: OpRun
-) -> jax.Array:
+def forward(module: nnx.Module, x: jax.Array, probes: Sequence[jax.Array], ops: OpRun) -> jax.Array:
     """The model's output for x, each operation run and watched by ``ops`` (module rule)."""
     if isinstance(module, MLP):
         return module(x, probes, ops)
@@ -226,8 +224,10 @@ MODELS: dict[str, ModelSpec] = {
         options=("hidden_layers", "hidden_width", "activation"),
         hidden=_mlp_hidden,
         # The norm adds to the slug only when on, so today's file names stay.
-        slug=lambda c: f"mlp{c.hidden_layers}x{c.hidden_width}-{c.activation}"
-        + ("-layernorm" if c.norm == "layernorm" else ""),
+        slug=lambda c: (
+            f"mlp{c.hidden_layers}x{c.hidden_width}-{c.activation}"
+            + ("-layernorm" if c.norm == "layernorm" else "")
+        ),
         about="linear layers with an activation between",
         operations=_mlp_operations,
         takes_norm=True,

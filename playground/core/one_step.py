@@ -104,6 +104,7 @@ def scaled_step(
     grads = jax.tree.map(lambda g, p: g.astype(p.dtype), policy.unscale(scaled_grads), point)
     updates, opt_state = tx.update(grads, opt_state, point)
     finite = all_finite(grads)
+
     # A gradient lost to zero is told from a true zero by float32's gradient at the same point,
     # computed only in a step that has a zero gradient entry (none: nothing was flushed).
     def flushed_share(_) -> jax.Array:

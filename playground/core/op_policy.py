@@ -102,9 +102,7 @@ TORCH_AUTOCAST = {
 def preset(name: str) -> OpPolicy:
     """The preset registered as ``name``; ValueError naming the setting and its choices."""
     if name not in PRESETS:
-        raise ValueError(
-            f"precision_policy must be one of {', '.join(PRESETS)}; got {name!r}"
-        )
+        raise ValueError(f"precision_policy must be one of {', '.join(PRESETS)}; got {name!r}")
     return PRESETS[name]
 
 

@@ -174,7 +174,5 @@ PRECISION_LESSONS = (
         "operations-table",
         classification_rounding,
     ),
-    StepLesson(
-        "bfloat16 loss moves in steps", LOSS_STEPS, None, "operations-table", loss_steps
-    ),
+    StepLesson("bfloat16 loss moves in steps", LOSS_STEPS, None, "operations-table", loss_steps),
 )

@@ -207,18 +207,22 @@ def commit(
     values = values | shapes
     report = cached_report(config, data)
     headline, reading, summary = step_tab.page_texts(report, data.name if data else None)
-    return notices | {Control(name): value for name, value in shapes.items()} | {
-        "caption": gr.update(visible=False),
-        "status": gr.update(value="", visible=False),
-        "last_valid": {name: values.get(name) for name in INPUTS},
-        "headline": headline,
-        "reading": reading,
-        "operations": operations_markdown(report),
-        "summary": summary,
-        "magnitudes": lab_tab.magnitude_table(report),
-        "loss_scale_exponent": exponent_of(config.loss_scale),
-        "loss_scale_presets": preset_of(config.loss_scale),
-    }
+    return (
+        notices
+        | {Control(name): value for name, value in shapes.items()}
+        | {
+            "caption": gr.update(visible=False),
+            "status": gr.update(value="", visible=False),
+            "last_valid": {name: values.get(name) for name in INPUTS},
+            "headline": headline,
+            "reading": reading,
+            "operations": operations_markdown(report),
+            "summary": summary,
+            "magnitudes": lab_tab.magnitude_table(report),
+            "loss_scale_exponent": exponent_of(config.loss_scale),
+            "loss_scale_presets": preset_of(config.loss_scale),
+        }
+    )
 
 
 def tab_charts(

@@ -61,8 +61,7 @@ def _trace(trace: dict[str, Any]) -> str:
         place = f" at {number(x[at])}" if at < len(x) else ""
         count = f"{round(total):,}" if all(v.is_integer() for _, v in points) else number(total)
         return (
-            f"{name}: {len(points):,} bars totalling {count}, the tallest {number(tallest)}"
-            f"{place}"
+            f"{name}: {len(points):,} bars totalling {count}, the tallest {number(tallest)}{place}"
         )
     low, high = min(v for _, v in points), max(v for _, v in points)
     if trace.get("mode") == "markers":  # a cloud: where it lies

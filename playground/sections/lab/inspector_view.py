@@ -67,8 +67,7 @@ def typed_line(typed: TypedNumber) -> str:
     else:
         fate = f"not a float64: float64 would round it to {value!r}"
     return (
-        f"Typed: **{typed.text}**, {fate}. Each format below rounds the typed number itself, "
-        "once."
+        f"Typed: **{typed.text}**, {fate}. Each format below rounds the typed number itself, once."
     )
 
 
