@@ -13,9 +13,15 @@ The output comparison, on one batch::
 
     output_rel_error                    = ||Q-matmul(x, W) - x @ W|| / ||x @ W||   (the recipe)
     per_tensor_float8_output_rel_error  = the same for ``core.float8`` (E4M3, current scaling)
+    median_row_rel_error                = median over the rows i of x @ W that are not all
+                                          zero of ||row_i difference|| / ||row_i of x @ W||
+    per_tensor_float8_median_row_rel_error  the same for per-tensor float8
 
 with x @ W in float32 at the highest precision (its error is far below the recipes'; a norm of 0
 gives NaN); each norm is the float64 root of its rows' squared float32 norms, summed.
+
+The norm weighs each row by the size of its output, so a few large rows (an outlier's) can
+decide it; the median is a typical row's error (NaN when every row is zero).
 
 Two halves: the functions marked "in a program" run inside a compiled program and return only
 small arrays (counts per block, scales, the products' row norms); the host functions turn those
@@ -41,7 +47,12 @@ from playground.core.float8 import FORWARD_FORMAT, float8_matmul, scale_from_ama
 
 OPERAND_ROLES = ("input", "kernel", "gradient")
 CLASSES = ("flushed", "saturated", "kept")
-COMPARISON_KEYS = ("output_rel_error", "per_tensor_float8_output_rel_error")
+COMPARISON_KEYS = (
+    "output_rel_error",
+    "per_tensor_float8_output_rel_error",
+    "median_row_rel_error",
+    "per_tensor_float8_median_row_rel_error",
+)
 
 
 @dataclass(frozen=True)
@@ -215,12 +226,16 @@ _comparison_measure = jax.jit(comparison_measure, static_argnums=2)
 
 def comparison_from(norms) -> dict[str, float]:
     """The relative errors of the two products against the reference from their row norms
-    (``comparison_measure``), summed in float64 on the host, under the JSON keys of
-    ``recipe_comparison``."""
-    block, per_tensor, reference = np.sqrt(np.sum(np.square(np.asarray(norms, np.float64)), 1))
+    (``comparison_measure``), in float64 on the host, under COMPARISON_KEYS: in norm (the
+    rows' squares summed), and the median of the rows' own."""
+    rows = np.asarray(norms, np.float64)
+    block, per_tensor, reference = np.sqrt(np.sum(np.square(rows), 1))
+    live = rows[2] > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        errors = (block / reference, per_tensor / reference)
-    return dict(zip(COMPARISON_KEYS, map(float, errors), strict=True))
+        errors = [block / reference, per_tensor / reference]
+        per_row = rows[:2, live] / rows[2, live]
+    medians = np.median(per_row, axis=1) if live.any() else [np.nan, np.nan]
+    return dict(zip(COMPARISON_KEYS, map(float, [*errors, *medians]), strict=True))
 
 
 def recipe_comparison(x, kernel, recipe: BlockRecipe) -> dict[str, float]:

@@ -9,6 +9,7 @@ import jax
 import ml_dtypes
 import numpy as np
 import pytest
+from block_reference import relative_error, row_errors
 from test_block_matmul import reference_quantize
 
 from playground.core.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
@@ -108,10 +109,6 @@ def test_nvfp4_stats_include_the_tensor_scale():
     assert kernel.scale_log2.shape == (2, 3)  # 16 x 16 tiles over a padded 32 x 48
 
 
-def relative_error(out: np.ndarray, reference: np.ndarray) -> float:
-    return float(np.linalg.norm(out - reference) / np.linalg.norm(reference))
-
-
 @pytest.mark.parametrize("share", [0.0, 1e-3])
 def test_recipe_comparison_against_numpy(share):
     x = outlier_batch(share)
@@ -154,13 +151,24 @@ def test_the_step_reports_comparison_is_its_first_products_against_float64(name)
         reference_quantize(x, (1, recipe.block), recipe)[:, :70]
         @ reference_quantize(kernel, kernel_tile, recipe)[:70, :8]
     )
+    per_tensor = per_tensor_product(x, kernel)
     comparison = step.blocks.comparison
     assert math.isclose(
         comparison["output_rel_error"], relative_error(blocks, reference), rel_tol=1e-4
     )
     assert math.isclose(
         comparison["per_tensor_float8_output_rel_error"],
-        relative_error(per_tensor_product(x, kernel), reference),
+        relative_error(per_tensor, reference),
+        rel_tol=1e-4,
+    )
+    assert math.isclose(
+        comparison["median_row_rel_error"],
+        np.median(row_errors(blocks, reference)),
+        rel_tol=1e-4,
+    )
+    assert math.isclose(
+        comparison["per_tensor_float8_median_row_rel_error"],
+        np.median(row_errors(per_tensor, reference)),
         rel_tol=1e-4,
     )
 

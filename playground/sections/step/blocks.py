@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from playground.core.block_report import BlockReport
-from playground.core.block_stats import CLASSES, OperandStats
+from playground.core.block_stats import CLASSES, COMPARISON_KEYS, OperandStats
 from playground.core.policy import RECIPES
 from playground.core.step_report import StepReport
 from playground.views.numbers import json_number
@@ -65,13 +65,14 @@ def _operand(blocks: BlockReport, role: str) -> dict[str, Any]:
 
 
 def recipe_comparison(report: StepReport) -> dict[str, Any]:
-    """The JSON summary's ``recipe_comparison``: the two relative errors of the first layer's
-    forward output (``output_rel_error``, ``per_tensor_float8_output_rel_error``), and the
+    """The JSON summary's ``recipe_comparison``: the relative errors of the first layer's
+    forward output (``core.block_stats.COMPARISON_KEYS``: ``output_rel_error`` and
+    ``per_tensor_float8_output_rel_error`` in norm, the two medians of the rows' own), and the
     recipe, its path, the last block's size and each operand's shares; nulls for a recipe
     that is not block-scaled."""
     blocks = report.blocks
     if blocks is None:
-        empty = dict.fromkeys(("output_rel_error", "per_tensor_float8_output_rel_error"))
+        empty = dict.fromkeys(COMPARISON_KEYS)
         return {"recipe": None, **empty}
     return {
         "recipe": blocks.recipe,
@@ -153,6 +154,25 @@ def _tensor_rows(report: StepReport) -> list[str]:
     return rows
 
 
+def _error_sentences(recipe: str, comparison: dict[str, float]) -> str:
+    """The comparison's errors (``core.block_stats``' rule), and, when the norm and the typical
+    row rank the two recipes differently, why they can."""
+    norm = (comparison["output_rel_error"], comparison["per_tensor_float8_output_rel_error"])
+    row = (comparison["median_row_rel_error"], comparison["per_tensor_float8_median_row_rel_error"])
+    text = (
+        f"The first layer's forward output against float64 (relative error, in norm): "
+        f"{recipe} {norm[0]:.3g}; per-tensor float8 (E4M3, current scaling) {norm[1]:.3g}. "
+        f"Row by row (the median of the output rows' own relative errors): {recipe} "
+        f"{row[0]:.3g}; per-tensor float8 {row[1]:.3g}."
+    )
+    if (norm[0] < norm[1]) != (row[0] < row[1]):
+        text += (
+            " The two rank them differently: the norm weighs each row by the size of its "
+            "output, so a few large rows (an outlier's) decide it; the median is a typical row."
+        )
+    return text
+
+
 def block_note(report: StepReport) -> str:
     """The tab's Markdown (see the module rule)."""
     blocks = report.blocks
@@ -161,12 +181,7 @@ def block_note(report: StepReport) -> str:
             f"This panel fills for a block-scaled compute dtype ({', '.join(block_recipes())}); "
             f"this step computes in {report.config.compute_dtype}."
         )
-    comparison = blocks.comparison
-    errors = (
-        f"The first layer's forward output against float64 (relative error, in norm): "
-        f"{blocks.recipe} {comparison['output_rel_error']:.3g}; per-tensor float8 (E4M3, "
-        f"current scaling) {comparison['per_tensor_float8_output_rel_error']:.3g}."
-    )
+    errors = _error_sentences(blocks.recipe, blocks.comparison)
     lesson = blocks.lesson
     taught = (
         lesson.sentence
@@ -203,6 +218,11 @@ def _heatmap(values: np.ndarray, axes: tuple[str, str], name: str) -> dict[str, 
     }
 
 
+def _whole_ticks(count: int) -> dict[str, int]:
+    """Ticks on whole block indices only, about eight of them, along an axis of ``count``."""
+    return {"tick0": 0, "dtick": max(1, math.ceil(count / 8))}
+
+
 def block_scale_figure(report: StepReport) -> dict[str, Any]:
     """log2 of every block's scale (x block scale x tensor scale) of the first layer's input
     (rows of x by blocks along D_in) and kernel (its block grid), side by side."""
@@ -214,16 +234,30 @@ def block_scale_figure(report: StepReport) -> dict[str, Any]:
         ]
         return {"data": [], "layout": layout}
     maps = {role: blocks.operands[role].scale_log2 for role in blocks.operands}
+    rows, columns = np.shape(maps["input"])
+    kernel_rows, kernel_columns = np.shape(maps["kernel"])
     layout |= {
-        "xaxis": {**layout["xaxis"], "domain": [0, 0.45], "title": {"text": "x: block along D_in"}},
+        "xaxis": {
+            **layout["xaxis"],
+            **_whole_ticks(columns),
+            "domain": [0, 0.45],
+            "title": {"text": "x: block along D_in"},
+        },
         "xaxis2": {
             **layout["xaxis"],
+            **_whole_ticks(kernel_columns),
             "domain": [0.55, 1],
             "title": {"text": "kernel: block column"},
         },
-        "yaxis": {**layout["yaxis"], "title": {"text": "row of x"}, "autorange": "reversed"},
+        "yaxis": {
+            **layout["yaxis"],
+            **_whole_ticks(rows),
+            "title": {"text": "row of x"},
+            "autorange": "reversed",
+        },
         "yaxis2": {
             **layout["yaxis"],
+            **_whole_ticks(kernel_rows),
             "anchor": "x2",
             "title": {"text": "kernel block row"},
             "autorange": "reversed",

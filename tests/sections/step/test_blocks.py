@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 
 import ml_dtypes
 import numpy as np
 import pytest
+from block_reference import E4M3, mxfp8, per_tensor_float8, relative_error, row_errors
 
 from playground.core.data import make_batch
 from playground.core.lessons import STEP_LESSONS
@@ -20,7 +20,6 @@ from playground.sections.step.blocks import block_note, block_scale_figure, reci
 from playground.sections.step.causes import cause_sentence
 from playground.sections.step.summary import summarize
 
-E4M3 = ml_dtypes.float8_e4m3fn
 SMALLEST_NORMAL = float(ml_dtypes.finfo(E4M3).smallest_normal)
 # D_in = 70: blocks of 32 along each row of x, the last holding 70 - 2 x 32 values.
 CONFIG = StepConfig(n=48, d_in=70, d_out=8, compute_dtype="mxfp8", outlier_share=0.002)
@@ -29,30 +28,6 @@ CONFIG = StepConfig(n=48, d_in=70, d_out=8, compute_dtype="mxfp8", outlier_share
 @functools.cache
 def report(**changes):
     return run_report(CONFIG.replace(**changes))
-
-
-def mxfp8(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(dequantized values, log2 scale per block): blocks of 32 along each row (the last
-    zero-padded), scale 2^ceil(log2(amax / 448)), elements E4M3(value / scale)."""
-    rows, cols = values.shape
-    padded = np.zeros((rows, math.ceil(cols / 32) * 32), np.float32)
-    padded[:, :cols] = values
-    blocks = padded.reshape(rows, -1, 32)
-    amax = np.abs(blocks).max(axis=-1)
-    ratio = np.where(amax > 0, amax, 448).astype(np.float32) / np.float32(448)
-    exponent = np.ceil(np.log2(ratio.astype(np.float64)))
-    scale = 2.0 ** exponent[..., None]
-    elements = (blocks / scale).astype(np.float32).astype(E4M3).astype(np.float64)
-    return (elements * scale).reshape(rows, -1)[:, :cols], exponent
-
-
-def per_tensor_float8(values: np.ndarray) -> np.ndarray:
-    scale = np.float32(448 / np.abs(values).max())
-    return (values * scale).astype(E4M3).astype(np.float64) / scale
-
-
-def relative_error(out: np.ndarray, reference: np.ndarray) -> float:
-    return float(np.linalg.norm(out - reference) / np.linalg.norm(reference))
 
 
 def test_recipe_comparison_is_the_first_layers_output_error_against_float64():
@@ -67,10 +42,55 @@ def test_recipe_comparison_is_the_first_layers_output_error_against_float64():
     assert comparison["per_tensor_float8_output_rel_error"] == pytest.approx(
         relative_error(per_tensor, exact), 1e-4
     )
+    assert comparison["median_row_rel_error"] == pytest.approx(
+        np.median(row_errors(blocks, exact)), 1e-4
+    )
+    assert comparison["per_tensor_float8_median_row_rel_error"] == pytest.approx(
+        np.median(row_errors(per_tensor, exact)), 1e-4
+    )
     assert comparison["last_block_size"] == 70 - 2 * 32
     summary = summarize(step)
     assert summary["recipe_comparison"] == comparison
     json.dumps(summary, allow_nan=False)  # strict JSON
+
+
+RANKED_DIFFERENTLY = "The two rank them differently: the norm weighs each row by the size"
+
+
+def test_an_outlier_row_decides_the_norm_and_the_median_shows_a_typical_row():
+    """The lesson's one outlier: per-tensor float8's output error is smaller in norm, decided
+    by the outlier's row, which sets its one scale (448 / amax); row by row MXFP8's is
+    smaller, and the note says why the two rank them differently. Without the outlier's row
+    the norm ranks them as the median does."""
+    (lesson,) = [x for x in STEP_LESSONS if x.claim_on is outlier_claim]
+    step = lesson.run()
+    x, _ = make_batch(step.config)
+    kernel = step.kernel.before
+    exact = x.astype(np.float64) @ kernel
+    outputs = {
+        "mxfp8": mxfp8(x)[0] @ mxfp8(kernel.T)[0].T,
+        "per-tensor": per_tensor_float8(x) @ per_tensor_float8(kernel),
+    }
+    norm = {name: relative_error(out, exact) for name, out in outputs.items()}
+    median = {name: np.median(row_errors(out, exact)) for name, out in outputs.items()}
+    assert norm["per-tensor"] < norm["mxfp8"] and median["mxfp8"] < median["per-tensor"]
+    others = np.ones(len(x), bool)
+    others[np.argmax(np.abs(x).max(axis=1))] = False  # the outlier's row
+    without = {name: relative_error(out[others], exact[others]) for name, out in outputs.items()}
+    assert without["mxfp8"] < without["per-tensor"]
+    comparison = recipe_comparison(step)
+    assert comparison["per_tensor_float8_median_row_rel_error"] == pytest.approx(
+        median["per-tensor"], 1e-4
+    )
+    note = " ".join(block_note(step).split())
+    assert RANKED_DIFFERENTLY in note
+    # Where the two agree (no outlier here), the note does not say they differ.
+    plain = report(outlier_share=0.0)
+    errors = recipe_comparison(plain)
+    agree = (errors["output_rel_error"] < errors["per_tensor_float8_output_rel_error"]) == (
+        errors["median_row_rel_error"] < errors["per_tensor_float8_median_row_rel_error"]
+    )
+    assert (RANKED_DIFFERENTLY in " ".join(block_note(plain).split())) == (not agree)
 
 
 def test_another_recipe_has_null_errors_and_a_note_naming_the_block_recipes():
@@ -78,6 +98,7 @@ def test_another_recipe_has_null_errors_and_a_note_naming_the_block_recipes():
     comparison = recipe_comparison(step)
     assert comparison["output_rel_error"] is None
     assert comparison["per_tensor_float8_output_rel_error"] is None
+    assert comparison["median_row_rel_error"] is None
     note = block_note(step)
     assert all(name in note for name in ("mxfp8", "fp8_block", "nvfp4"))
     assert block_scale_figure(step)["data"] == []
