@@ -29,8 +29,10 @@ def scroll_js(element_id: str) -> str:
 
 CSS = """
 #headline table, #inspection table, #magnitudes table,
-#operations-table table { display: block; overflow-x: auto; }
-#headline td, #inspection td, #magnitudes td, #operations-table :is(td, th) { white-space: nowrap; }
+#operations-table table, #note-block-scaling table { display: block; overflow-x: auto; }
+#headline td, #inspection td, #magnitudes td,
+#operations-table :is(td, th), #note-block-scaling td { white-space: nowrap; }
+#note-block-scaling th { overflow-wrap: normal; word-break: normal; }
 #headline p, #headline ul { margin-top: 4px; margin-bottom: 4px; }
 #intro p { margin: 4px 0; }
 #intro h1 { margin-bottom: 4px; }
