@@ -3,15 +3,18 @@ computations written here (ml_dtypes for E4M3)."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
+import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
 from block_reference import relative_error, row_errors
 from test_block_matmul import reference_quantize
 
+from playground.core import report as report_module
 from playground.core.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
 from playground.core.block_outliers import add_outliers, outlier_count, outlier_lesson
 from playground.core.block_stats import (
@@ -21,6 +24,9 @@ from playground.core.block_stats import (
     row_norms,
 )
 from playground.core.data import make_batch
+from playground.core.models import initial_state
+from playground.core.operations_report import step_operations
+from playground.core.policy import policy_for
 from playground.core.report import run_report
 from playground.core.settings import StepConfig
 
@@ -171,6 +177,37 @@ def test_the_step_reports_comparison_is_its_first_products_against_float64(name)
         np.median(row_errors(per_tensor, reference)),
         rel_tol=1e-4,
     )
+
+
+def _compiled_dots(config: StepConfig) -> int:
+    """How many matmuls (HLO dots) the step report's compiled program of ``config`` has,
+    traced afresh (a new function object: JAX caches traces by function)."""
+    steps = report_module._both_steps.__wrapped__
+    program = jax.jit(
+        functools.wraps(steps)(lambda *args, **kwargs: steps(*args, **kwargs)),
+        static_argnames=("precision", "model", "optimizer", "watch"),
+    )
+    x, y = make_batch(config)
+    choice = config.model_choice
+    initial = initial_state(np.uint32(config.model_seed), choice=choice, d_in=64, d_out=16)
+    lowered = program.lower(
+        np.uint32(0), x, y, np.float32(0.1), np.float32(1), initial,
+        precision=policy_for(config), model=choice, optimizer=config.optimizer,
+        watch=len(step_operations(choice, config.task)),
+    )  # fmt: skip
+    return sum(" dot(" in line for line in lowered.compile().as_text().splitlines())
+
+
+@pytest.mark.parametrize("model", [{}, {"model": "mlp", "hidden_layers": 1, "hidden_width": 32}])
+def test_the_comparison_adds_one_matmul_to_the_steps_program(monkeypatch, model):
+    """Its recipe and float32 products are the step's own first ones (XLA computes each once):
+    only per-tensor float8's is new."""
+    config = StepConfig(n=40, d_in=64, d_out=16, compute_dtype="mxfp8", **model)
+    with_comparison = _compiled_dots(config)
+    monkeypatch.setattr(
+        report_module, "comparison_measure", lambda x, kernel, recipe: jnp.zeros((3, 0))
+    )
+    assert with_comparison == _compiled_dots(config) + 1
 
 
 def test_row_norms_against_float64_at_the_edges_of_float32():
