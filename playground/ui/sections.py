@@ -20,6 +20,7 @@ from typing import Any
 
 from playground.core.step_report import StepReport
 from playground.sections.lab import tab as lab_tab
+from playground.sections.step import block_map
 from playground.sections.step import blocks as block_section
 from playground.sections.step import tab as step_tab
 from playground.ui.components import Page
@@ -41,8 +42,8 @@ SECTIONS = (
     Section("step", step_tab.TABS, step_tab.FIGURES, step.build, step.wire),
     Section(
         "blocks",
-        {block_section.BLOCK_TAB: (block_section.BLOCK_FIGURE,)},
-        {block_section.BLOCK_FIGURE: block_section.block_scale_figure},
+        {block_section.BLOCK_TAB: (block_map.BLOCK_FIGURE,)},
+        {block_map.BLOCK_FIGURE: block_map.block_scale_figure},
         blocks.build,
         blocks.wire,
     ),

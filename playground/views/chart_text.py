@@ -7,6 +7,8 @@ Rule: ``describe(figure)`` reads only the figure dict, so it says what the chart
       bars             how many, their total and the tallest (height and place);
       lines            how many finite points, the range of y and the last finite point;
       markers          how many finite points and the ranges of x and y;
+      heatmaps         the grid, the range of its finite cells and where the largest is
+                       (at x0 + column dx, y0 + row dy, as the map places it);
     the annotations' text (a note such as "no finite points: ..." is part of the message).
 
 ``with_description(figure)`` returns the figure with that text as ``layout.meta.description``;
@@ -49,8 +51,26 @@ def _finite(values: list[Any]) -> list[tuple[int, float]]:
     ]
 
 
+def _heatmap(name: str, trace: dict[str, Any]) -> str:
+    rows = list(trace.get("z", []))
+    grid = f"{len(rows):,} x {max(map(len, rows), default=0):,} map"
+    cells = [(r, c, v) for r, row in enumerate(rows) for c, v in _finite(list(row))]
+    if not cells:
+        return f"{name}: a {grid} with no finite values"
+    low = min(v for *_, v in cells)
+    row, column, high = max(cells, key=lambda cell: cell[2])
+    x = trace.get("x0", 0) + column * trace.get("dx", 1)
+    y = trace.get("y0", 0) + row * trace.get("dy", 1)
+    return (
+        f"{name}: a {grid}, values from {number(low)} to {number(high)}, the largest at "
+        f"x {number(x)}, y {number(y)}"
+    )
+
+
 def _trace(trace: dict[str, Any]) -> str:
     name = plain(trace.get("name", "")) or "unnamed"
+    if trace.get("type") == "heatmap":
+        return _heatmap(name, trace)
     x, y = list(trace.get("x", [])), list(trace.get("y", []))
     points = _finite(y)
     if not points:

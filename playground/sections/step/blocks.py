@@ -8,7 +8,8 @@ which compute dtypes fill the panel, and the map says the same.
 
     recipe_comparison(report)   the JSON summary's ``recipe_comparison``
     block_note(report)          the tab's Markdown: path, last block, shares, errors, lesson
-    block_scale_figure(report)  log2 block scales of x and of the kernel, as two heat maps
+
+The map of block scales is ``sections.step.block_map``'s.
 """
 
 from __future__ import annotations
@@ -24,11 +25,9 @@ from playground.core.block_stats import CLASSES, COMPARISON_KEYS, OperandStats
 from playground.core.policy import RECIPES
 from playground.core.step_report import StepReport
 from playground.views.numbers import json_number
-from playground.views.plotly import base_layout, empty_note
 
 # The tab's label (its id too), and the element a lesson brings into view.
 BLOCK_TAB = "Block scaling"
-BLOCK_FIGURE = "block_plot"
 OPERAND_LABELS = {"input": "input x", "kernel": "kernel"}
 
 
@@ -203,69 +202,3 @@ def block_note(report: StepReport) -> str:
             taught,
         ]
     )
-
-
-def _heatmap(values: np.ndarray, axes: tuple[str, str], name: str) -> dict[str, Any]:
-    """One scale map on the shared colour axis (NaN, an all-zero tensor's, left blank)."""
-    return {
-        "type": "heatmap",
-        "name": name,
-        "z": np.where(np.isfinite(values), values, None).tolist(),
-        "xaxis": axes[0],
-        "yaxis": axes[1],
-        "coloraxis": "coloraxis",
-        "hovertemplate": f"{name}: block %{{x}}, row %{{y}}: log2 scale %{{z:.3g}}<extra></extra>",
-    }
-
-
-def _whole_ticks(count: int) -> dict[str, int]:
-    """Ticks on whole block indices only, about eight of them, along an axis of ``count``."""
-    return {"tick0": 0, "dtick": max(1, math.ceil(count / 8))}
-
-
-def block_scale_figure(report: StepReport) -> dict[str, Any]:
-    """log2 of every block's scale (x block scale x tensor scale) of the first layer's input
-    (rows of x by blocks along D_in) and kernel (its block grid), side by side."""
-    blocks = report.blocks
-    layout = base_layout("Block scales (log2) of the first layer", "block", "row")
-    if blocks is None:
-        layout["annotations"] = [
-            empty_note("No block scales: the compute dtype is not block-scaled.")
-        ]
-        return {"data": [], "layout": layout}
-    maps = {role: blocks.operands[role].scale_log2 for role in blocks.operands}
-    rows, columns = np.shape(maps["input"])
-    kernel_rows, kernel_columns = np.shape(maps["kernel"])
-    layout |= {
-        "xaxis": {
-            **layout["xaxis"],
-            **_whole_ticks(columns),
-            "domain": [0, 0.45],
-            "title": {"text": "x: block along D_in"},
-        },
-        "xaxis2": {
-            **layout["xaxis"],
-            **_whole_ticks(kernel_columns),
-            "domain": [0.55, 1],
-            "title": {"text": "kernel: block column"},
-        },
-        "yaxis": {
-            **layout["yaxis"],
-            **_whole_ticks(rows),
-            "title": {"text": "row of x"},
-            "autorange": "reversed",
-        },
-        "yaxis2": {
-            **layout["yaxis"],
-            **_whole_ticks(kernel_rows),
-            "anchor": "x2",
-            "title": {"text": "kernel block row"},
-            "autorange": "reversed",
-        },
-        "coloraxis": {"colorscale": "Viridis", "colorbar": {"title": {"text": "log2 scale"}}},
-    }
-    data = [
-        _heatmap(maps["input"], ("x", "y"), "input x"),
-        _heatmap(maps["kernel"], ("x2", "y2"), "kernel"),
-    ]
-    return {"data": data, "layout": layout}

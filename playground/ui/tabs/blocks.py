@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from playground.sections.step.blocks import BLOCK_FIGURE, BLOCK_TAB
+from playground.sections.step.block_map import BLOCK_FIGURE
+from playground.sections.step.blocks import BLOCK_TAB
 from playground.sections.step.notes import note_id
 from playground.ui.components import Page
 from playground.ui.widgets import plot_slot

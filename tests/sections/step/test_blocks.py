@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -16,9 +17,11 @@ from playground.core.lessons import STEP_LESSONS
 from playground.core.lessons.blocks import outlier_claim
 from playground.core.report import run_report
 from playground.core.settings import StepConfig
-from playground.sections.step.blocks import block_note, block_scale_figure, recipe_comparison
+from playground.sections.step.block_map import MAP_CELLS, block_scale_figure
+from playground.sections.step.blocks import block_note, recipe_comparison
 from playground.sections.step.causes import cause_sentence
 from playground.sections.step.summary import summarize
+from playground.views.chart_text import describe
 
 SMALLEST_NORMAL = float(ml_dtypes.finfo(E4M3).smallest_normal)
 # D_in = 70: blocks of 32 along each row of x, the last holding 70 - 2 x 32 values.
@@ -134,6 +137,55 @@ def test_the_scale_map_is_log2_of_each_blocks_scale():
     kernel_map = np.asarray(figure["data"][1]["z"], np.float64)
     np.testing.assert_array_equal(kernel_map, mxfp8(step.kernel.before.T)[1].T)
     assert figure["data"][0]["coloraxis"] == figure["data"][1]["coloraxis"]
+    rows, columns = input_map.shape  # small enough to draw every block
+    assert (figure["data"][0]["dy"], figure["data"][0]["dx"]) == (1, 1)
+    assert f"input x: a {rows} x {columns} map, values from" in describe(figure)
+
+
+def _largest_per_group(values: np.ndarray, rows: int, columns: int) -> np.ndarray:
+    """numpy, loop by loop: the largest finite value of each (rows x columns) group."""
+    out = np.full((-(-values.shape[0] // rows), -(-values.shape[1] // columns)), np.nan)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            group = values[i * rows : (i + 1) * rows, j * columns : (j + 1) * columns]
+            finite = group[np.isfinite(group)]
+            out[i, j] = finite.max() if finite.size else np.nan
+    return out
+
+
+def test_a_large_map_is_drawn_in_groups_of_their_largest_scale_and_stays_small():
+    """The largest maps a step makes (NVFP4's x at 4096 x 1024: 4096 x 64 blocks; MXFP8's
+    kernel at 1024 x 1024: 32 x 1024), with blank blocks and one outlier block."""
+    rng = np.random.default_rng(4)
+    x_map = rng.integers(-12, -6, (4096, 64)).astype(np.float64)
+    x_map[rng.random(x_map.shape) < 0.01] = np.nan  # blocks of zeros
+    x_map[2049, 7] = 9.0  # an outlier's block
+    kernel_map = rng.integers(-9, -7, (32, 1024)).astype(np.float64)
+    operands = {"input": x_map, "kernel": kernel_map}
+    step = SimpleNamespace(
+        blocks=SimpleNamespace(
+            operands={k: SimpleNamespace(scale_log2=v) for k, v in operands.items()}
+        )
+    )
+    figure = block_scale_figure(step)
+    text = " ".join(describe(figure).split())
+    for trace, values in zip(figure["data"], operands.values(), strict=True):
+        rows, columns = -(-values.shape[0] // MAP_CELLS[0]), -(-values.shape[1] // MAP_CELLS[1])
+        assert (trace["dy"], trace["dx"]) == (rows, columns)
+        drawn = np.asarray(trace["z"], np.float64)  # None (blank) reads as NaN
+        expected = _largest_per_group(values, rows, columns)
+        np.testing.assert_array_equal(drawn, expected)
+        assert drawn.shape[0] <= MAP_CELLS[0] and drawn.shape[1] <= MAP_CELLS[1]
+        # The text alternative: the grid, its range, and where its largest cell is drawn.
+        at_row, at_column = np.unravel_index(np.nanargmax(expected), expected.shape)
+        assert (
+            f"{trace['name']}: a {expected.shape[0]} x {expected.shape[1]} map, values from "
+            f"{np.nanmin(expected):g} to {np.nanmax(expected):g}, the largest at "
+            f"x {at_column * columns:,}, y {at_row * rows:,}"
+        ) in text
+    assert "input x: a 256 x 64 map, values from" in text and "at x 7, y 2,048" in text
+    assert figure["layout"]["yaxis"]["title"]["text"] == "row of x (groups of 16: the largest)"
+    assert len(json.dumps(figure, allow_nan=False)) < 200_000  # as every figure at most
 
 
 def test_the_outlier_lesson_holds_on_its_run_and_fails_elsewhere():
