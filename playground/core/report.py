@@ -160,10 +160,14 @@ def _both_steps(
     # A block recipe's comparison of the first products: XLA shares the step's own two.
     norms = jnp.zeros((3, 0), jnp.float32)
     if precision.compute.block is not None:
-        kernels = [name for name in param_shapes(model, d_in, d_out) if name.endswith("kernel")]
-        first = param_arrays(initial)[kernels[0]]
+        first = param_arrays(initial)[_kernels(param_shapes(model, d_in, d_out))[0]]
         norms = comparison_measure(x, first, precision.compute.block)
     return losses, flat, activation_counts(mixed.activation_grads), float8, flags, norms
+
+
+def _kernels(shapes: dict[str, tuple[int, ...]]) -> list[str]:
+    """The matmuls' kernels among the parameters, in path-name order (the first layer's first)."""
+    return [name for name in shapes if name.endswith("kernel")]
 
 
 def _param_reports(flat: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict[str, ParamReport]:
@@ -246,7 +250,7 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
     # is measured beside the step, so that on a first call the two compile on both cores at
     # once; its comparison of the first products is measured in the step's program.
     shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
-    kernels = [name for name in shapes if name.endswith("kernel")]
+    kernels = _kernels(shapes)
     if compute.block is not None:
         pool = ThreadPoolExecutor(1, thread_name_prefix="block-report")
         first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
