@@ -47,15 +47,22 @@ def pytest_configure(config):
 BESIDE_THE_SHARED_APP = ("test_disk.py", "test_api_fuzz.py", "test_lab_browser.py")
 
 
+# Modules that read the same results, cached once per process, run in one worker: the browser's
+# plotly tests draw the figures the plotly tests compute (app_figures.all_figures, 2-5 s).
+SHARED_RESULTS = {"views/test_plotly_browser": "views/test_plotly"}
+
+
 def _group(item) -> str:
     """The xdist group of a test: "app" for the tests that drive the shared app or Chromium,
-    else its module, so a module's shared fixtures and caches are computed in one worker."""
+    else its module (or the module whose results it shares, SHARED_RESULTS), so a module's shared
+    fixtures and caches are computed in one worker."""
     path = pathlib.Path(str(item.fspath))
     if APP_TESTS in path.parents and path.name not in BESIDE_THE_SHARED_APP:
         return "app"
     if APP_TESTS.parent not in path.parents:  # a doctest of a module outside tests/
         return path.with_suffix("").as_posix()
-    return path.relative_to(APP_TESTS.parent).with_suffix("").as_posix()
+    module = path.relative_to(APP_TESTS.parent).with_suffix("").as_posix()
+    return SHARED_RESULTS.get(module, module)
 
 
 @pytest.hookimpl(tryfirst=True)
