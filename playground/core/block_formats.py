@@ -162,11 +162,15 @@ def e8m0_exponent(amax: jnp.ndarray, element_format: str, rule: str) -> jnp.ndar
         _, k = jnp.frexp(amax)
         exponent = k - 1 - facts.emax
     else:
-        # ceil(log2 r) of r = amax / max (rounded to float32 first, as the reference
-        # quantizers do): k, or k - 1 when r is a power of two (m == 0.5).
-        ratio = amax / jnp.float32(facts.max)
-        m, k = jnp.frexp(ratio)
-        exponent = jnp.where(m == 0.5, k - 1, k)
+        # ceil(log2 r) of r = amax / max, rounded to float32's 24 bits first as the reference
+        # quantizers do. With amax = m 2^k and max = mf 2^kf, r = (m / mf) 2^(k - kf), and
+        # m / mf = q 2^kq is a normal float32 whatever amax is, so a tiny amax, whose r would
+        # be a subnormal (flushed to zero on CPU), still gets its exponent: kq + k - kf, or one
+        # less when r is a power of two (q == 0.5).
+        m, k = jnp.frexp(amax)
+        max_mantissa, max_exponent = np.frexp(np.float32(facts.max))
+        q, kq = jnp.frexp(m / jnp.float32(max_mantissa))
+        exponent = k - int(max_exponent) + jnp.where(q == 0.5, kq - 1, kq)
     exponent = jnp.where(amax > 0, exponent, E8M0_MIN_EXPONENT)
     return jnp.clip(exponent, E8M0_MIN_EXPONENT, E8M0_MAX_EXPONENT).astype(jnp.int32)
 
@@ -178,7 +182,9 @@ def float32_block_scale(amax: jnp.ndarray, element_format: str) -> jnp.ndarray:
 
 
 def nvfp4_tensor_scale(amax: jnp.ndarray, element_format: str, scale_format: str) -> jnp.ndarray:
-    """amax_tensor / (scale max x element max), float32; 1 for a zero or non-finite amax."""
+    """amax_tensor / (scale max x element max), float32; 1 for a zero or non-finite amax; at
+    least float32's smallest normal (a subnormal scale is flushed to zero on CPU, and a tensor
+    divided by zero would read as saturated)."""
     product = element_facts(scale_format).max * element_facts(element_format).max
-    scale = amax / jnp.float32(product)
+    scale = jnp.maximum(amax / jnp.float32(product), jnp.finfo(jnp.float32).tiny)
     return jnp.where((amax > 0) & jnp.isfinite(amax), scale, jnp.float32(1))

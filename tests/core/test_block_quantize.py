@@ -28,7 +28,14 @@ import pytest
 import scipy.linalg
 from jax._src.cudnn.scaled_matmul_stablehlo import quantize as jax_quantize
 
-from playground.core.block_formats import FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4, element_facts
+from playground.core.block_formats import (
+    FP8_BLOCK,
+    MXFP8,
+    MXFP8_OCP,
+    NVFP4,
+    e8m0_exponent,
+    element_facts,
+)
 from playground.core.block_quantize import (
     hadamard_matrix,
     last_block_size,
@@ -228,3 +235,20 @@ def test_round_to_nearest_is_the_formats_cast(fmt):
     probes = np.concatenate([probes, -probes])
     ours = np.asarray(jax.jit(round_to_nearest, static_argnums=1)(jnp.asarray(probes), fmt))
     np.testing.assert_array_equal(ours, probes.astype(getattr(ml_dtypes, fmt)).astype(np.float32))
+
+
+def test_round_up_exponent_is_exact_down_to_the_smallest_normal_amax():
+    """MXFP8's exponent, ceil(log2(amax / 448)) of the ratio rounded to 24 bits, against
+    float64 over amax from float32's smallest normal up: a ratio below float32's normal range
+    (flushed to zero on CPU) still gets its exponent, then clipped to E8M0's -127."""
+    rng = np.random.default_rng(8)
+    amax = np.float32(2.0) ** rng.uniform(-126, 127, 4000).astype(np.float32)
+    powers = np.float32(448) * np.float32(2.0) ** np.arange(-134, 119, dtype=np.float32)
+    amax = np.concatenate([amax, powers, [np.finfo(np.float32).tiny]]).astype(np.float32)
+    mantissa, exponent = np.frexp(amax.astype(np.float64) / 448)
+    ratio = np.ldexp(mantissa.astype(np.float32).astype(np.float64), exponent)  # 24 bits
+    expected = np.clip(np.ceil(np.log2(ratio)), -127, 127)
+    ours = jax.jit(e8m0_exponent, static_argnums=(1, 2))(
+        jnp.asarray(amax), "float8_e4m3fn", "round_up"
+    )
+    np.testing.assert_array_equal(np.asarray(ours), expected)
