@@ -203,8 +203,9 @@ def forwards(x: jax.Array, kernel: jax.Array, recipe: BlockRecipe):
 
 def row_norms(values: jax.Array) -> jax.Array:
     """In a program: the 2-norm of each row of ``values`` in float32, each row scaled by its
-    largest magnitude first, so that no square overflows or flushes (inf where a row holds
-    inf, NaN where one holds NaN); a sum of D_out squares, relative error about 1e-6."""
+    largest magnitude first, so that its largest squares neither overflow nor flush (inf where
+    a row holds inf, NaN where one holds NaN); a sum of D_out squares, relative error about
+    1e-6."""
     peak = jnp.max(jnp.abs(values), axis=1)
     unit = jnp.where((peak > 0) & jnp.isfinite(peak), peak, 1)
     norms = peak * jnp.sqrt(jnp.sum(jnp.square(values / unit[:, None]), axis=1))
