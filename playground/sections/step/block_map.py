@@ -23,12 +23,17 @@ BLOCK_FIGURE = "block_plot"
 MAP_CELLS = (256, 64)  # at most this many rows and columns drawn per map (the default batch: all)
 
 
+def group_size(shape: tuple[int, int]) -> tuple[int, int]:
+    """(gr, gc): the smallest groups of whole rows and columns of a map of ``shape`` that
+    leave at most MAP_CELLS of them; (1, 1) for a map that fits."""
+    return math.ceil(shape[0] / MAP_CELLS[0]), math.ceil(shape[1] / MAP_CELLS[1])
+
+
 def grouped(values: np.ndarray) -> tuple[np.ndarray, tuple[int, int]]:
-    """``values`` (rows, columns) in groups of (gr, gc) whole rows and columns, each the
-    largest finite value of its group (NaN where none is), and (gr, gc): the smallest groups
-    that leave at most MAP_CELLS of them; (1, 1) for a map that fits."""
+    """``values`` (rows, columns) in groups of ``group_size``, each the largest finite value
+    of its group (NaN where none is), and that group size."""
     rows, columns = values.shape
-    size = (math.ceil(rows / MAP_CELLS[0]), math.ceil(columns / MAP_CELLS[1]))
+    size = group_size(values.shape)
     if size == (1, 1):
         return values, size
     padded = np.full(
@@ -84,7 +89,7 @@ def block_scale_figure(report: StepReport) -> dict[str, Any]:
     maps = {role: np.asarray(blocks.operands[role].scale_log2) for role in blocks.operands}
     (rows, columns), (kernel_rows, kernel_columns) = (maps[r].shape for r in ("input", "kernel"))
     (row_group, column_group), (kernel_row_group, kernel_column_group) = (
-        grouped(maps[r])[1] for r in ("input", "kernel")
+        group_size(maps[r].shape) for r in ("input", "kernel")
     )
     x, y = layout["xaxis"], layout["yaxis"]
     layout |= {
