@@ -7,7 +7,7 @@ recipe has no block report: the JSON's ``recipe_comparison`` then holds nulls, t
 which compute dtypes fill the panel, and the map says the same.
 
     recipe_comparison(report)   the JSON summary's ``recipe_comparison``
-    block_note(report)          the tab's Markdown: path, last block, shares, errors, lesson
+    block_note(report)          the tab's Markdown: kernel, last block, shares, errors, lesson
 
 The map of block scales is ``sections.step.block_map``'s.
 """
@@ -67,8 +67,9 @@ def recipe_comparison(report: StepReport) -> dict[str, Any]:
     """The JSON summary's ``recipe_comparison``: the relative errors of the first layer's
     forward output (``core.block_stats.COMPARISON_KEYS``: ``output_rel_error`` and
     ``per_tensor_float8_output_rel_error`` in norm, the two medians of the rows' own), and the
-    recipe, its path, the last block's size and each operand's shares; nulls for a recipe
-    that is not block-scaled."""
+    recipe, the kernel its matmuls ran (``kernel``: a sentence, never under a key ``path``,
+    which gradio_client would take for a file to download), the last block's size and each
+    operand's shares; nulls for a recipe that is not block-scaled."""
     blocks = report.blocks
     if blocks is None:
         empty = dict.fromkeys(COMPARISON_KEYS)
@@ -76,7 +77,7 @@ def recipe_comparison(report: StepReport) -> dict[str, Any]:
     return {
         "recipe": blocks.recipe,
         **{key: json_number(value) for key, value in blocks.comparison.items()},
-        "path": blocks.path,
+        "kernel": blocks.path,
         "block": blocks.block,
         "last_block_size": blocks.last_block,
         "operands": {role: _operand(blocks, role) for role in blocks.operands},
@@ -116,7 +117,7 @@ def _layout_line(blocks: BlockReport) -> str:
         f"per block of {blocks.block} along each row of x ({weights}). The first layer "
         f"contracts over D_in = {blocks.contraction:,} values: {count:,} blocks per row, the "
         f"last holding {blocks.last_block} real values (the rest zero padding).\n\n"
-        f"Path here: {blocks.path}."
+        f"Matmul kernel here: {blocks.path}."
     )
 
 

@@ -107,14 +107,19 @@ def test_another_recipe_has_null_errors_and_a_note_naming_the_block_recipes():
     assert block_scale_figure(step)["data"] == []
 
 
-def test_the_note_gives_the_path_the_last_block_and_the_shares_of_x():
+def test_the_note_gives_the_kernel_the_last_block_and_the_shares_of_x():
     step = report()
     x, _ = make_batch(step.config)
     stored, _ = mxfp8(x)
     live = x != 0
     flushed = np.sum(live & (stored == 0)) / np.sum(live)
     note = block_note(step)
-    assert "emulated" in note and "last holding 6 real values" in note
+    # The JSON names the kernel as the note does, under `kernel`: a dict with a string under
+    # `path` is a file to gradio_client, which would try to download it.
+    kernel = recipe_comparison(step)["kernel"]
+    assert "path" not in recipe_comparison(step)
+    assert kernel.startswith("emulated") and f"Matmul kernel here: {kernel}." in note
+    assert "last holding 6 real values" in note
     assert f"| input x | {flushed:.2%} | 0.00% | {1 - flushed:.2%} |" in note
     # Per-tensor float8 loses most of x (flushed or subnormal) to the outliers' scale.
     elements = np.abs((x * np.float32(448 / np.abs(x).max())).astype(E4M3).astype(np.float64))
