@@ -16,7 +16,6 @@ import os
 import threading
 import time
 
-from playground.core import compiled
 from playground.core.models import MODELS
 from playground.core.policy import COMPUTE_DTYPES
 from playground.core.settings import StepConfig
@@ -61,7 +60,6 @@ def _warm() -> None:
             run(kind, config)
         except Exception:  # a failed warm-up only leaves that program cold
             logging.getLogger(__name__).exception("warm-up %s failed", kind)
-    compiled.forget_counted()  # else the next two new programs would clear them all
     print(f"{DONE} in {time.perf_counter() - began:.1f} s", flush=True)
 
 

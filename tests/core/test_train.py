@@ -4,6 +4,7 @@ from cost_by_hand import run_steps_by_hand
 
 import reference
 from playground import ConfigError, StepConfig, make_batch
+from playground.core.compiled import compiles
 from playground.core.train import _three_runs, run_dynamics
 
 WELL_SCALED = StepConfig(n=64, d_in=16, d_out=4, lr=0.1)
@@ -95,9 +96,9 @@ def test_bad_arguments_name_the_field(kwargs, field):
 
 def test_steps_are_one_compiled_call_reused_across_rates_and_scales():
     run_dynamics(WELL_SCALED, 20)
-    compiled = _three_runs._cache_size()
+    compiled = compiles(_three_runs)
     run_dynamics(WELL_SCALED.replace(lr=0.05, loss_scale=8.0, model_seed=3), 20)
-    assert _three_runs._cache_size() == compiled
+    assert compiles(_three_runs) == compiled
 
 
 def test_work_cap_scales_the_step_limit_with_the_shape():
