@@ -74,6 +74,11 @@ class Program:
     def __call__(self, *args: Any, **static: Any) -> Any:
         return executable(self, args, static)(*args, **static)
 
+    def lower(self, *args: Any, **static: Any) -> jax.stages.Lowered:
+        """The program lowered for these arguments (JAX's ahead-of-time ``lower``), outside the
+        table: to read its text, or compile it apart."""
+        return self.jitted().lower(*args, **static)
+
     def jitted(self) -> Callable[..., Any]:
         """A new jit of the function: its own caches, which live as long as it does."""
         return jax.jit(
