@@ -29,6 +29,10 @@ def limit_malloc_arenas() -> bool:
 
 limit_malloc_arenas()
 
+from playground.core import compile_cache  # noqa: E402
+
+compile_cache.enable()  # before any program compiles, so every one is saved and read back
+
 from playground.ui import warm_up  # noqa: E402
 from playground.ui.launch import launch_kwargs, queue_kwargs  # noqa: E402
 from playground.ui.page import build_demo  # noqa: E402

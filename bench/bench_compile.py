@@ -11,8 +11,7 @@ first call (its programs trace and compile) and a warm call in this process, and
 with ``covers`` when the model is at least the measured overhead (the model must not undercount
 it: that is what keeps the slowest first call within its bound) and ``UNDER`` when it is below.
 Every configuration gets a batch size of its own, so nothing is compiled before its first call
-except what every shape shares (compiled by a warm-up call first). The model's refusals are
-switched off here, to measure what it would refuse.
+except what every shape shares (compiled by a warm-up call first).
 """
 
 from __future__ import annotations
@@ -52,7 +51,6 @@ def timed(endpoint: str, config: StepConfig) -> float:
 
 def main() -> None:
     print(f"jax {jax.__version__} | backend {jax.default_backend()} | cpu_count {os.cpu_count()}")
-    compile_cost.FIRST_CALL_SECONDS = 1e6  # measure what the model would refuse
     for endpoint in ("step", "dynamics", "sweep"):  # what every shape shares
         run = RUN if endpoint == "dynamics" else {}
         call(endpoint, StepConfig(n=8, d_in=8, d_out=8, **run))

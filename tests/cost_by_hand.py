@@ -1,8 +1,8 @@
 """The first call's price written out by hand from ``core.compile_cost``'s measured constants.
 
 Its seconds per endpoint and dense layer, the recipe's factor and each endpoint's rate are
-data (measured by bench/bench_compile.py); the arithmetic that turns them into a price and a
-cap is restated here, so tests check the module's arithmetic against this one.
+data (measured by bench/bench_compile.py); the arithmetic that turns them into a price, and
+the training run's cap, are restated here, so tests check the modules' arithmetic against this.
 """
 
 from __future__ import annotations
@@ -20,11 +20,6 @@ def seconds_by_hand(endpoint: str, dtype: str, dense: int, norm=False, softmax=F
     return base + extra + dense * per_layer + (cc.CLASSIFICATION_SECONDS if softmax else 0)
 
 
-def budget_by_hand(endpoint: str) -> float:
-    """The endpoint's first-call budget: its budget's rate times FIRST_CALL_SECONDS."""
-    return cc.BUDGETS[endpoint] * cc.FIRST_CALL_SECONDS / cc.BUDGET_SECONDS[endpoint]
-
-
 def compile_work_by_hand(endpoint: str, config) -> float:
     """A StepConfig's compile for ``endpoint`` in that endpoint's multiply-adds."""
     dense = config.hidden_layers + 1 if config.model == "mlp" else 1
@@ -38,8 +33,7 @@ def compile_work_by_hand(endpoint: str, config) -> float:
     return seconds * cc.BUDGETS[endpoint] / cc.BUDGET_SECONDS[endpoint]
 
 
-def run_steps_by_hand(config, step: float) -> int:
-    """The most training steps of ``step`` work each: within 2^35 (the run's warm cap) and,
-    with the run's compile, within its first-call budget; at most 1000."""
-    room = budget_by_hand("dynamics") - compile_work_by_hand("dynamics", config)
-    return int(min(1000, 2**35 // step, max(0, room // step)))
+def run_steps_by_hand(step: float) -> int:
+    """The most training steps of ``step`` work each: within 2^35 (the run's warm cap; its
+    compile is a one-off and caps nothing), at most 1000."""
+    return int(min(1000, 2**35 // step))

@@ -2,7 +2,10 @@
 
 Rule: a request whose programs are not compiled yet (a new batch size, shape, model, recipe or
 optimizer: a visitor can always pick one) first waits for XLA to trace and compile them, for
-seconds whatever its batch. That wait is part of the request, so the cost model counts it::
+seconds whatever its batch. That wait is a one-off per program (``core.compiled`` keeps the
+program, the persistent compilation cache keeps it across restarts), so it never refuses a
+request: the warm work caps and the memory bound (``core.cost``) do. It prices where the first
+call runs::
 
     compile seconds   COMPILE[endpoint].base + the recipe's extra seconds
                       + dense layers x COMPILE[endpoint].per_layer x the recipe's factor
@@ -12,15 +15,14 @@ seconds whatever its batch. That wait is part of the request, so the cost model 
     compile work      compile seconds x the endpoint's budget / BUDGET_SECONDS[endpoint]
                       (the endpoint's own multiply-adds: its budget takes BUDGET_SECONDS of
                       warm time on 2 vCPUs)
-    first call        work + compile work <= first_call_budget(endpoint) = the budget x
-                      FIRST_CALL_SECONDS / BUDGET_SECONDS[endpoint]
+    lane work         the compile work when the compile seconds reach FIRST_CALL_SECONDS, else
+                      0 (``first_call_work``): such a /step is large work (``ui.launch``'s
+                      lanes) and computes one at a time, within its visitor's share; sweeps and
+                      training runs run one at a time in the heavy lane anyway
 
-so a request takes at most about FIRST_CALL_SECONDS the first time and its budget's seconds
-warm; FIRST_CALL_SECONDS is under 8 x the largest linear /step's warm time (0.39 to 0.55 s
-measured, so 3.1 to 4.4 s). The seconds were measured by ``bench/bench_compile.py``,
-which prints each configuration's first-call overhead beside this model's (the model must not
-be below it). A model whose compile alone is over the first-call budget is refused naming
-``hidden_layers`` and how many fit.
+FIRST_CALL_SECONDS is under 8 x the largest linear /step's warm time (0.39 to 0.55 s measured,
+so 3.1 to 4.4 s). The seconds were measured by ``bench/bench_compile.py``, which prints each
+configuration's first-call overhead beside this model's (the model must not be below it).
 
 Example::
 
@@ -30,12 +32,8 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from playground.core.bounds import ConfigError
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_BUDGET
 from playground.core.losses import TASKS
 from playground.core.models import NORMS, ModelChoice
@@ -69,7 +67,7 @@ CLASSIFICATION_SECONDS = 0.1
 # accepted requests): the rate at which compile seconds become multiply-adds.
 BUDGET_SECONDS = {"step": 2.1, "dynamics": 2.5, "sweep": 2.2}
 BUDGETS = {"step": STEP_BUDGET, "dynamics": WORK_BUDGET, "sweep": SWEEP_BUDGET}
-# A first call (compile and compute) may take this long on the reference machine: 8 x the
+# A first call whose compile takes this long on the reference machine is large work: 8 x the
 # largest linear /step's warm time was 3.1 to 4.4 s in bench/bench_load.py's runs.
 FIRST_CALL_SECONDS = 3.0
 
@@ -94,11 +92,6 @@ def work_of_seconds(endpoint: str, seconds: float) -> float:
     return seconds * BUDGETS[endpoint] / BUDGET_SECONDS[endpoint]
 
 
-def first_call_budget(endpoint: str) -> float:
-    """The work a first call of ``endpoint`` may do, compile included (see the module rule)."""
-    return work_of_seconds(endpoint, FIRST_CALL_SECONDS)
-
-
 class Compiled(Protocol):
     """What the compile's price reads of a request's settings (a ``StepConfig``)."""
 
@@ -110,8 +103,8 @@ class Compiled(Protocol):
     def model_choice(self) -> ModelChoice: ...
 
 
-def _seconds(config: Compiled, endpoint: str, choice: ModelChoice | None = None) -> float:
-    choice = choice or config.model_choice
+def _seconds(config: Compiled, endpoint: str) -> float:
+    choice = config.model_choice
     return compile_seconds(
         endpoint,
         config.compute_dtype,
@@ -126,73 +119,9 @@ def compile_work(config: Compiled, endpoint: str) -> float:
     return work_of_seconds(endpoint, _seconds(config, endpoint))
 
 
-def check_compile(config: Compiled, endpoint: str) -> None:
-    """ConfigError naming ``hidden_layers`` (and how many fit) when compiling ``config``'s
-    programs for ``endpoint`` alone is over its first-call budget, whatever the batch."""
-    seconds = _seconds(config, endpoint)
-    if seconds < FIRST_CALL_SECONDS:
-        return
-    choice = config.model_choice
-    fits = choice.hidden_layers - 1 if choice.hidden_count else 0
-    while fits and _seconds(config, endpoint, dataclasses.replace(choice, hidden_layers=fits)) >= (
-        FIRST_CALL_SECONDS
-    ):
-        fits -= 1
-    field = "hidden_layers" if choice.hidden_count else "compute_dtype"
-    advice = (
-        f"at most {fits} hidden layer{'s' * (fits > 1)} fit{'s' * (fits == 1)}"
-        if fits
-        else "a linear model or another recipe fits"
-    )
-    raise ConfigError(
-        field,
-        f"{field}: the first {endpoint} of this model in {config.compute_dtype} compiles its "
-        f"programs for about {seconds:.1f} s on this server's 2 vCPUs, whatever the batch, "
-        f"more than the {FIRST_CALL_SECONDS:g} s a first call may take; {advice}.",
-    )
-
-
-def first_call_rows(config: Compiled, endpoint: str, work_at: Callable[[int], float]) -> int:
-    """The largest N (at most ``config.n``) whose work ``work_at(N)`` plus the compile fits
-    ``endpoint``'s first-call budget; 0 when none does."""
-    room = first_call_budget(endpoint) - compile_work(config, endpoint)
-    work = work_at(config.n)
-    if work <= room:
-        return config.n
-    fits = max(0, math.floor(config.n * room / work))
-    while fits and work_at(fits) > room:
-        fits -= 1
-    return fits
-
-
-def check_first_call(config: Compiled, endpoint: str, work_at: Callable[[int], float]) -> None:
-    """ConfigError when ``config``'s first call of ``endpoint`` (``work_at(N)``, its work at N
-    batch rows, plus the compile) is over the first-call budget, naming ``n`` and the largest N
-    that fits (or the model's size when none does). Callers check the compile alone first
-    (``check_compile``), whose message names ``hidden_layers``."""
-    fits = first_call_rows(config, endpoint, work_at)
-    if fits == config.n:
-        return
-    first = f"a first {endpoint} of this model in {config.compute_dtype}"
-    why = (
-        f"compiling its programs takes about {_seconds(config, endpoint):.1f} s here, and with "
-        f"its work ({work_at(config.n):,.0f} multiply-adds) the first call may not exceed "
-        f"{first_call_budget(endpoint):,.0f} (about {FIRST_CALL_SECONDS:g} s)"
-    )
-    if fits == 0:
-        field = "hidden_layers" if config.model_choice.hidden_count else "d_in"
-        raise ConfigError(
-            field, f"{field}: no N fits {first}: {why}. Fewer or narrower layers fit."
-        )
-    raise ConfigError(
-        "n",
-        f"n (batch rows N) must be at most {fits} for {first}: {why}; got {config.n}. A "
-        "smaller N, fewer hidden layers or smaller widths fit.",
-    )
-
-
-def first_call_steps(config: Compiled, step_work: float) -> int:
-    """The most training steps of ``step_work`` each whose run fits the first-call budget
-    with its compile (0 when none does)."""
-    room = first_call_budget("dynamics") - compile_work(config, "dynamics")
-    return max(0, math.floor(room / step_work))
+def first_call_work(config: Compiled, endpoint: str) -> float:
+    """The work ``config``'s first call of ``endpoint`` adds for its lane: its compile work
+    when the compile reaches FIRST_CALL_SECONDS, else 0 (see the module rule)."""
+    if _seconds(config, endpoint) < FIRST_CALL_SECONDS:
+        return 0.0
+    return compile_work(config, endpoint)

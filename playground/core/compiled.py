@@ -6,13 +6,35 @@ are traced, so one executable serves every value of them, and only shapes and th
 static keywords (the dtype, ...) compile anew. Results come back to the host, one transfer
 per output array, and are made read-only, so no JAX state and no mutable array leaks into the
 views.
+
+The executables are kept in one table, least recently used first out::
+
+    key       (program, every argument's shape and dtype, the static keywords)
+    hit       the key's executable runs, and becomes the most recently used
+    miss      the program is jitted afresh for this key alone (a new function object, which
+              JAX's own caches hold weakly) and compiled by its first call; past MAX_PROGRAMS
+              the least recently used entry is dropped, alone, and its executable, trace and
+              lowering go with it
+
+so a public server's memory stays within about MAX_PROGRAMS programs however many shapes its
+visitors try, and a workload cycling fewer programs than that never recompiles.
+
+Example::
+
+    >>> @program(static_argnames=("power",))
+    ... def raised(x, *, power):
+    ...     return x**power
+    >>> float(raised(np.float32(3), power=2)), compiles(raised)
+    (9.0, 1)
 """
 
 from __future__ import annotations
 
+import collections
+import functools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -21,40 +43,91 @@ import numpy as np
 from playground.core.data import make_batch
 from playground.core.settings import StepConfig
 
-# How many compiled programs (one per program, shapes and static settings) may be kept at once.
-# Each holds a few MB; past the bound every cache is cleared, so a public server's memory stays
-# flat however many shapes its visitors try, at the price of recompiling the ones still in use.
-MAX_PROGRAMS = int(os.environ.get("PLAYGROUND_MAX_PROGRAMS", "16"))
-_programs: set[tuple] = set()
-_programs_lock = threading.Lock()
+# The cap is sized by memory: kept programs may hold PROGRAM_MEMORY of the server's memory (a
+# Space's 16 GB holds it beside the requests' 1 GB each), and one holds at most PROGRAM_BYTES
+# (its executable, trace and lowering: bench/bench_load.py's soak measures 4.9 MB a linear
+# step report, about 7 MB a default MLP's), so the 36 the warm-up compiles (every endpoint x
+# model x recipe at the defaults) stay. PLAYGROUND_MAX_PROGRAMS sets the count instead.
+PROGRAM_MEMORY = 2**30
+PROGRAM_BYTES = 16 * 2**20
+MAX_PROGRAMS = int(os.environ.get("PLAYGROUND_MAX_PROGRAMS", PROGRAM_MEMORY // PROGRAM_BYTES))
+
+_table: collections.OrderedDict[tuple, Callable[..., Any]] = collections.OrderedDict()
+_compiles: collections.Counter[Program] = collections.Counter()
+_table_lock = threading.Lock()
 
 
-def _dtype(array: Any) -> np.dtype:
-    return np.dtype(array.dtype) if hasattr(array, "dtype") else np.result_type(array)
+class Program:
+    """A function compiled once per key of the table (see the module rule); call it as the
+    function. ``__wrapped__`` is the plain function."""
+
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        static_argnames: tuple[str, ...],
+        compiler_options: Mapping[str, Any] | None,
+    ) -> None:
+        functools.update_wrapper(self, fun)
+        self.static_argnames = static_argnames
+        self.compiler_options = dict(compiler_options or {})
+
+    def __call__(self, *args: Any, **static: Any) -> Any:
+        return executable(self, args, static)(*args, **static)
+
+    def lower(self, *args: Any, **static: Any) -> jax.stages.Lowered:
+        """The program lowered for these arguments (JAX's ahead-of-time ``lower``), outside the
+        table: to read its text, or compile it apart."""
+        return self.jitted().lower(*args, **static)
+
+    def jitted(self) -> Callable[..., Any]:
+        """A new jit of the function: its own caches, which live as long as it does."""
+        return jax.jit(
+            functools.partial(self.__wrapped__),
+            static_argnames=self.static_argnames,
+            compiler_options=self.compiler_options or None,
+        )
 
 
-def _remember(program: Callable[..., Any], arrays: tuple, static: dict[str, Any]) -> None:
-    """Count the program this call compiles; clear JAX's caches when there are too many."""
-    signature = (
+def program(
+    *, static_argnames: tuple[str, ...] = (), compiler_options: Mapping[str, Any] | None = None
+) -> Callable[[Callable[..., Any]], Program]:
+    """Decorator: the function as a ``Program`` of the table, jitted with these options."""
+    return lambda fun: Program(fun, tuple(static_argnames), compiler_options)
+
+
+def _dtype(array: Any) -> str:
+    return (np.dtype(array.dtype) if hasattr(array, "dtype") else np.result_type(array)).str
+
+
+def executable(program: Program, args: tuple, static: dict[str, Any]) -> Callable[..., Any]:
+    """The table's entry for ``program`` on these arguments (see the module rule)."""
+    key = (
         program,
-        tuple((np.shape(a), _dtype(a).str) for a in jax.tree.leaves(arrays)),
+        tuple((np.shape(a), _dtype(a)) for a in jax.tree.leaves(args)),
+        jax.tree.structure(args),
         tuple(sorted(static.items())),
     )
-    with _programs_lock:
-        if signature in _programs:
-            return
-        if len(_programs) >= MAX_PROGRAMS:
-            jax.clear_caches()  # the compiled executables and the traces behind them
-            _programs.clear()
-        _programs.add(signature)
+    with _table_lock:
+        if key in _table:
+            _table.move_to_end(key)
+            return _table[key]
+        _table[key] = jitted = program.jitted()
+        _compiles[program] += 1
+        while len(_table) > max(1, MAX_PROGRAMS):
+            _table.popitem(last=False)
+        return jitted
 
 
-def forget_counted() -> None:
-    """Stop counting the programs compiled so far (the start-up warm-up's tiny shared ones):
-    they stay compiled until the next clear, and visitors' programs get all MAX_PROGRAMS
-    places before it."""
-    with _programs_lock:
-        _programs.clear()
+def compiles(program: Program) -> int:
+    """How many times ``program`` was compiled afresh in this process (table misses)."""
+    with _table_lock:
+        return _compiles[program]
+
+
+def kept() -> list[tuple[Program, tuple, tuple]]:
+    """The table's keys without the tree structure, least recently used first."""
+    with _table_lock:
+        return [(key[0], key[1], key[3]) for key in _table]
 
 
 def freeze(tree: Any) -> Any:
@@ -66,7 +139,7 @@ def freeze(tree: Any) -> Any:
 
 
 def run_compiled(
-    program: Callable[..., Any],
+    program: Program,
     config: StepConfig,
     *extra: Any,
     batch: tuple[np.ndarray, np.ndarray] | None = None,
@@ -77,7 +150,6 @@ def run_compiled(
     (x, y) is ``batch`` (a visitor's own data) when given, else config's synthetic batch.
     """
     x, y = batch if batch is not None else make_batch(config)
-    _remember(program, (x, y, *extra), static)
     outputs = program(
         np.uint32(config.model_seed),
         x,

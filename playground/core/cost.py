@@ -21,8 +21,8 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
                 SWEEP_BUDGET, and its memory (a batch of 8 scales' gradients at once) <=
                 MEMORY_BUDGET (``check_sweep``, from ``core.sweep``)
     /export and /inspect compute nothing: their work is their settings' own caps
-    first call  /step, /dynamics and /sweep also fit their work plus their programs' compile
-                into a first-call budget (``core.compile_cost``)
+    first call  a request's compile is a one-off per program and never refuses it; it decides
+                the request's lane (``core.compile_cost``)
     memory      the bytes one request adds at its peak: a fixed part (programs, buffers), per
                 parameter entry (float32 copies in both runs, gradients, the optimizer's state,
                 the report's arrays) and per activation entry (N x every width) <= MEMORY_BUDGET
@@ -48,7 +48,6 @@ from typing import Protocol
 
 from playground.core.bounds import ConfigError
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
-from playground.core.compile_cost import check_compile, check_first_call, first_call_rows
 from playground.core.losses import TASKS
 from playground.core.models import MODELS, NORMS, ModelChoice
 from playground.core.optimizers import OPTIMIZERS
@@ -176,16 +175,12 @@ def check_sweep(config: Priced, scales: int) -> None:
     (naming the model's size) or the work cap (naming ``n`` and the largest N that fits)."""
     if sweep_memory_bytes(config) > MEMORY_BUDGET:
         _refuse_memory(config, sweep_memory_bytes, "a sweep of this model and batch")
-    check_compile(config, "sweep")
     work = sweep_work(config, scales)
-    work_at = lambda n: sweep_work(_priced(config, n=n), scales)  # noqa: E731
     if work <= SWEEP_BUDGET:
-        check_first_call(config, "sweep", work_at)
         return
     fits = max(0, math.floor(config.n * SWEEP_BUDGET / work))
     while fits and sweep_work(_priced(config, n=fits), scales) > SWEEP_BUDGET:
         fits -= 1
-    fits = first_call_rows(_priced(config, n=fits), "sweep", work_at) if fits else 0
     per_row = config.model_work // config.n
     cap = f"2^{math.log2(SWEEP_BUDGET):.3g}"
     if fits == 0:
@@ -206,38 +201,33 @@ def check_sweep(config: Priced, scales: int) -> None:
 
 
 def check_step(config: Priced) -> None:
-    """ConfigError when one step of ``config`` is over the work or memory cap, or its first
-    call (with its compile) over the first call's (``core.compile_cost``).
+    """ConfigError when one step of ``config`` is over the work or memory cap.
 
-    Memory and the compile are checked first: they do not depend on N, so their messages name
-    the model's size; the work's message names the largest N that fits both caps.
+    Memory is checked first: it does not depend on N, so its message names the model's size;
+    the work's message names the largest N that fits.
     """
     if memory_bytes(config) > MEMORY_BUDGET:
         _refuse_memory(config)
-    check_compile(config, "step")
     work = step_work(config)
     if work > STEP_BUDGET:
         fits = max(0, math.floor(config.n * STEP_BUDGET / work))
         while fits and step_work(_priced(config, n=fits)) > STEP_BUDGET:
             fits -= 1
-        # what fits must also fit its first call (none: that refusal names the model's size)
-        fits = first_call_rows(_priced(config, n=fits), "step", _step_work_at(config))
         if fits == 0:
-            check_first_call(_priced(config, n=1), "step", _step_work_at(config))
+            field, label = _size_field(config)
+            raise ConfigError(
+                field,
+                f"{field} ({label}): no N fits one step of this model, optimizer and compute "
+                f"dtype: its parameter entries' own work exceeds 2^{math.log2(STEP_BUDGET):.3g}. "
+                "Fewer or narrower hidden layers, or smaller widths, fit.",
+            )
         raise ConfigError(
             "n",
             f"n (batch rows N) must be at most {fits} for this model, optimizer and compute "
             f"dtype: one step's work (the mixed step and its float32 twin, "
-            f"{work:,.0f} multiply-adds) may not exceed 2^{math.log2(STEP_BUDGET):.3g}, nor with "
-            f"its compile the first call's budget, to keep one request to a few seconds; got "
-            f"{config.n}. A smaller N or smaller widths fit.",
+            f"{work:,.0f} multiply-adds) may not exceed 2^{math.log2(STEP_BUDGET):.3g}, to keep "
+            f"one request to a few seconds; got {config.n}. A smaller N or smaller widths fit.",
         )
-    check_first_call(config, "step", _step_work_at(config))
-
-
-def _step_work_at(config: Priced) -> Callable[[int], float]:
-    """N -> one /step's work of ``config`` at N batch rows."""
-    return lambda n: step_work(_priced(config, n=n))
 
 
 def check_downloads(config: Priced) -> None:

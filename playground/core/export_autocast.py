@@ -20,15 +20,13 @@ non-finite loss here, where GradScaler would skip the step.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
 
-from playground.core.compiled import run_compiled
+from playground.core.compiled import program, run_compiled
 from playground.core.models import ModelChoice, initial_state, rebuilt
 from playground.core.optimizers import build_optimizer
 from playground.core.policy import recipe
@@ -37,11 +35,7 @@ from playground.core.settings import ConfigError, StepConfig
 from playground.core.user_data import UserData, fitted
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=("model", "optimizer", "dtype"),
-    compiler_options=COMPILER_OPTIONS,
-)
+@program(static_argnames=("model", "optimizer", "dtype"), compiler_options=COMPILER_OPTIONS)
 def _autocast_step(model_seed, x, y, lr, loss_scale, initial, *, model, optimizer, dtype):
     """The new loss after one step under autocast's rounding (see the rule), shape ()."""
     del model_seed  # the starting parameters come in as ``initial``

@@ -19,7 +19,6 @@ compares presets runs the other preset itself, from the report's own config.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import jax
@@ -27,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from playground.core.compiled import run_compiled
+from playground.core.compiled import program, run_compiled
 from playground.core.data import make_batch
 from playground.core.dtypes import dtype_facts, numpy_dtype
 from playground.core.lessons.claim import Claim, StepLesson, checked
@@ -108,7 +107,7 @@ def classification_rounding(report: StepReport) -> Claim:
     )
 
 
-@functools.partial(jax.jit, static_argnames=("steps", "precision", "model"))
+@program(static_argnames=("steps", "precision", "model"))
 def _step_losses(model_seed, x, y, lr, loss_scale, *, steps: int, precision: Policy, model):
     """The loss each of ``steps`` SGD steps computes (in the policy's loss dtype, as float32)."""
     network = build_model(model, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed)))

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 # The report classes live in core.step_report; they are re-exported here, where callers meet them.
 import dataclasses
-import functools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -30,7 +28,7 @@ from playground.core import metrics
 from playground.core.activation_counts import activation_counts
 from playground.core.block_report import measure, report_from
 from playground.core.block_stats import comparison_measure
-from playground.core.compiled import freeze, run_compiled
+from playground.core.compiled import freeze, program, run_compiled
 from playground.core.data import make_batch
 from playground.core.float8 import ROLES, STATS
 from playground.core.float8_report import float8_tensors
@@ -92,8 +90,7 @@ LOSSES = (
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
 
 
-@functools.partial(
-    jax.jit,
+@program(
     static_argnames=("precision", "model", "optimizer", "watch"),
     compiler_options=COMPILER_OPTIONS,
 )

@@ -42,7 +42,6 @@ from playground.core.caps import (
     WORK_FACTOR,
     steps_within_budget,
 )
-from playground.core.compile_cost import check_compile, first_call_budget, first_call_steps
 from playground.core.cost import check_step, run_step_work
 from playground.core.fields import FP8_SCALINGS, PURE_ROUNDINGS, SCALING_MODES, SettingsTable
 from playground.core.models import MODELS, NORMS, ModelChoice
@@ -119,22 +118,19 @@ class StepConfig(SettingsTable):
     @property
     def max_steps(self) -> int:
         """The most training steps allowed for this model, shape and recipe: WORK_BUDGET over
-        one step's work (``core.cost.run_step_work``), and within the first call's budget with
-        the run's compile (``core.compile_cost``); 0 when one step is over either."""
-        work = run_step_work(self)
-        return min(steps_within_budget(work), first_call_steps(self, work))
+        one step's work (``core.cost.run_step_work``); 0 when one step is over it. The run's
+        compile is a one-off and caps nothing (``core.compile_cost``)."""
+        return steps_within_budget(run_step_work(self))
 
     def check_run(self) -> StepConfig:
         """Self, after checking the cross-field cap of a training run; ConfigError on ``steps``
-        (on ``hidden_layers`` when the run's compile alone is over the first call's budget)."""
-        check_compile(self, "dynamics")
+        (on ``n`` when one step alone is over the run's cap)."""
         if self.max_steps == 0:
             raise ConfigError(
                 "n",
                 f"n (batch rows N): one training step of this model ({run_step_work(self):,} "
                 f"multiply-adds of work) is over the run's cap of "
-                f"2^{math.log2(WORK_BUDGET):.3g}, or with its compile over the first call's "
-                f"{first_call_budget('dynamics'):,.0f}; got {self.n}. A smaller N or smaller "
+                f"2^{math.log2(WORK_BUDGET):.3g}; got {self.n}. A smaller N or smaller "
                 "widths fit.",
             )
         if self.steps > self.max_steps:
@@ -143,8 +139,7 @@ class StepConfig(SettingsTable):
                 "steps",
                 f"steps (training steps) must be an integer in [1, {self.max_steps}] at "
                 f"N x D_in x D_out = {shape} for this model (steps x its work, "
-                f"{run_step_work(self):,} a step, <= 2^{math.log2(WORK_BUDGET):.3g}, and with "
-                f"the run's compile <= {first_call_budget('dynamics'):,.0f} on its first call); "
+                f"{run_step_work(self):,} a step, <= 2^{math.log2(WORK_BUDGET):.3g}); "
                 f"got {self.steps}. Fewer steps or a smaller shape fit.",
             )
         return self

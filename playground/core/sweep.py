@@ -22,7 +22,6 @@ never reaches zero, so the yardstick is the best scale in the sweep.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 
@@ -32,7 +31,7 @@ import numpy as np
 from flax import nnx
 
 from playground.core import metrics
-from playground.core.compiled import freeze, run_compiled
+from playground.core.compiled import freeze, program, run_compiled
 from playground.core.cost import check_sweep
 from playground.core.dtypes import dtype_facts
 from playground.core.loss_scale import NoOpLossScale, StaticLossScale
@@ -79,7 +78,7 @@ def _flat(params: dict[str, jax.Array]) -> jax.Array:
     return jnp.concatenate([leaf.ravel() for leaf in params.values()])
 
 
-@functools.partial(jax.jit, static_argnames=("precision", "model", "optimizer"))
+@program(static_argnames=("precision", "model", "optimizer"))
 def _curves_over_scales(
     model_seed,
     x,

@@ -42,7 +42,6 @@ the step, as TransformerEngine's does).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import jax
@@ -52,7 +51,7 @@ import optax
 from flax import nnx
 
 from playground.core import rounding
-from playground.core.compiled import freeze, run_compiled
+from playground.core.compiled import freeze, program, run_compiled
 from playground.core.float8 import AmaxHistory, matmul_layers
 from playground.core.loss_scale import make_loss_scale
 from playground.core.models import initial_state, rebuilt
@@ -143,7 +142,7 @@ _STATIC = (
 )
 
 
-@functools.partial(jax.jit, static_argnames=_STATIC)
+@program(static_argnames=_STATIC)
 def _three_runs(
     model_seed,
     x,

@@ -3,9 +3,10 @@
 Rules:
   bounds      uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, each visitor to a
               share of the queue and one heavy run (``ui.fair_use``).
-  lanes       a request whose work (``core.cost``) is over LARGE_WORK waits for the one large
-              lane before it computes (``in_lane``, from ``ui.public.PublicBlocks``); every
-              lane but the heavy one takes LANE_SLOTS requests at once, more than one
+  lanes       a request whose work (``core.cost``; a /step's with its compile when that reaches
+              the first call's seconds, ``core.compile_cost``) is over LARGE_WORK waits for the
+              one large lane before it computes (``in_lane``, from ``ui.public.PublicBlocks``);
+              every lane but the heavy one takes LANE_SLOTS requests at once, more than one
               visitor's share, so another visitor's small request always finds a place and
               never waits behind large work. The heavy lane (sweeps and training runs) runs
               one at a time, and a session's own page events (private ones) one at a time, in
@@ -24,6 +25,7 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
+from playground.core.compile_cost import first_call_work
 from playground.core.cost import step_work
 from playground.core.settings import StepConfig, settings
 from playground.core.sweep import sweep_exponents
@@ -94,9 +96,10 @@ REPLACED = {"prediction": {"__type__": "update"}, "duration": 0.0, "is_generatin
 
 
 def event_work(fn: Any, inputs: list[Any]) -> float:
-    """The work (``core.cost``) of running ``fn`` on these raw inputs: the settings among them
-    (each input component's elem_id is its field), priced as the endpoint computes them; 0 when
-    they are no valid settings (the handler then refuses them before any compute)."""
+    """The work (``core.cost``) of running ``fn`` on these raw inputs (a /step's with its long
+    compile, ``core.compile_cost.first_call_work``): the settings among them (each input
+    component's elem_id is its field), priced as the endpoint computes them; 0 when they are no
+    valid settings (the handler then refuses them before any compute)."""
     table = settings()
     fields = {
         component.elem_id: value
@@ -113,7 +116,7 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
         return step_work(config) * sweep_exponents(config.compute_dtype).size / 2
     if fn.api_name == "dynamics":
         return step_work(config) * config.steps * 1.5
-    return step_work(config)
+    return step_work(config) + first_call_work(config, "step")
 
 
 async def in_lane(

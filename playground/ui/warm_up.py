@@ -1,13 +1,13 @@
-"""Warming the server's shared programs before the first visitors' requests.
+"""Warming the server's programs before the first visitors' requests.
 
-Rule: at start, a background thread sends one tiny request of each kind (a step of every model
-in every recipe, a short training run, a sweep) through the same code as the page's events, then
-ends. What those compile and load is shared by every shape (scalar casts, each recipe's
-statistics, the charts' code, lazily imported modules): about a second of a server's first
-MLP /step, which the cost model does not count (``core.compile_cost`` prices a request's own
-programs). ``PLAYGROUND_WARM_UP=0`` turns it off (the tests' servers, which share 2 vCPUs
-with their browsers).
-"""
+Rule: at start, a background thread sends one request of each combination a visitor can pick
+without touching a number (every endpoint x model x recipe at the page's defaults: the page's
+own step first, then the other steps, the training runs, the sweeps) through the same code as
+the page's events, then ends. Their programs stay compiled (``core.compiled`` keeps the most
+recently used; ``core.compile_cache`` saves them on disk, so a restarted server reads them
+back), along with what every shape shares (scalar casts, each recipe's statistics, the charts'
+code, lazily imported modules). ``PLAYGROUND_WARM_UP=0`` turns it off (the tests' servers,
+which share 2 vCPUs with their browsers)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import os
 import threading
 import time
 
-from playground.core import compiled
 from playground.core.models import MODELS
 from playground.core.policy import COMPUTE_DTYPES
 from playground.core.settings import StepConfig
@@ -25,19 +24,13 @@ from playground.core.train import run_dynamics
 from playground.ui import endpoints
 from playground.ui.arguments import STEP
 
-# Tiny requests: their compiles are the shared programs', their work next to nothing.
-TINY = {"n": 8, "d_in": 4, "d_out": 2, "hidden_layers": 1, "hidden_width": 8}
-
 
 def requests() -> list[tuple[str, StepConfig]]:
     """(kind, config) of every warm-up request, in the order they run."""
-    steps = [
-        ("step", StepConfig(**TINY, model=model, compute_dtype=dtype))
-        for model in MODELS
-        for dtype in COMPUTE_DTYPES
+    combinations = [
+        StepConfig(model=model, compute_dtype=dtype) for model in MODELS for dtype in COMPUTE_DTYPES
     ]
-    linear = StepConfig(n=8, d_in=4, d_out=2, steps=2)
-    return [*steps, ("dynamics", linear), ("sweep", linear)]
+    return [(kind, config) for kind in ("step", "dynamics", "sweep") for config in combinations]
 
 
 def run(kind: str, config: StepConfig) -> None:
@@ -61,7 +54,6 @@ def _warm() -> None:
             run(kind, config)
         except Exception:  # a failed warm-up only leaves that program cold
             logging.getLogger(__name__).exception("warm-up %s failed", kind)
-    compiled.forget_counted()  # else the next two new programs would clear them all
     print(f"{DONE} in {time.perf_counter() - began:.1f} s", flush=True)
 
 

@@ -65,9 +65,8 @@ def _largest_accepted_n(settings: dict) -> int:
     return low
 
 
-# The largest /step the cost model accepts (its work plus its first call's compile;
-# bench/bench_load.py times it): the deepest float8 MLP of width 1024 it takes, with adam, at
-# its largest N.
+# The largest /step the cost model accepts (its warm work; bench/bench_load.py times it): the
+# deepest float8 MLP of width 1024 it takes, with adam, at its largest N.
 _MLP = {"d_in": 1024, "d_out": 1024, "compute_dtype": "float8", "model": "mlp"}
 _MLP |= {"hidden_width": 1024, "optimizer": "adam"}
 _DEPTH = max(h for h in range(1, 9) if _largest_accepted_n(_MLP | {"hidden_layers": h}))

@@ -29,8 +29,8 @@ from playground.core.settings import StepConfig
 
 HEAVY_REFUSAL = "one heavy run at a time"
 MEDIUM = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
-# The longest run the cost model accepts at this shape (its first call's compile counts too):
-# about 1 s warm on 2 idle vCPUs (100 steps took 0.3 s here), long enough to overlap a second
+# The longest run the cost model accepts at this shape (595 steps: its warm cap):
+# about 2 s warm on 2 idle vCPUs (100 steps took 0.3 s here), long enough to overlap a second
 # request sent 0.5 s later, short enough to flood.
 DYNAMICS = [*MEDIUM, StepConfig(n=1024, d_in=256, d_out=128).max_steps, "static", 100]
 SWEEP = MEDIUM

@@ -13,7 +13,7 @@ import re
 import jax
 import jax.numpy as jnp
 import pytest
-from cost_by_hand import budget_by_hand, compile_work_by_hand, run_steps_by_hand
+from cost_by_hand import run_steps_by_hand
 
 from playground.core import cost
 from playground.core.models import ModelChoice
@@ -75,10 +75,10 @@ def test_the_largest_linear_step_is_accepted_with_its_training_steps():
     entries = 1024 * 1024 + 1024
     # a training step: the matmuls, 480 per parameter entry, 2^23 for the step itself
     step = 4096 * 1024 * 1024 + entries * 480 + 2**23
-    assert config.max_steps == run_steps_by_hand(config, step) >= 1
+    assert config.max_steps == run_steps_by_hand(step) >= 1
     float8 = StepConfig(**LARGEST_LINEAR, compute_dtype="float8")
     step = 4096 * 1024 * 1024 * 1.25 + entries * 480 + 2**23
-    assert float8.max_steps == run_steps_by_hand(float8, step)
+    assert float8.max_steps == run_steps_by_hand(step)
 
 
 def test_a_wide_model_at_a_small_batch_pays_for_its_parameter_updates():
@@ -87,7 +87,7 @@ def test_a_wide_model_at_a_small_batch_pays_for_its_parameter_updates():
     config = config.replace(hidden_width=1024, optimizer="adam")
     entries = 3 * (1024 * 1024 + 1024)
     step = 64 * (1024 * 1024 * 3) + entries * 480 + 2**23
-    assert config.max_steps == run_steps_by_hand(config, step)
+    assert config.max_steps == run_steps_by_hand(step)
     assert config.max_steps < 85
 
 
@@ -100,13 +100,11 @@ def test_a_step_over_the_work_cap_names_n_and_what_fits():
     assert "2^35" in message and "got 4096" in message
     fits = int(re.search(r"at most (\d+)", message).group(1))
     # 2 passes x N x (1024 x 1024 x 3) multiply-adds, plus adam's 3 x 8 per parameter entry,
-    # within 2^35 and, with the compile, within the first call's budget (cost_by_hand.py)
+    # and the report's 3072, within 2^35 (the compile caps nothing: test_compile_cost.py)
     entries = 3 * (1024 * 1024 + 1024)
-    compiling = compile_work_by_hand("step", StepConfig(**settings | {"n": 1}))
 
     def fits_both(n: int) -> bool:
-        work = 2 * (n * 1024 * 1024 * 3 + entries * 24) + entries * 3072
-        return work <= 2**35 and work + compiling <= budget_by_hand("step")
+        return 2 * (n * 1024 * 1024 * 3 + entries * 24) + entries * 3072 <= 2**35
 
     assert fits_both(fits) and not fits_both(fits + 1)
     StepConfig(**settings | {"n": fits})
@@ -121,8 +119,8 @@ def test_a_model_over_the_memory_cap_names_its_layers_and_what_fits():
     assert "1,024 MB" in message
     fits = int(re.search(r"at most (\d+) hidden layers", message).group(1))
 
-    # what it says fits is the most the memory cap takes (its first call may still ask for a
-    # smaller N, test_compile_cost.py): 192 MB + 112 B per parameter entry + 8 B per activation
+    # what it says fits is the most the memory cap takes: 192 MB + 112 B per parameter entry
+    # + 8 B per activation
     def memory(layers: int) -> int:
         entries = (layers + 1) * (1024 * 1024 + 1024)
         return 192 * 2**20 + entries * 112 + 1024 * 1024 * (layers + 2) * 8
@@ -169,12 +167,10 @@ def test_a_sweep_counts_its_scales_and_every_parameter_entry():
     with pytest.raises(ConfigError) as refused:
         cost.check_sweep(config.replace(n=4096), 127)
     fits = int(re.search(r"at most (\d+)", str(refused.value)).group(1))
-    # within 2^36 and, with its compile, within the sweep's first-call budget (cost_by_hand.py)
-    compiling = compile_work_by_hand("sweep", config)
 
+    # within 2^36 (the compile caps nothing: test_compile_cost.py)
     def fits_both(n: int) -> bool:
-        work = 127 * (n * 1024 * 1024 + entries * 192)
-        return work <= 2**36 and work + compiling <= budget_by_hand("sweep")
+        return 127 * (n * 1024 * 1024 + entries * 192) <= 2**36
 
     assert fits_both(fits) and not fits_both(fits + 1)
 

@@ -182,18 +182,18 @@ def test_a_plain_recipe_ignores_fp8_scaling_so_its_programs_are_shared():
 
 
 def test_changing_fp8_scaling_recompiles_only_a_float8_program(monkeypatch):
-    # The bound on kept programs must not clear the caches mid-test (earlier tests filled it).
+    # The bound on kept programs must not evict this test's programs mid-test.
     monkeypatch.setattr(compiled_programs, "MAX_PROGRAMS", 10**6)
     config = StepConfig(n=24, d_in=4, d_out=2)
     run_report(config)
-    compiled = _both_steps._cache_size()
+    compiled = compiled_programs.compiles(_both_steps)
     for scaling in ("none", "delayed"):
         run_report(config.replace(fp8_scaling=scaling))
-    assert _both_steps._cache_size() == compiled
+    assert compiled_programs.compiles(_both_steps) == compiled
     float8 = config.replace(compute_dtype="float8")
     run_report(float8)
     run_report(float8.replace(fp8_scaling="delayed"))
-    assert _both_steps._cache_size() == compiled + 2
+    assert compiled_programs.compiles(_both_steps) == compiled + 2
 
 
 def test_every_recipe_summary_key_is_in_every_report():
