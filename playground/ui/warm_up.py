@@ -2,11 +2,11 @@
 
 Rule: at start, a background thread sends one tiny request of each kind (a step of every model
 in every recipe, a short training run, a sweep) through the same code as the page's events, then
-ends. What those compile and load is shared by every shape (scalar casts, each recipe's
-statistics, the charts' code, lazily imported modules): about a second of a server's first
-MLP /step, which the cost model does not count (``core.compile_cost`` prices a request's own
-programs). ``PLAYGROUND_WARM_UP=0`` turns it off (the tests' servers, which share 2 vCPUs
-with their browsers).
+compiles the tensors tab's quantizers, and ends. What those compile and load is shared by
+every shape (scalar casts, each recipe's statistics, the charts' code, lazily imported
+modules): about a second of a server's first MLP /step, which the cost model does not count
+(``core.compile_cost`` prices a request's own programs). ``PLAYGROUND_WARM_UP=0`` turns it off
+(the tests' servers, which share 2 vCPUs with their browsers).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from playground.core.models import MODELS
 from playground.core.policy import COMPUTE_DTYPES
 from playground.core.settings import StepConfig
 from playground.core.sweep import run_sweep
+from playground.core.tensors.report import warm_up as warm_tensors
 from playground.core.train import run_dynamics
 from playground.ui import endpoints
 from playground.ui.arguments import STEP
@@ -61,6 +62,7 @@ def _warm() -> None:
             run(kind, config)
         except Exception:  # a failed warm-up only leaves that program cold
             logging.getLogger(__name__).exception("warm-up %s failed", kind)
+    warm_tensors()  # the block recipes' quantizers of the tensors tab: one program each
     compiled.forget_counted()  # else the next two new programs would clear them all
     print(f"{DONE} in {time.perf_counter() - began:.1f} s", flush=True)
 

@@ -1,0 +1,152 @@
+"""What a plain cast to each registered value format does to one tensor, counted exactly.
+
+Rule, for a tensor x (its stored values, widened to float64 exactly) and a format F of
+VALUE_FORMATS (the dtype registry's formats and block element formats; never its scale
+formats), over the tensor's finite nonzero entries (``nonzero`` of them)::
+
+    zero       share whose cast to F is 0 (flushed)
+    subnormal  share whose cast is a nonzero subnormal of F
+    overflow   share whose cast is not finite (inf, or NaN in a format without an infinity)
+    saturated  share at or past F's overflow edge (max plus half the gap below it, where
+               round-to-nearest leaves max): a saturating cast stores them as +-max
+    rel_error  ||q - x|| / ||x|| in float64, q the saturating cast of x (so finite), over the
+               finite entries; None for a tensor with no finite nonzero entry
+    window     the powers of two S = 2^k (k within the loss scale's own range) for which S x
+               keeps every entry: the smallest nonzero |x| times S does not cast to 0, and the
+               largest times S stays below the overflow edge. Both are monotone in k, so the
+               window is [low, high] (None when no S keeps both ends: the tensor's range is
+               wider than F's)
+
+The casts are numpy's and ml_dtypes' (``core.dtypes.cast``), on the host: exact, with no flush
+of subnormals (XLA on CPU would flush float32's and bfloat16's). A float64 tensor is cast as
+ml_dtypes casts it, which rounds through float32 first for the narrow formats (a second
+rounding only on a tie of float32's rounding).
+
+The magnitude summary counts the entries (zeros, non-finite) and bins log2 |x| of the finite
+nonzero ones by binade (floor(log2 |x|), from the exponent ``np.frexp`` reads: exact).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from playground.core.caps import LOSS_SCALE_MAX, LOSS_SCALE_MIN
+from playground.core.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES, cast, dtype_facts
+
+VALUE_FORMATS = DTYPES + BLOCK_ELEMENT_FORMATS
+LOSS_SCALE_EXPONENTS = range(
+    math.ceil(math.log2(LOSS_SCALE_MIN)), int(math.log2(LOSS_SCALE_MAX)) + 1
+)
+
+
+@dataclass(frozen=True)
+class Magnitudes:
+    """A tensor's entries by kind, its largest and smallest nonzero magnitude, and the count
+    of finite nonzero entries per binade (``log2_counts[i]``: floor(log2 |x|) = log2_low + i)."""
+
+    size: int
+    nonzero: int
+    zeros: int
+    nonfinite: int
+    amax: float | None
+    smallest: float | None
+    log2_low: int
+    log2_counts: np.ndarray
+
+
+@dataclass(frozen=True)
+class Shares:
+    """What one format (or recipe) does to a tensor's finite nonzero entries (module rule)."""
+
+    zero: float | None
+    subnormal: float | None
+    overflow: float | None
+    saturated: float | None
+    rel_error: float | None
+
+
+def magnitudes(values: np.ndarray) -> Magnitudes:
+    """The magnitude summary of ``values`` (any float dtype)."""
+    wide = np.asarray(values, np.float64).ravel()
+    finite = np.isfinite(wide)
+    live = np.abs(wide[finite & (wide != 0)])
+    if live.size:
+        binades = np.frexp(live)[1].astype(np.int64) - 1
+        low = int(binades.min())
+        counts = np.bincount(binades - low)
+        amax, smallest = float(live.max()), float(live.min())
+    else:
+        low, counts, amax, smallest = 0, np.zeros(0, np.int64), None, None
+    return Magnitudes(
+        size=int(wide.size),
+        nonzero=int(live.size),
+        zeros=int(np.count_nonzero(wide == 0)),
+        nonfinite=int(np.count_nonzero(~finite)),
+        amax=amax,
+        smallest=smallest,
+        log2_low=low,
+        log2_counts=counts,
+    )
+
+
+def overflow_edge(fmt: str) -> float:
+    """max + half the gap between max and the value below it: the magnitude from which a
+    round-to-nearest cast to ``fmt`` leaves max (a tie there rounds away: max's last bit is
+    odd)."""
+    facts = dtype_facts(fmt)
+    return facts.max + math.ldexp(1.0, math.floor(math.log2(facts.max)) - facts.mantissa_bits - 1)
+
+
+def share(mask: np.ndarray, total: int) -> float | None:
+    """The share of ``total`` entries that ``mask`` marks; None for no entries."""
+    return float(np.count_nonzero(mask)) / total if total else None
+
+
+def rel_error(stored: np.ndarray, exact: np.ndarray) -> float | None:
+    """||stored - exact|| / ||exact|| in float64 over the entries finite in both; None when
+    exact's norm there is 0. Both norms are scaled by the largest |exact| first, so no square
+    overflows or underflows in float64."""
+    keep = np.isfinite(stored) & np.isfinite(exact)
+    exact, stored = exact[keep], stored[keep]
+    peak = float(np.max(np.abs(exact), initial=0.0))
+    if peak == 0:
+        return None
+    return float(np.linalg.norm((stored - exact) / peak) / np.linalg.norm(exact / peak))
+
+
+def cast_shares(values: np.ndarray, fmt: str) -> Shares:
+    """What the cast of ``values`` to ``fmt`` does to them (see the module rule)."""
+    stored = np.asarray(values).ravel()
+    exact = stored.astype(np.float64)
+    live = np.isfinite(exact) & (exact != 0)
+    total = int(np.count_nonzero(live))
+    facts, edge = dtype_facts(fmt), overflow_edge(fmt)
+    rounded = cast(stored, fmt).astype(np.float64)
+    magnitude = np.abs(rounded)
+    beyond = live & (np.abs(exact) >= edge)
+    saturating = np.where(beyond, np.sign(exact) * facts.max, rounded)
+    return Shares(
+        zero=share(live & (rounded == 0), total),
+        subnormal=share(live & (magnitude > 0) & (magnitude < facts.smallest_normal), total),
+        overflow=share(live & ~np.isfinite(rounded), total),
+        saturated=share(beyond, total),
+        rel_error=rel_error(saturating, exact) if total else None,
+    )
+
+
+def scale_window(summary: Magnitudes, fmt: str) -> tuple[int, int] | None:
+    """(low, high) exponents of the powers of two that keep the tensor in ``fmt`` (module
+    rule); None when none does or the tensor has no finite nonzero entry."""
+    if summary.smallest is None or summary.amax is None:
+        return None
+    edge = overflow_edge(fmt)
+    kept = [
+        k
+        for k in LOSS_SCALE_EXPONENTS
+        if cast(np.float64(math.ldexp(summary.smallest, k)), fmt) != 0
+        and math.ldexp(summary.amax, k) < edge
+    ]
+    return (kept[0], kept[-1]) if kept else None
