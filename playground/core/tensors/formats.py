@@ -7,13 +7,14 @@ formats), over the tensor's finite nonzero entries (``nonzero`` of them)::
     zero       share whose cast to F is 0 (flushed)
     subnormal  share whose cast is a nonzero subnormal of F
     overflow   share whose cast is not finite (inf, or NaN in a format without an infinity)
-    saturated  share at or past F's overflow edge (max plus half the gap below it, where
-               round-to-nearest leaves max): a saturating cast stores them as +-max
+    saturated  share that round-to-nearest-even takes past F's largest value (past max plus
+               half the gap below it, or on it where that tie rounds up): a saturating cast
+               stores them as +-max
     rel_error  ||q - x|| / ||x|| in float64, q the saturating cast of x (so finite), over the
                finite entries; None for a tensor with no finite nonzero entry
     window     the powers of two S = 2^k (k within the loss scale's own range) for which S x
                keeps every entry: the smallest nonzero |x| times S does not cast to 0, and the
-               largest times S stays below the overflow edge. Both are monotone in k, so the
+               largest times S does not saturate. Both are monotone in k, so the
                window is [low, high] (None when no S keeps both ends: the tensor's range is
                wider than F's)
 
@@ -92,12 +93,17 @@ def magnitudes(values: np.ndarray) -> Magnitudes:
     )
 
 
-def overflow_edge(fmt: str) -> float:
-    """max + half the gap between max and the value below it: the magnitude from which a
-    round-to-nearest cast to ``fmt`` leaves max (a tie there rounds away: max's last bit is
-    odd)."""
+def past_the_edge(magnitude: np.ndarray, fmt: str) -> np.ndarray:
+    """Whether round-to-nearest-even with ``fmt``'s precision but no exponent limit takes each
+    magnitude past ``fmt``'s largest value: past the edge (max plus half the gap below it), or
+    on it when max's last mantissa bit is odd (the tie goes away from max; float8_e4m3fn's max,
+    1.75 x 2^8, is even and keeps its tie)."""
     facts = dtype_facts(fmt)
-    return facts.max + math.ldexp(1.0, math.floor(math.log2(facts.max)) - facts.mantissa_bits - 1)
+    binade = math.floor(math.log2(facts.max))
+    half_gap = math.ldexp(1.0, binade - facts.mantissa_bits - 1)
+    odd = int(math.ldexp(facts.max, facts.mantissa_bits - binade)) % 2 == 1
+    edge = facts.max + half_gap
+    return (magnitude > edge) | ((magnitude == edge) & odd)
 
 
 def share(mask: np.ndarray, total: int) -> float | None:
@@ -123,10 +129,10 @@ def cast_shares(values: np.ndarray, fmt: str) -> Shares:
     exact = stored.astype(np.float64)
     live = np.isfinite(exact) & (exact != 0)
     total = int(np.count_nonzero(live))
-    facts, edge = dtype_facts(fmt), overflow_edge(fmt)
+    facts = dtype_facts(fmt)
     rounded = cast(stored, fmt).astype(np.float64)
     magnitude = np.abs(rounded)
-    beyond = live & (np.abs(exact) >= edge)
+    beyond = live & past_the_edge(np.abs(exact), fmt)
     saturating = np.where(beyond, np.sign(exact) * facts.max, rounded)
     return Shares(
         zero=share(live & (rounded == 0), total),
@@ -142,11 +148,10 @@ def scale_window(summary: Magnitudes, fmt: str) -> tuple[int, int] | None:
     rule); None when none does or the tensor has no finite nonzero entry."""
     if summary.smallest is None or summary.amax is None:
         return None
-    edge = overflow_edge(fmt)
     kept = [
         k
         for k in LOSS_SCALE_EXPONENTS
         if cast(np.float64(math.ldexp(summary.smallest, k)), fmt) != 0
-        and math.ldexp(summary.amax, k) < edge
+        and not past_the_edge(np.float64(math.ldexp(summary.amax, k)), fmt)
     ]
     return (kept[0], kept[-1]) if kept else None
