@@ -5,8 +5,9 @@ log2 |entry| on the fixed axis every run shares, a bar for exact zeros at the le
 inf/NaN at the right, one format's bands shaded) over a strip per value format below it, on
 the same x axis: each format's subnormal range (from the log2 of half its smallest subnormal,
 at or below which a cast gives 0) and its normal range (up to its largest value). The shaded
-format is the one chosen on the page, else the one that rounds most of the tensor to zero or
-saturates most of it (the registry's first on a tie).
+format is the one chosen on the page, else the plain-cast recipes' dtype (where a loss scale is
+the remedy) that rounds most of the tensor to zero or saturates most of it, then any format (the
+registry's first on a tie).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from playground.core.dtypes import log2_magnitude_bands
+from playground.core.policy import RECIPES
 from playground.core.tensors.formats import VALUE_FORMATS
 from playground.core.tensors.report import TensorReport
 from playground.sections.lab.charts import FIGURE_HEIGHT, binade_axis
@@ -23,17 +25,20 @@ from playground.views.plotly import MIXED_COLOR, Figure, base_layout
 HISTOGRAM_DOMAIN = (0.34, 1.0)
 STRIPS_DOMAIN = (0.0, 0.27)
 STRIP_HEIGHT = 22  # px per format
+# The dtypes of the plain-cast recipes: where a loss scale is the remedy for a flushed entry.
+LOSS_SCALED_FORMATS = tuple(r.plain_dtype for r in RECIPES.values() if r.plain_dtype is not None)
 STRIP_COLORS = {"subnormal": "rgba(242, 142, 43, 0.55)", "normal": "rgba(89, 161, 79, 0.45)"}
 
 
 def shaded_format(tensor: TensorReport) -> str:
-    """The format that loses most of ``tensor`` to zero or saturation (see the module rule)."""
+    """The format shaded first (see the module rule)."""
 
-    def lost(fmt: str) -> float:
+    def lost(fmt: str) -> tuple[float, float]:
         shares = tensor.formats.get(fmt)
-        return 0.0 if shares is None else (shares.zero or 0.0) + (shares.saturated or 0.0)
+        share = 0.0 if shares is None else (shares.zero or 0.0) + (shares.saturated or 0.0)
+        return (share if fmt in LOSS_SCALED_FORMATS else -1.0), share
 
-    return max(VALUE_FORMATS, key=lambda fmt: (lost(fmt), -VALUE_FORMATS.index(fmt)))
+    return max(VALUE_FORMATS, key=lambda fmt: (*lost(fmt), -VALUE_FORMATS.index(fmt)))
 
 
 def _strips() -> list[dict]:

@@ -153,12 +153,17 @@ def file_sentences(report: TensorsReport) -> list[str]:
     return sentences
 
 
+TABLE_NOTE = (
+    "Each format's and recipe's column: the share (%) of the tensor's nonzero entries it stores "
+    "as 0. Click a heading to sort."
+)
+
+
 def table(report: TensorsReport) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows) of the per-tensor table: name, dtype, shape, the largest and smallest
-    nonzero magnitude as log2, then each format's zero share (%), then each recipe's."""
-    headers = ["tensor", "dtype", "shape", "log2 max", "log2 min"]
-    headers += [f"{fmt} zero %" for fmt in VALUE_FORMATS]
-    headers += [f"{name} zero %" for name in BLOCK_RECIPES]
+    nonzero magnitude as log2, then the share of its nonzero entries (%) that each format's
+    cast, then each recipe's quantization, stores as 0 (headed by their names: TABLE_NOTE)."""
+    headers = ["tensor", "dtype", "shape", "log2 max", "log2 min", *VALUE_FORMATS, *BLOCK_RECIPES]
     rows = []
     for tensor in report.tensors:
         summary = tensor.magnitudes

@@ -5,7 +5,7 @@ Rule: ``tensors_views(report)`` gives the endpoint's and the page's outputs for 
 figure, the tensor names to choose from), ``tensor_views(report, name, fmt)`` those of one
 tensor, each as plain values (JSON-able dicts, Markdown, Plotly dicts). The page
 (``ui.tabs.tensors``) lays out the components under the same names. The first tensor chosen is
-the one that loses the largest share of its entries to zero in any format.
+the one that loses the largest share of its entries to zero in a plain-cast recipe's dtype.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from playground.core.caps import TENSOR_FILE_MAX_BYTES, TENSORS_MAX_COUNT, TENSORS_MAX_ELEMENTS
 from playground.core.tensors.formats import VALUE_FORMATS
 from playground.core.tensors.report import BLOCK_RECIPES, TensorReport, TensorsReport
-from playground.sections.tensors.charts import shaded_format, tensor_figure
+from playground.sections.tensors.charts import LOSS_SCALED_FORMATS, shaded_format, tensor_figure
 from playground.sections.tensors.summary import (
     file_sentences,
     table,
@@ -78,13 +78,19 @@ class TensorsViews(NamedTuple):
 
 
 def first_tensor(report: TensorsReport) -> TensorReport:
-    """The tensor that loses the largest share to zero in any format (the file's first on a
-    tie)."""
+    """The tensor that loses the largest share to zero in a plain-cast recipe's dtype (the
+    question a loss scale answers), then in any format; the file's first on a tie."""
 
-    def lost(tensor: TensorReport) -> float:
-        return max((s.zero or 0.0 for s in tensor.formats.values()), default=-1.0)
+    def lost(tensor: TensorReport) -> tuple[float, float]:
+        def worst(formats: tuple[str, ...]) -> float:
+            shares = [tensor.formats[f].zero or 0.0 for f in formats if f in tensor.formats]
+            return max(shares, default=-1.0)
 
-    ordered = sorted(enumerate(report.tensors), key=lambda item: (-lost(item[1]), item[0]))
+        return worst(LOSS_SCALED_FORMATS), worst(VALUE_FORMATS)
+
+    ordered = sorted(
+        enumerate(report.tensors), key=lambda item: (*(-v for v in lost(item[1])), item[0])
+    )
     return ordered[0][1]
 
 

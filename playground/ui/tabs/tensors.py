@@ -21,10 +21,11 @@ from playground.core.bounds import ConfigError
 from playground.core.tensors.formats import VALUE_FORMATS
 from playground.core.tensors.report import TensorsReport, analyse_file
 from playground.sections.tensors import tab as tensors_tab
+from playground.sections.tensors.summary import TABLE_NOTE
 from playground.ui.arguments import core_errors
 from playground.ui.components import Page
 from playground.ui.uploads import uploaded_file
-from playground.ui.widgets import as_plot, plot_slot
+from playground.ui.widgets import as_plot
 
 TAB_LABEL = tensors_tab.TAB_LABEL
 FIELD = "file"
@@ -107,7 +108,11 @@ def build() -> TensorsTab:
         )
         reading = gr.Markdown(label="reading", elem_id="tensors-reading")
         table = gr.Dataframe(
-            interactive=False, visible=False, wrap=True, max_height=360, elem_id="tensors-table"
+            label=TABLE_NOTE,
+            interactive=False,
+            visible=False,
+            max_height=360,
+            elem_id="tensors-table",
         )
         with gr.Row():
             name = gr.Dropdown([], label="tensor", elem_id="tensor-name", interactive=False)
@@ -118,7 +123,7 @@ def build() -> TensorsTab:
                 interactive=False,
             )
         tensor_reading = gr.Markdown(elem_id="tensor-reading")
-        plot = plot_slot(tensors_tab.FIGURE_LABEL)
+        plot = gr.Plot(label=tensors_tab.FIGURE_LABEL, show_label=False, elem_id="tensor-plot")
         with gr.Accordion("Every count (JSON, as the API returns it)", open=False):
             summary = gr.JSON(label="tensors", elem_id="tensors-json")
         # The `tensors` API endpoint's own trigger: scripts call it, the page never clicks it.
