@@ -74,7 +74,8 @@ def steps_within_budget(work: int) -> int:
 # elements together, each checked from the file's size and header before a byte of tensor data
 # is read. The size is the page's upload cap (``ui.launch``'s MAX_FILE_SIZE, 2 MB); the
 # elements cap is what a 2 MB file of one-byte float8 tensors holds, and bounds the analysis
-# (9 casts or quantizations of every element, about 0.5 s per million on 2 vCPUs).
+# (6 casts and 3 block quantizations of every element: 1.9 s for 2^21 float8 elements on a busy
+# 2-vCPU machine, bench/bench_tensors.py).
 TENSOR_FILE_MAX_BYTES = 2 * 2**20
 TENSORS_MAX_COUNT = 512
 TENSORS_MAX_ELEMENTS = int(2**21 * WORK_FACTOR)

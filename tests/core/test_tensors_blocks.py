@@ -97,7 +97,7 @@ CASES = [
 @pytest.mark.parametrize(("case", "values"), CASES, ids=[c[0] for c in CASES])
 def test_every_share_equals_the_numpy_reference(recipe, case, values):
     spec = BLOCK_RECIPES[recipe]
-    shares, flushed = block_shares(values, spec)
+    shares, flushed = block_shares([values], spec)[0]
     expected = expected_shares(values, spec)
     assert flushed == 0
     for key in ("zero", "subnormal", "saturated"):
@@ -112,7 +112,7 @@ def test_every_share_equals_the_numpy_reference(recipe, case, values):
 def test_float32_subnormal_inputs_are_counted_as_read_as_zero_here(recipe):
     values = np.full((2, 64), 1.0, F32)
     values[1] = np.float32(1e-40)  # float32 subnormals, which XLA on CPU reads as zero
-    shares, flushed = block_shares(values, BLOCK_RECIPES[recipe])
+    shares, flushed = block_shares([values], BLOCK_RECIPES[recipe])[0]
     assert flushed == 64
     assert shares.zero == 0.5
 
@@ -122,5 +122,14 @@ def test_a_float64_entry_past_float32_is_an_overflow(recipe):
     """Its float32 value is inf; its block's other entries go with it where the inf amax makes
     their scale infinite (FP8 blocks' amax / 448)."""
     values = np.array([1.0, 2.0, 1e300, 3.0])
-    shares, _ = block_shares(values, BLOCK_RECIPES[recipe])
+    shares, _ = block_shares([values], BLOCK_RECIPES[recipe])[0]
     assert shares.overflow >= 0.25
+
+
+@pytest.mark.parametrize("recipe", list(BLOCK_RECIPES))
+def test_tensors_quantized_together_get_the_shares_each_gets_alone(recipe):
+    """Slices of many tensors share the calls; each slice keeps its own tensor's scale."""
+    spec = BLOCK_RECIPES[recipe]
+    tensors = [values for _, values in CASES] + [tensor(9, (7, 3), -2, 2) * 1e6]
+    together = block_shares(tensors, spec)
+    assert together == [block_shares([values], spec)[0] for values in tensors]

@@ -15,9 +15,10 @@ finite nonzero entries, as for a plain cast (``core.tensors.formats``)::
     rel_error  ||element x block scale x tensor scale - x|| / ||x||, dequantized in float64
 
 To compile one program per recipe, whatever the tensors' shapes, the blocks are quantized in
-slices of SLICE_ROWS rows (SLICES of them per call, ``jax.vmap``): SLICE_ROWS - 1 of the
-tensor's blocks, then a carrier block holding only the tensor's amax, so that every slice's
-tensor scale is the tensor's own; one-level recipes' blocks do not see each other.
+slices of SLICE_ROWS rows (SLICES of them per call, ``jax.vmap``, the slices of every tensor
+of a file sharing the calls): SLICE_ROWS - 1 of a tensor's blocks, then a carrier block
+holding only that tensor's amax, so that every slice's tensor scale is its tensor's own;
+one-level recipes' blocks do not see each other.
 
 What this backend does: the quantizer runs in float32 under XLA on CPU, which reads a float32
 subnormal input as 0. ``flushed_inputs`` counts the finite nonzero entries whose float32 value
@@ -36,8 +37,8 @@ from playground.core.block_formats import BlockRecipe, element_facts
 from playground.core.block_quantize import quantize
 from playground.core.tensors.formats import Shares, rel_error, share
 
-SLICE_ROWS = 64
-SLICES = 64
+SLICE_ROWS = 16
+SLICES = 256
 
 
 @functools.cache
@@ -51,67 +52,81 @@ def _blocks(values: np.ndarray, block: int, dtype: type) -> np.ndarray:
     """(blocks, block) of ``dtype``: the rows along the last axis, each zero-padded to whole
     blocks."""
     rows = values.reshape(-1, values.shape[-1] if values.ndim else 1).astype(dtype)
-    extra = -rows.shape[1] % block
-    return np.pad(rows, ((0, 0), (0, extra))).reshape(-1, block)
+    if rows.shape[1] % block:
+        padded = np.zeros((rows.shape[0], -(-rows.shape[1] // block) * block), dtype)
+        padded[:, : rows.shape[1]] = rows
+        rows = padded
+    return rows.reshape(-1, block)
 
 
-def _joined(parts: list[np.ndarray], width: int, count: int) -> np.ndarray:
-    return np.concatenate(parts).reshape(-1, width)[:count]
-
-
-def _dequantized(
-    recipe: BlockRecipe, blocks: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(elements, dequantized in float64, saturated) of ``blocks``, each (blocks, block)."""
+def _slices(blocks: np.ndarray) -> np.ndarray:
+    """(slices, SLICE_ROWS, block): the blocks, SLICE_ROWS - 1 to a slice (the last padded
+    with zero blocks), each slice closed by the carrier block of the tensor's amax."""
+    per_slice = SLICE_ROWS - 1
+    count, block = blocks.shape
+    slices = max(1, -(-count // per_slice))
+    padded = np.zeros((slices * per_slice, block), np.float32)
+    padded[:count] = blocks
     with np.errstate(invalid="ignore"):
         carrier = np.max(np.abs(blocks), initial=0.0)
-    per_slice = SLICE_ROWS - 1
-    count = len(blocks)
-    slices = -(-count // per_slice)
-    calls = -(-slices // SLICES)
-    padded = np.zeros((calls * SLICES * per_slice, recipe.block), np.float32)
-    padded[:count] = blocks
-    batch = padded.reshape(calls * SLICES, per_slice, recipe.block)
-    carriers = np.zeros((calls * SLICES, 1, recipe.block), np.float32)
+    carriers = np.zeros((slices, 1, block), np.float32)
     carriers[:, 0, 0] = carrier
-    batch = np.concatenate([batch, carriers], axis=1)
+    return np.concatenate([padded.reshape(slices, per_slice, block), carriers], axis=1)
+
+
+def _quantized_all(recipe: BlockRecipe, batches: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(elements, scale of each block as float64, saturated) of every slice, SLICES a call,
+    the carrier rows dropped."""
+    total = len(batches)
+    calls = -(-total // SLICES)
+    padded = np.zeros((calls * SLICES, *batches.shape[1:]), np.float32)
+    padded[:total] = batches
     elements, scales, saturated = [], [], []
     for call in range(calls):
-        part = jnp.asarray(batch[call * SLICES : (call + 1) * SLICES])
-        quantized = _quantize_slices(recipe)(part)
-        elements.append(np.asarray(quantized.elements)[:, :per_slice])
-        saturated.append(np.asarray(quantized.saturated)[:, :per_slice])
+        quantized = _quantize_slices(recipe)(
+            jnp.asarray(padded[call * SLICES : (call + 1) * SLICES])
+        )
+        elements.append(np.asarray(quantized.elements)[:, :-1])
+        saturated.append(np.asarray(quantized.saturated)[:, :-1])
         if recipe.power_of_two_scales:
-            log2 = np.asarray(quantized.scale_log2, np.float64)[:, :per_slice]
-            scales.append(np.ldexp(1.0, log2.astype(np.int64)))
+            log2 = np.asarray(quantized.scale_log2)[:, :-1].astype(np.int64)
+            scales.append(np.ldexp(1.0, log2))
         else:
-            block_scales = np.asarray(quantized.scales, np.float64)[:, :per_slice]
+            block_scales = np.asarray(quantized.scales, np.float64)[:, :-1]
             tensor = np.asarray(quantized.tensor_scale, np.float64)[:, None, None]
             scales.append(block_scales * tensor)
-    element_values = _joined(elements, recipe.block, count).astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        stored = element_values * _joined(scales, 1, count)
-    return element_values, stored, _joined(saturated, recipe.block, count)
+    return tuple(np.concatenate(parts)[:total] for parts in (elements, scales, saturated))
 
 
-def block_shares(values: np.ndarray, recipe: BlockRecipe) -> tuple[Shares, int]:
-    """What ``recipe`` does to ``values`` (see the module rule), and ``flushed_inputs``."""
+def block_shares(tensors: list[np.ndarray], recipe: BlockRecipe) -> list[tuple[Shares, int]]:
+    """What ``recipe`` does to each of ``tensors`` (see the module rule), and each one's
+    ``flushed_inputs``; the slices of all of them share the calls."""
     with np.errstate(over="ignore"):  # a float64 entry past float32 is inf, and counted
-        blocks = _blocks(np.asarray(values), recipe.block, np.float32)
-    exact = _blocks(np.asarray(values), recipe.block, np.float64)
-    live = np.isfinite(exact) & (exact != 0)
-    total = int(np.count_nonzero(live))
-    if total == 0:
-        return Shares(None, None, None, None, None), 0
-    elements, stored, saturated = _dequantized(recipe, blocks)
-    magnitude = np.abs(elements)
+        inputs = [_blocks(np.asarray(values), recipe.block, np.float32) for values in tensors]
+    slices = [_slices(blocks) for blocks in inputs]
+    elements, scales, saturated = _quantized_all(recipe, np.concatenate(slices))
     smallest_normal = element_facts(recipe.element_format).smallest_normal
-    tiny = np.abs(blocks.astype(np.float64)) < np.finfo(np.float32).smallest_normal
-    shares = Shares(
-        zero=share(live & (elements == 0), total),
-        subnormal=share(live & (magnitude > 0) & (magnitude < smallest_normal), total),
-        overflow=share(live & ~np.isfinite(stored), total),
-        saturated=share(live & saturated, total),
-        rel_error=rel_error(stored, exact),
-    )
-    return shares, int(np.count_nonzero(live & tiny))
+    results, first = [], 0
+    for values, blocks, own in zip(tensors, inputs, slices, strict=True):
+        count, span = len(blocks), slice(first, first + len(own))
+        first += len(own)
+        exact = _blocks(np.asarray(values), recipe.block, np.float64)
+        live = np.isfinite(exact) & (exact != 0)
+        total = int(np.count_nonzero(live))
+        if total == 0:
+            results.append((Shares(None, None, None, None, None), 0))
+            continue
+        element = elements[span].reshape(-1, recipe.block)[:count].astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            stored = element * scales[span].reshape(-1, 1)[:count]
+        magnitude = np.abs(element)
+        tiny = np.abs(blocks.astype(np.float64)) < np.finfo(np.float32).smallest_normal
+        shares = Shares(
+            zero=share(live & (element == 0), total),
+            subnormal=share(live & (magnitude > 0) & (magnitude < smallest_normal), total),
+            overflow=share(live & ~np.isfinite(stored), total),
+            saturated=share(live & saturated[span].reshape(-1, recipe.block)[:count], total),
+            rel_error=rel_error(stored, exact),
+        )
+        results.append((shares, int(np.count_nonzero(live & tiny))))
+    return results

@@ -32,9 +32,10 @@ from playground.core.policy import RECIPES
 from playground.core.tensors.blocks import block_shares
 from playground.core.tensors.formats import (
     VALUE_FORMATS,
+    LiveEntries,
     Magnitudes,
     Shares,
-    cast_shares,
+    live_shares,
     magnitudes,
     scale_window,
 )
@@ -78,31 +79,40 @@ class TensorsReport:
         return next(t for t in self.tensors if t.name == name)
 
 
-def analyse_tensor(stored: StoredTensor) -> TensorReport:
-    """One tensor against every format and recipe (see the module rule)."""
-    if stored.values is None:
-        return TensorReport(stored.name, stored.dtype, stored.shape)
-    summary = magnitudes(stored.values)
-    by_recipe = {name: block_shares(stored.values, spec) for name, spec in BLOCK_RECIPES.items()}
-    return TensorReport(
-        stored.name,
-        stored.dtype,
-        stored.shape,
-        magnitudes=summary,
-        formats={fmt: cast_shares(stored.values, fmt) for fmt in VALUE_FORMATS},
-        windows={fmt: scale_window(summary, fmt) for fmt in VALUE_FORMATS},
-        recipes={name: shares for name, (shares, _) in by_recipe.items()},
-        flushed_inputs={name: flushed for name, (_, flushed) in by_recipe.items()},
-    )
+def analyse_tensors(stored: list[StoredTensor]) -> tuple[TensorReport, ...]:
+    """Every tensor against every format and recipe (see the module rule); the block recipes
+    quantize the floating-point tensors together (``core.tensors.blocks``)."""
+    floating = [tensor.values for tensor in stored if tensor.values is not None]
+    by_recipe = {name: block_shares(floating, spec) for name, spec in BLOCK_RECIPES.items()}
+    reports, index = [], 0
+    for tensor in stored:
+        if tensor.values is None:
+            reports.append(TensorReport(tensor.name, tensor.dtype, tensor.shape))
+            continue
+        summary, live = magnitudes(tensor.values), LiveEntries.of(tensor.values)
+        mine = {name: results[index] for name, results in by_recipe.items()}
+        index += 1
+        reports.append(
+            TensorReport(
+                tensor.name,
+                tensor.dtype,
+                tensor.shape,
+                magnitudes=summary,
+                formats={fmt: live_shares(live, fmt) for fmt in VALUE_FORMATS},
+                windows={fmt: scale_window(summary, fmt) for fmt in VALUE_FORMATS},
+                recipes={name: shares for name, (shares, _) in mine.items()},
+                flushed_inputs={name: flushed for name, (_, flushed) in mine.items()},
+            )
+        )
+    return tuple(reports)
 
 
 def warm_up() -> None:
     """Compile the block recipes' quantizers (one program each, whatever the shapes) on a
     tiny tensor, so a visitor's first file does not wait for them."""
-    analyse_tensor(StoredTensor("warm-up", "F32", (2,), np.ones(2, np.float32)))
+    analyse_tensors([StoredTensor("warm-up", "F32", (2,), np.ones(2, np.float32))])
 
 
 def analyse_file(file: BinaryIO, size: int, file_name: str) -> TensorsReport:
     """The report of a safetensors file of ``size`` bytes (see the module rule)."""
-    stored = read_tensors(file, size, file_name)
-    return TensorsReport(file_name, tuple(analyse_tensor(tensor) for tensor in stored))
+    return TensorsReport(file_name, analyse_tensors(read_tensors(file, size, file_name)))

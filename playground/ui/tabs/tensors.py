@@ -128,9 +128,8 @@ def build() -> TensorsTab:
             summary = gr.JSON(label="tensors", elem_id="tensors-json")
         # The `tensors` API endpoint's own trigger: scripts call it, the page never clicks it.
         api = gr.Button(visible=False)
-    return TensorsTab(
-        file, summary, table, reading, tensor_reading, plot, name, fmt, gr.State(None), api
-    )
+        report = gr.State(None)  # inside the tab, as every child of gr.Tabs must be
+    return TensorsTab(file, summary, table, reading, tensor_reading, plot, name, fmt, report, api)
 
 
 def wire(page: Page, tab: TensorsTab) -> None:
