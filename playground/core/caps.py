@@ -70,6 +70,7 @@ def steps_within_budget(work: int) -> int:
     MAX_STEPS; 0 when a single step is over it (the run is then refused, not run anyway)."""
     return int(min(MAX_STEPS, WORK_BUDGET // work))
 
+
 # A visitor's safetensors file (``core.tensors``): its size, how many tensors it holds and their
 # elements together, each checked from the file's size and header before a byte of tensor data
 # is read. The size is the page's upload cap (``ui.launch``'s MAX_FILE_SIZE, 2 MB); the
