@@ -1,8 +1,9 @@
 """The Your tensors tab in headless Chromium at 1400 x 1000: the tab bar still fits one row, the
 file input takes only .safetensors, and an upload of a real model's gradients fills the table
-(a row per tensor, names as in the file), the sentences (float16's zero share, counted here
-with ml_dtypes) and the chosen tensor's figure; choosing another tensor redraws it. The
-screenshots land in tests/artifacts/tensors_tab.png and tensors_figure.png."""
+(a row per tensor, names as in the file, sorted by a column from its heading's menu), the
+sentences (float16's zero share, counted here with ml_dtypes) and the chosen tensor's figure;
+choosing another tensor redraws it. The screenshots land in tests/artifacts/tensors_tab.png
+and tensors_figure.png."""
 
 from __future__ import annotations
 
@@ -67,6 +68,17 @@ def test_an_upload_fills_the_table_sentences_and_figure(browser, app_url, tmp_pa
         ):
             page.evaluate(f"() => document.querySelector({target!r}).scrollIntoView()")
             page.screenshot(path=str(ARTIFACTS / shot))
+        # The table sorts by a column from its heading's menu: float16's zero share, largest first.
+        heading = page.locator("#tensors-table th[title=float16]")
+        heading.hover()
+        heading.locator("button").last.click()
+        page.get_by_text("Sort descending").first.click()
+        column = 5 + 2  # tensor, dtype, shape, log2 max, log2 min, float32, bfloat16, float16
+        cells = f"[...document.querySelectorAll({BODY_ROWS!r})].map(r => r.innerText)"
+        page.wait_for_function(
+            f"() => {{ const v = {cells}.map(t => parseFloat(t.split('\\n')[{column}]));"
+            " return v.every((x, i) => i === 0 || v[i - 1] >= x); }"
+        )
         other = next(name for name in tensors if name != chosen)
         page.locator("#tensor-name input").click()
         page.get_by_role("option", name=other, exact=True).click()

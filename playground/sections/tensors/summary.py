@@ -155,7 +155,7 @@ def file_sentences(report: TensorsReport) -> list[str]:
 
 TABLE_NOTE = (
     "Each format's and recipe's column: the share (%) of the tensor's nonzero entries it stores "
-    "as 0. Click a heading to sort."
+    "as 0. Each heading's menu (⋮) sorts the table by its column."
 )
 
 
