@@ -70,6 +70,7 @@ def upload_event(file: Any) -> tuple[Any, ...]:
         gr.Dropdown(choices=views.tensor_names, value=views.tensor_name, interactive=True),
         gr.Dropdown(value=views.tensor_format, interactive=True),
         report,
+        gr.Column(visible=True),
     )
 
 
@@ -95,6 +96,7 @@ class TensorsTab:
     tensor_format: gr.Dropdown
     report: gr.State
     api: gr.Button
+    chosen: gr.Column  # the chosen tensor's choices, sentences and figure
     charts: dict[str, gr.Plot] = field(default_factory=dict)
     controls: dict[str, gr.components.Component] = field(default_factory=dict)
 
@@ -114,28 +116,32 @@ def build() -> TensorsTab:
             max_height=360,
             elem_id="tensors-table",
         )
-        with gr.Row():
-            name = gr.Dropdown([], label="tensor", elem_id="tensor-name", interactive=False)
-            fmt = gr.Dropdown(
-                list(VALUE_FORMATS),
-                label="shade the ranges of",
-                elem_id="tensor-format",
-                interactive=False,
-            )
-        tensor_reading = gr.Markdown(elem_id="tensor-reading")
-        plot = gr.Plot(label=tensors_tab.FIGURE_LABEL, show_label=False, elem_id="tensor-plot")
+        # No empty chart or choices before a file: they appear once an upload has filled them.
+        with gr.Column(visible=False) as chosen:
+            with gr.Row():
+                name = gr.Dropdown([], label="tensor", elem_id="tensor-name", interactive=False)
+                fmt = gr.Dropdown(
+                    list(VALUE_FORMATS),
+                    label="shade the ranges of",
+                    elem_id="tensor-format",
+                    interactive=False,
+                )
+            tensor_reading = gr.Markdown(elem_id="tensor-reading")
+            plot = gr.Plot(label=tensors_tab.FIGURE_LABEL, show_label=False, elem_id="tensor-plot")
         with gr.Accordion("Every count (JSON, as the API returns it)", open=False):
             summary = gr.JSON(label="tensors", elem_id="tensors-json")
         # The `tensors` API endpoint's own trigger: scripts call it, the page never clicks it.
         api = gr.Button(visible=False)
         report = gr.State(None)  # inside the tab, as every child of gr.Tabs must be
-    return TensorsTab(file, summary, table, reading, tensor_reading, plot, name, fmt, report, api)
+    return TensorsTab(
+        file, summary, table, reading, tensor_reading, plot, name, fmt, report, api, chosen
+    )
 
 
 def wire(page: Page, tab: TensorsTab) -> None:
     """The upload (the page's own, private), the endpoint, and the two choices."""
     outputs = [tab.tensors_json, tab.tensors_table, tab.tensors_reading, tab.tensor_reading]
-    outputs += [tab.tensor_plot, tab.tensor_name, tab.tensor_format, tab.report]
+    outputs += [tab.tensor_plot, tab.tensor_name, tab.tensor_format, tab.report, tab.chosen]
     tab.file.upload(
         upload_event,
         inputs=tab.file,
