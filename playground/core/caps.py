@@ -69,3 +69,15 @@ def steps_within_budget(work: int) -> int:
     """The most training steps of ``work`` multiply-adds each that fit WORK_BUDGET, at most
     MAX_STEPS; 0 when a single step is over it (the run is then refused, not run anyway)."""
     return int(min(MAX_STEPS, WORK_BUDGET // work))
+
+
+# A visitor's safetensors file (``core.tensors``): its size, how many tensors it holds and their
+# elements together, each checked from the file's size and header before a byte of tensor data
+# is read. The size is the page's upload cap (``ui.launch``'s MAX_FILE_SIZE, 2 MB); the
+# elements cap is what a 2 MB file of one-byte float8 tensors holds, and bounds the analysis
+# (6 casts and 3 block quantizations of every element: 1.9 s for 2^21 float8 elements on a busy
+# 2-vCPU machine, bench/bench_tensors.py).
+TENSOR_FILE_MAX_BYTES = 2 * 2**20
+TENSORS_MAX_COUNT = 512
+TENSORS_MAX_ELEMENTS = int(2**21 * WORK_FACTOR)
+TENSOR_NAME_MAX_CHARS = 256

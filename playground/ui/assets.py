@@ -39,6 +39,8 @@ CSS = """
 #pytorch-line p { margin: 0; font-size: var(--text-sm); }
 /* Every lesson in one row on a desktop (eight of them), two a row on a phone. */
 #examples button { flex: 1 1 130px; min-width: 0; white-space: normal; }
+/* Every section's tab in one row at 1400 px (eight labels in the results column's 900 px). */
+#sections [role=tab] { padding-left: 8px; padding-right: 8px; font-size: 13px; }
 #example-caption { border-left: 4px solid var(--color-accent); padding-left: 10px; }
 .field-notice { color: var(--error-text-color); font-size: var(--text-sm); }
 .field-notice p { margin: 0; }

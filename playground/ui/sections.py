@@ -24,7 +24,7 @@ from playground.sections.step import block_map
 from playground.sections.step import blocks as block_section
 from playground.sections.step import tab as step_tab
 from playground.ui.components import Page
-from playground.ui.tabs import blocks, dynamics, lab, step
+from playground.ui.tabs import blocks, dynamics, lab, step, tensors
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ SECTIONS = (
         lab.wire,
     ),
     Section("dynamics", {dynamics.TAB_LABEL: ()}, {}, dynamics.build, dynamics.wire),
+    Section("tensors", {tensors.TAB_LABEL: ()}, {}, tensors.build, tensors.wire),
 )
 # Each tab's charts: tab label -> {chart name: draw(report)}.
 TAB_FIGURES = {

@@ -95,3 +95,23 @@ def user_data(payload: Any, d_out: int, task: str = "regression") -> UserData | 
         while len(_parsed) > PARSED_FILES:
             _parsed.popitem(last=False)
     return data
+
+
+def uploaded_file(payload: Any, field: str) -> tuple[Path, str] | None:
+    """(the file on disk, the visitor's name for it) of an upload payload for input ``field``,
+    None for no file; ConfigError naming ``field`` for anything but a file in Gradio's upload
+    folder (outside the app's downloads). The caller reads it once and deletes it."""
+    if payload in (None, "", [], {}):
+        return None
+    path = payload.get("path") if isinstance(payload, dict) else payload
+    if not isinstance(path, str):
+        raise ConfigError(field, f"{field} must be an uploaded file or empty; got {shown(payload)}")
+    name = payload.get("orig_name") if isinstance(payload, dict) else None
+    resolved = Path(path).resolve()
+    uploaded = is_in_or_equal(resolved, get_upload_folder())
+    if not uploaded or is_in_or_equal(resolved, download_dir()) or not resolved.is_file():
+        raise ConfigError(
+            field,
+            f"{field} must be a file uploaded to this page (it may have expired: upload it again)",
+        )
+    return resolved, os.path.basename(str(name or resolved.name))

@@ -3,11 +3,11 @@
 Rule: at start, a background thread sends one request of each combination a visitor can pick
 without touching a number (every endpoint x model x recipe at the page's defaults: the page's
 own step first, then the other steps, the training runs, the sweeps) through the same code as
-the page's events, then ends. Their programs stay compiled (``core.compiled`` keeps the most
-recently used; ``core.compile_cache`` saves them on disk, so a restarted server reads them
-back), along with what every shape shares (scalar casts, each recipe's statistics, the charts'
-code, lazily imported modules). ``PLAYGROUND_WARM_UP=0`` turns it off (the tests' servers,
-which share 2 vCPUs with their browsers)."""
+the page's events, then compiles the tensors tab's quantizers, and ends. Their programs stay
+compiled (``core.compiled`` keeps the most recently used; ``core.compile_cache`` saves them on
+disk, so a restarted server reads them back), along with what every shape shares (scalar casts,
+each recipe's statistics, the charts' code, lazily imported modules). ``PLAYGROUND_WARM_UP=0``
+turns it off (the tests' servers, which share 2 vCPUs with their browsers)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from playground.core.models import MODELS
 from playground.core.policy import COMPUTE_DTYPES
 from playground.core.settings import StepConfig
 from playground.core.sweep import run_sweep
+from playground.core.tensors.report import warm_up as warm_tensors
 from playground.core.train import run_dynamics
 from playground.ui import endpoints
 from playground.ui.arguments import STEP
@@ -54,6 +55,7 @@ def _warm() -> None:
             run(kind, config)
         except Exception:  # a failed warm-up only leaves that program cold
             logging.getLogger(__name__).exception("warm-up %s failed", kind)
+    warm_tensors()  # the block recipes' quantizers of the tensors tab: one program each
     print(f"{DONE} in {time.perf_counter() - began:.1f} s", flush=True)
 
 

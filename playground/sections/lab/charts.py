@@ -43,7 +43,7 @@ SCALED_LABEL = "scaled (as the backward pass holds them)"
 UNSCALED_LABEL = "after unscaling (÷ S, float32)"
 
 
-class _BinadeAxis(NamedTuple):
+class BinadeAxis(NamedTuple):
     """A log2 axis with one bin per binade, a "zeros" and an "inf/NaN" slot, over dtype bands."""
 
     dtype: str
@@ -106,7 +106,7 @@ def fixed_binade_span() -> tuple[float, float]:
     return min(b["rounds_to_zero"] for b in bands), max(b["max"] for b in bands)
 
 
-def _binade_axis(dtype: str, smallest: float, largest: float) -> _BinadeAxis:
+def binade_axis(dtype: str, smallest: float, largest: float) -> BinadeAxis:
     """The fixed axis (``fixed_binade_span``), widened only for data beyond it (a float32
     value never is) to cover the data's log2 range [smallest, largest]."""
     fixed_low, fixed_high = fixed_binade_span()
@@ -114,7 +114,7 @@ def _binade_axis(dtype: str, smallest: float, largest: float) -> _BinadeAxis:
     high = math.ceil(max(fixed_high, largest)) + 1
     gap = max(3, round((high - low) * 0.04))  # room for the "0" and "inf/NaN" bars' ticks
     edges = np.arange(low, high + 1, dtype=np.float64)
-    return _BinadeAxis(dtype, low, high, edges, low - gap, high + gap, gap)
+    return BinadeAxis(dtype, low, high, edges, low - gap, high + gap, gap)
 
 
 def activation_histogram(report: StepReport) -> Figure:
@@ -134,7 +134,7 @@ def activation_histogram(report: StepReport) -> Figure:
     title += f"<br><sup>{activation_note(report)}</sup>"  # what to notice
     live = [np.flatnonzero(a.log2_counts) for a in report.activations]
     present = (np.concatenate(live) + LOG2_LOW).astype(np.float64)
-    axis = _binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
+    axis = binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
     data = []
     for activation in report.activations:
         counts = np.zeros(axis.edges.size - 1, np.int64)
@@ -174,7 +174,7 @@ def magnitude_histogram(report: StepReport) -> Figure:
         magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
         logs[name] = np.log2(magnitudes.astype(np.float64))
     present = np.concatenate(list(logs.values()))
-    axis = _binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
+    axis = binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
     edges, zero_x, nonfinite_x = axis.edges, axis.zero_x, axis.nonfinite_x
     data = []
     for index, (name, values) in enumerate(series.items()):

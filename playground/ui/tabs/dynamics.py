@@ -160,6 +160,9 @@ def build() -> DynamicsTab:
             summary = gr.JSON(label="dynamics")
             files = gr.File(label="training downloads", file_count="multiple")
             downloads = checkbox()
+        # Inside the tab: a child of gr.Tabs that is no Tab shifts the later tabs' order, and
+        # the browser then lists a later tab twice once it is opened.
+        shown_run, pins = gr.State(None), gr.State(())
     return DynamicsTab(
         controls,
         train_button,
@@ -173,8 +176,8 @@ def build() -> DynamicsTab:
         dynamics_json=summary,
         dynamics_files=files,
         dynamics_downloads=downloads,
-        shown_run=gr.State(None),
-        pins=gr.State(()),
+        shown_run=shown_run,
+        pins=pins,
         lessons=lessons,
     )
 

@@ -15,8 +15,8 @@ from playground.core.report import LOG2_HIGH, LOG2_LOW, ActivationReport
 from playground.sections.lab.charts import (
     SCALED_LABEL,
     UNSCALED_LABEL,
-    _binade_axis,
     activation_histogram,
+    binade_axis,
     magnitude_histogram,
 )
 from playground.sections.step.summary import summarize
@@ -61,7 +61,7 @@ def _label_boxes(layout: dict, plot_width: float) -> list[tuple[str, float, floa
 
 @pytest.mark.parametrize(("dtype", "data"), itertools.product(FORMATS, DATA_RANGES))
 def test_band_labels_never_overlap_each_other_or_the_title(dtype, data):
-    layout = _binade_axis(dtype, *data).layout("Gradient magnitudes", "log2 |gradient entry|")
+    layout = binade_axis(dtype, *data).layout("Gradient magnitudes", "log2 |gradient entry|")
     assert [note["text"].split(",")[0] for note in layout["annotations"]] == [
         "flushed to 0",
         "subnormal",
@@ -81,7 +81,7 @@ def test_band_labels_never_overlap_each_other_or_the_title(dtype, data):
 
 
 def test_narrow_neighbouring_bands_stack_and_wide_ones_share_the_first_row():
-    layout = _binade_axis("bfloat16", -3.0, 3.0).layout("t", "x")
+    layout = binade_axis("bfloat16", -3.0, 3.0).layout("t", "x")
     rows = {note["text"]: note.get("yshift", 0) for note in layout["annotations"]}
     # bfloat16's flush band (1 binade) sits right beside its subnormal band (8 binades).
     assert rows["flushed to 0"] != rows["subnormal, flushed here"]

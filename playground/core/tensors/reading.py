@@ -1,0 +1,242 @@
+"""A safetensors file read exactly as its format specifies, checked before its data is read.
+
+Rule (the format of Hugging Face's ``safetensors``; nothing is ever unpickled)::
+
+    bytes 0-7       N, the header's length, a little-endian unsigned 64-bit integer
+    bytes 8..8+N    the header: a UTF-8 JSON object (trailing spaces allowed), one entry per
+                    tensor, name -> {"dtype", "shape", "data_offsets": [begin, end]}, and an
+                    optional "__metadata__" object of strings, which is ignored
+    the rest        the data buffer: each tensor's bytes, little-endian, C order, at
+                    [begin, end) counted from the buffer's start
+
+A file is refused (ConfigError naming ``file``, the file's name and what is wrong) unless:
+its size is within TENSOR_FILE_MAX_BYTES; N fits in the file; the header is a JSON object
+with no repeated name; every entry has exactly those three keys, a dtype of DTYPES, a shape
+of non-negative integers whose element count times the dtype's size is end - begin; the
+tensors, ordered by begin, tile the buffer exactly (the first begins at 0, each begins where
+the previous ends, the last ends at the buffer's end: no overlap, no gap, not truncated);
+the tensors number at most TENSORS_MAX_COUNT, hold at most TENSORS_MAX_ELEMENTS elements
+together, and have names of at most TENSOR_NAME_MAX_CHARS characters. All of this is checked
+from the size and the header alone, before any tensor's data is read.
+
+The floating-point tensors (FLOATING: F64, F32, F16, BF16, F8_E4M3, F8_E5M2) are read into
+numpy arrays of their own dtype (bfloat16 and float8 from ml_dtypes, bit for bit); integer
+and boolean tensors are listed with their shape and dtype, and not read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import ml_dtypes
+import numpy as np
+
+from playground.core.bounds import ConfigError
+from playground.core.caps import (
+    TENSOR_FILE_MAX_BYTES,
+    TENSOR_NAME_MAX_CHARS,
+    TENSORS_MAX_COUNT,
+    TENSORS_MAX_ELEMENTS,
+)
+
+FIELD = "file"
+# safetensors' dtype codes -> bytes per element; FLOATING: the numpy dtype each is read as.
+DTYPES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "I64": 8,
+    "U64": 8,
+    "I32": 4,
+    "U32": 4,
+    "I16": 2,
+    "U16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
+FLOATING = {
+    "F64": np.dtype(np.float64),
+    "F32": np.dtype(np.float32),
+    "F16": np.dtype(np.float16),
+    "BF16": np.dtype(ml_dtypes.bfloat16),
+    "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2),
+}
+METADATA = "__metadata__"
+ENTRY_KEYS = {"dtype", "shape", "data_offsets"}
+LENGTH_BYTES = 8
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """One tensor as the file stores it: its name, safetensors dtype code and shape, and its
+    values (a numpy array of that dtype and shape; None for an integer or boolean tensor)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    values: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+def _refuse(file_name: str, what: str) -> ConfigError:
+    return ConfigError(
+        FIELD, f"file {file_name!r} is not a safetensors file this page reads: {what}"
+    )
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    names = [name for name, _ in pairs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"the header names {repeated[0]!r} twice")
+    return dict(pairs)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _entry(file_name: str, name: str, spec: Any) -> _Entry:
+    """One header entry, checked on its own (keys, dtype, shape, offsets, size)."""
+    if len(name) > TENSOR_NAME_MAX_CHARS:
+        raise _refuse(
+            file_name,
+            f"a tensor name has {len(name):,} characters; at most {TENSOR_NAME_MAX_CHARS}",
+        )
+    if not isinstance(spec, dict) or set(spec) != ENTRY_KEYS:
+        raise _refuse(
+            file_name, f"tensor {name!r}'s entry must hold exactly dtype, shape and data_offsets"
+        )
+    dtype, shape, offsets = spec["dtype"], spec["shape"], spec["data_offsets"]
+    if dtype not in DTYPES:
+        raise _refuse(
+            file_name, f"tensor {name!r} has dtype {str(dtype)[:20]!r}; known: {', '.join(DTYPES)}"
+        )
+    if not isinstance(shape, list) or not all(_is_count(size) for size in shape):
+        raise _refuse(file_name, f"tensor {name!r}'s shape must be a list of non-negative integers")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_count, offsets))):
+        raise _refuse(
+            file_name, f"tensor {name!r}'s data_offsets must be two non-negative integers"
+        )
+    begin, end = offsets
+    nbytes = math.prod(shape) * DTYPES[dtype]
+    if end - begin != nbytes:
+        raise _refuse(
+            file_name,
+            f"tensor {name!r} of shape {shape} in {dtype} takes {nbytes:,} "
+            f"bytes, but its data_offsets [{begin}, {end}] span {end - begin:,}",
+        )
+    return _Entry(name, dtype, tuple(shape), begin, end)
+
+
+def read_header(file: BinaryIO, size: int, file_name: str) -> tuple[list[_Entry], int]:
+    """The checked entries of the file (see the module rule), in the header's order, and
+    where its data buffer starts; reads the length and the header only."""
+    if size > TENSOR_FILE_MAX_BYTES:
+        raise ConfigError(
+            FIELD, f"file {file_name!r} has {size:,} bytes; at most {TENSOR_FILE_MAX_BYTES:,}"
+        )
+    if size < LENGTH_BYTES:
+        raise _refuse(file_name, f"it has {size} bytes, fewer than the 8 of a header's length")
+    (length,) = struct.unpack("<Q", file.read(LENGTH_BYTES))
+    if length > size - LENGTH_BYTES:
+        raise _refuse(
+            file_name,
+            f"its first 8 bytes give a header of {length:,} bytes, more "
+            f"than the {size - LENGTH_BYTES:,} after them (truncated, or another kind "
+            "of file)",
+        )
+    try:
+        header = json.loads(file.read(length).decode("utf-8"), object_pairs_hook=_unique_object)
+    except UnicodeDecodeError:
+        raise _refuse(file_name, "its header is not UTF-8 text") from None
+    except ValueError as error:
+        raise _refuse(file_name, f"its header is not JSON ({str(error)[:80]})") from None
+    if not isinstance(header, dict):
+        raise _refuse(file_name, "its header is not a JSON object")
+    metadata = header.pop(METADATA, {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise _refuse(file_name, f"its {METADATA} must be an object of strings")
+    if not header:
+        raise _refuse(file_name, "it holds no tensors")
+    if len(header) > TENSORS_MAX_COUNT:
+        raise ConfigError(
+            FIELD, f"file {file_name!r} holds {len(header):,} tensors; at most {TENSORS_MAX_COUNT}"
+        )
+    entries = [_entry(file_name, name, spec) for name, spec in header.items()]
+    elements = sum(math.prod(entry.shape) for entry in entries)
+    if elements > TENSORS_MAX_ELEMENTS:
+        raise ConfigError(
+            FIELD,
+            f"file {file_name!r} holds {elements:,} elements; at most "
+            f"{TENSORS_MAX_ELEMENTS:,} together",
+        )
+    buffer = size - LENGTH_BYTES - length
+    position = 0
+    for entry in sorted(entries, key=lambda e: (e.begin, e.end)):
+        if entry.begin != position:
+            what = "overlaps the tensor before it" if entry.begin < position else "leaves a gap"
+            raise _refuse(
+                file_name,
+                f"tensor {entry.name!r} begins at byte {entry.begin:,} of "
+                f"the data and {what} (which ends at {position:,})",
+            )
+        position = entry.end
+    if position > buffer:
+        raise _refuse(
+            file_name,
+            f"it is truncated: its header puts the data's end at byte "
+            f"{position:,}, and the file holds {buffer:,} bytes of data",
+        )
+    if position < buffer:
+        raise _refuse(file_name, f"it has {buffer - position:,} bytes after the last tensor's data")
+    return entries, LENGTH_BYTES + length
+
+
+def _values(raw: bytes, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Little-endian bytes as the dtype's values: read as unsigned integers of its width in
+    little-endian order, then viewed as the dtype (bit for bit on any host)."""
+    width = DTYPES[dtype]
+    bits = np.frombuffer(raw, np.dtype(f"<u{width}")).astype(np.dtype(f"=u{width}"))
+    return bits.view(FLOATING[dtype]).reshape(shape)
+
+
+def read_tensors(file: BinaryIO, size: int, file_name: str) -> list[StoredTensor]:
+    """Every tensor of the file (see the module rule), in the header's order; ConfigError
+    naming ``file`` and what is wrong."""
+    entries, start = read_header(file, size, file_name)
+    tensors = []
+    for entry in entries:
+        values = None
+        if entry.dtype in FLOATING:
+            file.seek(start + entry.begin)
+            raw = file.read(entry.end - entry.begin)
+            if len(raw) != entry.end - entry.begin:
+                raise _refuse(file_name, f"tensor {entry.name!r}'s data is cut short")
+            values = _values(raw, entry.dtype, entry.shape)
+        tensors.append(StoredTensor(entry.name, entry.dtype, entry.shape, values))
+    return tensors
+
+
+def read_file(path: str | os.PathLike, file_name: str | None = None) -> list[StoredTensor]:
+    """The tensors of the safetensors file at ``path`` (named ``file_name`` in errors)."""
+    with open(path, "rb") as file:
+        return read_tensors(file, os.fstat(file.fileno()).st_size, file_name or os.fspath(path))

@@ -1,0 +1,1 @@
+"""Your tensors: a visitor's safetensors file against every format and block recipe."""

@@ -1,0 +1,118 @@
+"""The "Your tensors" section: a visitor's safetensors file, every tensor against every format.
+
+Rule: ``tensors_views(report)`` gives the endpoint's and the page's outputs for a whole file
+(the JSON, the per-tensor table, the file's sentences, the chosen tensor's sentences and
+figure, the tensor names to choose from), ``tensor_views(report, name, fmt)`` those of one
+tensor, each as plain values (JSON-able dicts, Markdown, Plotly dicts). The page
+(``ui.tabs.tensors``) lays out the components under the same names. The first tensor chosen is
+the one that loses the largest share of its entries to zero in a plain-cast recipe's dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from playground.core.caps import TENSOR_FILE_MAX_BYTES, TENSORS_MAX_COUNT, TENSORS_MAX_ELEMENTS
+from playground.core.tensors.formats import VALUE_FORMATS
+from playground.core.tensors.report import BLOCK_RECIPES, TensorReport, TensorsReport
+from playground.sections.tensors.charts import LOSS_SCALED_FORMATS, shaded_format, tensor_figure
+from playground.sections.tensors.summary import (
+    file_sentences,
+    table,
+    tensor_sentences,
+    tensors_summary,
+)
+from playground.views.numbers import bullets
+
+TAB_LABEL = "Your tensors"
+FIGURE_LABEL = "Magnitudes of the chosen tensor against every format's ranges"
+# The two ways to write such a file, shown on the page and in the README (a test runs both).
+SAVE_TORCH = """\
+from safetensors.torch import save_file
+loss.backward()  # then, before optimizer.zero_grad():
+save_file({n: p.grad.contiguous() for n, p in model.named_parameters() if p.grad is not None},
+          "grads.safetensors")"""
+SAVE_JAX = """\
+from safetensors.numpy import save_file
+grads = jax.grad(loss_fn)(params)  # any pytree of arrays: gradients, weights, activations
+save_file({jax.tree_util.keystr(k, simple=True, separator="."): np.asarray(g)
+           for k, g in jax.tree_util.tree_leaves_with_path(grads)}, "grads.safetensors")"""
+INTRO = f"""
+### Your model's own tensors
+Upload a `.safetensors` file (Hugging Face's format for tensors: checkpoints, or gradients you
+save yourself) and see what every format ({", ".join(VALUE_FORMATS)}) and every block recipe
+({", ".join(BLOCK_RECIPES)}, each with its own block and tensor scales) does to each tensor:
+the share of its nonzero entries that become zero, subnormal or saturate, the error in norm,
+and the powers of two that would keep it in range as a loss scale. Every entry is counted
+(nothing is sampled), with exact casts on the host. At most {TENSOR_FILE_MAX_BYTES / 2**20:g}
+MB, {TENSORS_MAX_COUNT} tensors and {TENSORS_MAX_ELEMENTS:,} elements; the file is read once
+and deleted. The block recipes quantize each tensor along its last axis in the emulated
+float32 of this server, which reads a float32 subnormal as 0 (the JSON's `flushed_inputs`
+counts them).
+
+From PyTorch (gradients after `backward()`):
+
+```python
+{SAVE_TORCH}
+```
+
+From JAX or numpy:
+
+```python
+{SAVE_JAX}
+```
+"""
+
+
+class TensorsViews(NamedTuple):
+    """The outputs for a whole file, by the names the page's components carry."""
+
+    tensors_json: dict[str, Any]
+    tensors_table: dict[str, Any]
+    tensors_reading: str
+    tensor_reading: str
+    tensor_plot: dict[str, Any]
+    tensor_names: list[str]
+    tensor_name: str
+    tensor_format: str
+
+
+def first_tensor(report: TensorsReport) -> TensorReport:
+    """The tensor that loses the largest share to zero in a plain-cast recipe's dtype (the
+    question a loss scale answers), then in any format; the file's first on a tie."""
+
+    def lost(tensor: TensorReport) -> tuple[float, float]:
+        def worst(formats: tuple[str, ...]) -> float:
+            shares = [tensor.formats[f].zero or 0.0 for f in formats if f in tensor.formats]
+            return max(shares, default=-1.0)
+
+        return worst(LOSS_SCALED_FORMATS), worst(VALUE_FORMATS)
+
+    ordered = sorted(
+        enumerate(report.tensors), key=lambda item: (*(-v for v in lost(item[1])), item[0])
+    )
+    return ordered[0][1]
+
+
+def tensor_views(report: TensorsReport, name: str, fmt: str | None = None) -> tuple[str, Any]:
+    """(the tensor's sentences as Markdown, its figure) for tensor ``name``; ``fmt`` the
+    shaded format (None: ``shaded_format``'s choice); KeyError for a name not in the file."""
+    tensor = report.tensor(name)
+    return bullets(tensor_sentences(tensor)), tensor_figure(tensor, fmt)
+
+
+def tensors_views(report: TensorsReport) -> TensorsViews:
+    """Every output for ``report`` (see the module rule)."""
+    chosen = first_tensor(report)
+    headers, rows = table(report)
+    reading, figure = tensor_views(report, chosen.name)
+    return TensorsViews(
+        tensors_json=tensors_summary(report),
+        tensors_table={"headers": headers, "data": rows},
+        tensors_reading=bullets(file_sentences(report)),
+        tensor_reading=reading,
+        tensor_plot=figure,
+        tensor_names=[tensor.name for tensor in report.tensors],
+        tensor_name=chosen.name,
+        tensor_format=shaded_format(chosen),
+    )

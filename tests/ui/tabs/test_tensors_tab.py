@@ -1,0 +1,81 @@
+"""The tensors tab's wiring without a server: an upload is read once and deleted whether it is
+read or refused, a file not named .safetensors or outside Gradio's upload folder is refused by
+name, and the README shows the endpoint's input, the page's two save lines and the caps."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import pathlib
+import re
+
+import gradio as gr
+import numpy as np
+import pytest
+from gradio.utils import get_upload_folder
+from safetensors.numpy import save
+
+from playground.core.caps import (
+    TENSOR_FILE_MAX_BYTES,
+    TENSOR_NAME_MAX_CHARS,
+    TENSORS_MAX_COUNT,
+    TENSORS_MAX_ELEMENTS,
+)
+from playground.sections.tensors.tab import SAVE_JAX, SAVE_TORCH
+from playground.ui.launch import MAX_FILE_SIZE
+from playground.ui.tabs.tensors import tensors_endpoint
+
+README = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text()
+
+
+def uploaded(name: str, content: bytes) -> pathlib.Path:
+    folder = pathlib.Path(get_upload_folder()) / "tensors-tab-test"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(content)
+    return path
+
+
+def test_an_upload_is_analysed_then_deleted():
+    path = uploaded("w.safetensors", save({"w": np.float32([1.0, 1e-8])}))
+    summary, reading = tensors_endpoint({"path": str(path), "orig_name": "w.safetensors"})
+    assert summary["tensors"][0]["formats"]["float16"]["zero"] == 0.5
+    assert "`w.safetensors` holds 1 tensors" in reading
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "words"),
+    [
+        ("w.npy", save({"w": np.ones(2, np.float32)}), "file 'w.npy': only .safetensors files"),
+        ("cut.safetensors", save({"w": np.ones(2, np.float32)})[:-1], "it is truncated"),
+    ],
+)
+def test_a_refused_upload_is_named_and_deleted(name, content, words):
+    path = uploaded(name, content)
+    with pytest.raises(gr.Error) as caught:
+        tensors_endpoint({"path": str(path), "orig_name": name})
+    assert words in str(caught.value) and name in str(caught.value)
+    assert not path.exists()
+
+
+def test_a_path_outside_the_uploads_is_refused_and_left_alone(tmp_path):
+    outside = tmp_path / "x.safetensors"
+    outside.write_bytes(save({"w": np.ones(2, np.float32)}))
+    with pytest.raises(gr.Error, match="file must be a file uploaded to this page"):
+        tensors_endpoint({"path": str(outside)})
+    with pytest.raises(gr.Error, match="file: upload a .safetensors file"):
+        tensors_endpoint(None)
+    assert outside.exists()
+
+
+def test_the_readme_shows_the_input_the_save_lines_and_the_caps():
+    assert list(inspect.signature(tensors_endpoint).parameters) == ["file"]
+    assert re.search(r"^/tensors\s+file\b", README, re.M)
+    assert SAVE_TORCH in README and SAVE_JAX in README
+    row = next(line for line in README.splitlines() if line.startswith("| a safetensors file ("))
+    megabytes = TENSOR_FILE_MAX_BYTES / 2**20
+    assert f"at most {megabytes:g} MB" in row and f"{TENSORS_MAX_COUNT} tensors" in row
+    assert f"2^{math.log2(TENSORS_MAX_ELEMENTS):g} elements" in row
+    assert f"at most {TENSOR_NAME_MAX_CHARS} characters" in row
+    assert f"{megabytes:g}mb" == MAX_FILE_SIZE  # the file cap is the page's upload cap
