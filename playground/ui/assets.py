@@ -52,6 +52,7 @@ CSS = """
 #dynamics-results:has(.stale-banner) > :not(#dynamics-status) { opacity: 0.45; }
 /* The sweep's text stays at 4.5:1 contrast when dimmed (0.45 would leave it at 2.6:1). */
 #sweep-results:has(.stale-banner) > :not(#sweep-status):not(#sweep-rerun) { opacity: 0.7; }
+#export-results:has(.stale-banner) > :not(#export-status) { opacity: 0.7; }
 /* Light theme: Gradio's label chips (indigo 500 on indigo 100, 3.6:1) and help text (grey 400
    on white, 2.5:1) darkened past WCAG AA's 4.5:1; the dark theme's already pass. */
 body:not(.dark) [data-testid="block-info"], body:not(.dark) [data-testid="block-label"] {

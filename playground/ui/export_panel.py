@@ -2,13 +2,21 @@
 
 Rule: ``build`` lays the export out (inside the page's code accordion): the framework choice
 (``#framework``: ``jax``, the page's numbers bit for bit, or ``pytorch``) beside the export
-button, the note saying what differs in PyTorch for the current settings (``#export-pytorch``,
-``views.export_note``), then the script (``#export-script``) and its file (``#export-file``).
+button, then one column (``#export-results``) holding the stale banner (``#export-status``),
+the note saying what differs in PyTorch for the current settings (``#export-pytorch``,
+``views.export_note``), the script (``#export-script``) and its file (``#export-file``).
 ``wire`` joins the button to the ``export`` endpoint with every input in ``EXPORT``'s order
 (the step's controls, the training tab's run settings, the framework), and refreshes the note
 from the same inputs on each export and each framework change, in a private event of its own
 (it runs the step and its autocast estimate, ``core.export_autocast``, for the measured line),
 so the endpoint's outputs stay the script and its file.
+
+Stale: the note and the script each keep the settings they were made with (``made_with``: the
+note's start as the defaults it is built with; the script's after a successful export). When
+a control commits, new step results show, or either is made again, both are compared with the
+controls (each value as the settings table reads it, the upload by its name); a difference
+shows the banner naming, for each, the settings it was made with and what the controls say
+now, and the page dims the column under it (``ui.assets``), as it does the training results.
 """
 
 from __future__ import annotations
@@ -21,11 +29,12 @@ import gradio as gr
 from playground.core.export_autocast import autocast_new_loss
 from playground.core.policy import recipe
 from playground.core.report import run_report
-from playground.core.settings import ConfigError, StepConfig
+from playground.core.settings import ConfigError, StepConfig, check_setting, settings
 from playground.ui.components import Page
 from playground.ui.endpoints import EXPORT, EXPORT_RUN_FIELDS, ExportOutputs, run_export
 from playground.ui.fair_use import LANE_SLOTS
-from playground.ui.uploads import user_data
+from playground.ui.uploads import upload_key, user_data
+from playground.ui.widgets import DEFAULTS, commit_triggers
 from playground.views.export import FRAMEWORKS
 from playground.views.export_note import pytorch_note
 
@@ -36,9 +45,12 @@ class ExportPanel:
 
     button: gr.Button
     framework: gr.Radio
+    status: gr.Markdown
     note: gr.Markdown
     script: gr.Code
     script_file: gr.File
+    note_made_with: gr.State  # made_with of the note's settings
+    script_made_with: gr.State  # made_with of the script's settings, None before an export
 
 
 def build() -> ExportPanel:
@@ -51,11 +63,65 @@ def build() -> ExportPanel:
             info="jax: the page's numbers, bit for bit; pytorch: autocast and GradScaler",
             elem_id="framework",
         )
-        button = gr.Button("Export this step and training run as a script", variant="primary")
-    note = gr.Markdown(pytorch_note(StepConfig()), elem_id="export-pytorch")
-    script = gr.Code(language="python", label="script", elem_id="export-script")
-    script_file = gr.File(label="script (.py)", elem_id="export-file")
-    return ExportPanel(button, framework, note, script, script_file)
+        button = gr.Button(EXPORT_WORDS, variant="primary")
+    # Everything an export shows sits in one column: a stale banner in it dims the rest.
+    with gr.Column(elem_id="export-results"):
+        status = gr.Markdown(visible=False, elem_id="export-status")
+        note = gr.Markdown(pytorch_note(StepConfig()), elem_id="export-pytorch")
+        script = gr.Code(language="python", label="script", elem_id="export-script")
+        script_file = gr.File(label="script (.py)", elem_id="export-file")
+    defaults = made_with({name: DEFAULTS.get(name) for name in EXPORT.order} | _FRAMEWORK)
+    return ExportPanel(
+        button, framework, status, note, script, script_file, gr.State(defaults), gr.State(None)
+    )
+
+
+EXPORT_WORDS = "Export this step and training run as a script"
+_FRAMEWORK = {"framework": FRAMEWORKS[0], "data": None}
+
+
+def made_with(values: dict[str, Any]) -> dict[str, Any]:
+    """The export inputs as a result records them: each setting as the settings table reads it
+    (as sent when the table refuses it), the framework, and the upload's file name (or None)."""
+    table = settings()
+    recorded: dict[str, Any] = {}
+    for name in EXPORT.order:
+        if name == "data":
+            upload = upload_key(values.get("data"))
+            recorded[name] = upload[1] if upload else None
+        elif name in table:
+            try:
+                recorded[name] = check_setting(name, values.get(name), table[name])
+            except ConfigError:
+                recorded[name] = values.get(name)
+        else:
+            recorded[name] = values.get(name)
+    return recorded
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def stale_banner(
+    note: dict[str, Any] | None, script: dict[str, Any] | None, now: dict[str, Any]
+) -> str:
+    """The banner over a stale note or script (HTML; see the rule), or "" when both match."""
+    parts, changed = [], {}
+    for what, held in (("the PyTorch note", note), ("the script", script)):
+        differing = [name for name in (held or {}) if held[name] != now.get(name)]
+        if differing:
+            held_text = ", ".join(f"{name} = {_shown(held[name])}" for name in differing)
+            parts.append(f"{what} below was made with {held_text}")
+            changed |= dict.fromkeys(differing)
+    if not parts:
+        return ""
+    controls = ", ".join(f"{name} = {_shown(now.get(name))}" for name in changed)
+    return (
+        f"<div class='stale-banner' role='status'><strong>Not updated</strong>: "
+        f"{'; '.join(parts)}. The controls now say {controls}. Press "
+        f"<strong>{EXPORT_WORDS}</strong> to make both for the controls' settings.</div>"
+    )
 
 
 @EXPORT.handler
@@ -77,6 +143,15 @@ def _note(values: dict[str, Any]) -> Any:
 _FIELDS = set(StepConfig.__dataclass_fields__)
 
 
+def _note_and_settings(*args: Any) -> tuple[Any, Any]:
+    """The note (``_note``) and the settings it was made with; both skipped while a setting or
+    the upload is invalid."""
+    note = _note(*args)
+    if not isinstance(note, str):
+        return note, note
+    return note, made_with(EXPORT.values(args))
+
+
 def wire(page: Page, panel: ExportPanel) -> None:
     """The ``export`` endpoint and the note's refresh (see the rule)."""
     run_controls = {
@@ -86,7 +161,7 @@ def wire(page: Page, panel: ExportPanel) -> None:
     }
     every = page.controls | run_controls | {"framework": panel.framework}
     inputs = [every[name] for name in EXPORT.order]
-    panel.button.click(
+    export_event = panel.button.click(
         run_export,
         inputs=inputs,
         outputs=[getattr(panel, name) for name in ExportOutputs._fields],
@@ -94,13 +169,44 @@ def wire(page: Page, panel: ExportPanel) -> None:
         preprocess=False,
         concurrency_limit=LANE_SLOTS,
     )
+    private = {"api_visibility": "private", "preprocess": False}
     for trigger in (panel.button.click, panel.framework.change):
         trigger(
-            _note,
+            _note_and_settings,
             inputs=inputs,
-            outputs=panel.note,
-            api_visibility="private",
-            preprocess=False,
+            outputs=[panel.note, panel.note_made_with],
             concurrency_limit=LANE_SLOTS,
+            **private,
         )
+    export_event.success(
+        lambda *args: made_with(EXPORT.values(args)),
+        inputs=inputs,
+        outputs=panel.script_made_with,
+        queue=False,
+        **private,
+    )
+
+    def on_change(*args: Any) -> Any:
+        now = made_with(EXPORT.values(args[:-2]))
+        banner = stale_banner(*args[-2:], now)
+        return gr.update(value=banner, visible=bool(banner))
+
+    # A commit of any export input, new step results (an example, a preset, the URL: they set
+    # the controls and commit), or a new note or script checks both against the controls.
+    triggers = [
+        page.last_valid.change,
+        panel.note_made_with.change,
+        panel.script_made_with.change,
+        *(trigger for component in inputs for trigger in commit_triggers(component)),
+    ]
+    gr.on(
+        triggers,
+        on_change,
+        [*inputs, panel.note_made_with, panel.script_made_with],
+        panel.status,
+        trigger_mode="always_last",
+        queue=False,
+        show_progress="hidden",
+        **private,
+    )
     assert set(EXPORT_RUN_FIELDS) <= set(every), "the training tab holds the run's settings"

@@ -1,5 +1,7 @@
 """The Training dynamics tab in headless Chromium: two loss scales pinned side by side with a
-legend naming them, and results marked stale (banner, dimmed) once the controls change."""
+legend naming them, results marked stale (banner, dimmed) once the controls change, and a
+refused run that leaves the shown one in place, stale, under one error pop-up, its progress
+shown in a box of its own."""
 
 from __future__ import annotations
 
@@ -177,5 +179,80 @@ def test_a_run_on_an_upload_is_current_until_the_upload_goes(browser, app_url, t
         expect(_banner(page)).to_contain_text(
             "computed with data=four.csv; the controls now say data=synthetic"
         )
+    finally:
+        page.close()
+
+
+# Watches, from before a click, whether the progress box ever showed Gradio's progress and
+# whether the run's progress or an error status ever covered the shown run's results.
+WATCH_PROGRESS = """() => {
+  window.sawProgress = false; window.coveredResults = false;
+  new MutationObserver(() => {
+    const box = document.querySelector('#dynamics-progress')?.innerText ?? '';
+    if (/processing|queue/.test(box)) window.sawProgress = true;
+    const results = document.querySelector('#dynamics-results');
+    if (results && (results.querySelector('.error') || /processing/.test(results.innerText)))
+      window.coveredResults = true;
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+# Notes when the headline shows the step's progress (a commit is running).
+WATCH_HEADLINE = """() => {
+  window.headlineBusy = false;
+  new MutationObserver(() => {
+    if (/processing/.test(document.querySelector('#headline')?.innerText ?? ''))
+      window.headlineBusy = true;
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+# A shape whose cap on steps (61 today) is far below the slider's largest value, 1000.
+REFUSED_SHAPE = {"n": 4096, "d_in": 1024, "d_out": 64}
+
+
+def test_a_refused_run_keeps_the_shown_run_stale_under_one_error(browser, app_url):
+    assert START.replace(**REFUSED_SHAPE, steps=1).max_steps < 1000
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{app_url}?{urlencode(QUERY)}")
+        wait_for_headline(page, f"{run_report(START).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
+        _select_tab(page, "Training dynamics")
+        page.evaluate(WATCH_PROGRESS)
+        _train_and_wait(page, START)
+        # The run's progress showed in its own box, never over the results.
+        assert page.evaluate("() => window.sawProgress")
+        assert not page.evaluate("() => window.coveredResults")
+        reading = page.locator("#dynamics-reading").inner_text()
+        charts = page.locator("#dynamics-results .js-plotly-plot")
+        expect(charts).to_have_count(3)
+
+        for name, value in REFUSED_SHAPE.items():
+            # The step commits at the new shape: the next field is typed once it has answered.
+            page.evaluate(WATCH_HEADLINE)
+            box = page.locator(f"#{name} input[type=number]")
+            box.fill(str(value))
+            box.press("Enter")
+            page.wait_for_function(
+                "() => window.headlineBusy && !/processing/.test("
+                "document.querySelector('#headline').innerText)",
+                timeout=RUN_TIMEOUT_MS,
+            )
+            expect(_banner(page)).to_contain_text(f"{name}={value}")
+        steps = page.locator("#steps input[type=number]")
+        steps.fill("1000")
+        steps.press("Enter")
+        page.evaluate(WATCH_PROGRESS)
+        page.get_by_role("button", name="Train the three runs").click()
+        errors = page.locator(".toast-body.error")
+        expect(errors.first).to_contain_text("steps (training steps) must be an integer in [1, ")
+        page.wait_for_timeout(1500)  # a second pop-up, had there been one, would be up by now
+        expect(errors).to_have_count(1)
+        # The shown run stays as it was, stale, naming every setting that differs.
+        expect(charts).to_have_count(3)
+        assert page.locator("#dynamics-reading").inner_text() == reading
+        assert not page.evaluate("() => window.coveredResults")
+        expect(_banner(page)).to_contain_text(
+            "computed with n=32, d_in=8, d_out=4, steps=20; the controls now say n=4096, "
+            "d_in=1024, d_out=64, steps=1000"
+        )
+        _shot(page, "dynamics_refused_run.png")
     finally:
         page.close()

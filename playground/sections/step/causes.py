@@ -2,6 +2,9 @@
 
 Rule: each code of CAUSES is a condition on the report (see ``causes``), checked in that order,
 and each found code gets one sentence (``cause_sentence``) built from the report's numbers.
+Where an operation of the mixed step's forward pass is the first whose result is not finite,
+``forward_failure`` names it and says why from its kind and its dtype's facts (``WHY``), and
+the forward overflow's sentence names it.
 ``flush_margin`` says how far two compiled programs' losses may differ by flushing alone, so a
 difference that small is never called a cause.
 """
@@ -13,7 +16,8 @@ import math
 import numpy as np
 
 from playground.core.dtypes import dtype_facts, subnormals_flushed_here
-from playground.core.policy import recipe
+from playground.core.losses import LOSS_NAMES
+from playground.core.policy import policy_for, recipe
 from playground.core.report import ParamReport, StepReport
 
 CAUSES = (
@@ -23,6 +27,43 @@ CAUSES = (
     "gradient_underflow",
     "lr_divergence",
 )
+
+
+# Why an operation's result is not finite while every earlier one's was: each operation casts its
+# inputs to its kind's dtype on entry (core.op_policy), so a value past that dtype's largest one
+# is a cast operand or its own arithmetic. A layer norm's result is within sqrt(width) of its
+# bias at the step's initial scale 1 when its variance is finite, so its check fails through the
+# variance: the mean of squares E[x^2], whose squares overflow once |x| passes sqrt(max). A loss
+# is named by what it holds in its dtype: the MSE its squared residuals, the max-subtracted
+# softmax cross-entropy each logit minus its row's largest.
+WHY = {
+    "matmul": lambda dtype, top: f"a {dtype} matmul operand or sum of products past {top:.6g}",
+    "normalisation": lambda dtype, top: (
+        f"a {dtype} variance past {top:.6g} (its inputs' squares pass it once |x| passes "
+        f"{math.sqrt(top):.4g})"
+    ),
+    "activation": lambda dtype, top: f"a {dtype} activation input or result past {top:.6g}",
+    LOSS_NAMES["regression"]: lambda dtype, top: (
+        f"a {dtype} squared residual past {top:.6g} (once a residual passes {math.sqrt(top):.4g})"
+    ),
+    LOSS_NAMES["classification"]: lambda dtype, top: (
+        f"a {dtype} logit minus its row's largest past {top:.6g} in magnitude"
+    ),
+}
+
+
+def forward_failure(report: StepReport) -> dict[str, str] | None:
+    """The first operation of the mixed step's initial forward pass whose result was not
+    finite: its ``operation`` name, ``kind``, the ``dtype`` its result is held in (the precision
+    policy's dtype of its kind) and ``why`` (``WHY`` of its kind, or of its name for a loss,
+    from that dtype's largest value); None when every result was finite."""
+    name = report.first_nonfinite["forward"]
+    if name is None:
+        return None
+    kind = next(row.kind for row in report.operations if row.name == name)
+    dtype = policy_for(report.config).op_dtype(kind)
+    why = WHY[name if kind == "loss" else kind](dtype, dtype_facts(dtype).max)
+    return {"operation": name, "kind": kind, "dtype": dtype, "why": why}
 
 
 def flushed_in_both(report: StepReport) -> list[ParamReport]:
@@ -56,29 +97,34 @@ def causes(report: StepReport) -> list[str]:
     """Which of CAUSES explain this report's non-finite or degenerate numbers, in that order.
 
     data_overflow: the float32 twin's loss is not finite before the step (data too large even
-      for float32). forward_overflow: the low-precision loss is not finite where float32's is,
-      before the step, or after it with finite parameters. scaled_gradient_overflow: the
-      low-precision forward pass is finite but some scaled gradients are not (the scale is too
-      large). gradient_underflow: gradient entries are zero in the mixed step but not in
-      float32 (the scale is too small for the dtype's range), or zero in both where the loss is
-      not (flushed). lr_divergence: lr > 0 and the float32 twin's loss starts finite and does
-      not fall (not finite, or larger after the step by more than ``flush_margin``: with
-      lr = 0 nothing moves, and a rise within the margin is flushing, not divergence).
+      for float32). forward_overflow: float32's loss is finite before the step, and an operation
+      of the low-precision forward pass is not (``forward_failure``: it may pass a finite loss
+      on, as a layer norm whose variance is inf normalises to its bias), or its loss is not,
+      before the step or after it with finite parameters. scaled_gradient_overflow: every
+      operation of the low-precision forward pass is finite but some scaled gradients are not
+      (the scale is too large). gradient_underflow: gradient entries are zero in the mixed step
+      but not in float32 while its forward pass is finite (the scale is too small for the
+      dtype's range; a failed forward computes other values, whose zeros are not underflow), or
+      zero in both where the loss is not (flushed). lr_divergence: lr > 0 and the float32
+      twin's loss starts finite and does not fall (not finite, or larger after the step by
+      more than ``flush_margin``: with lr = 0 nothing moves, and a rise within the margin is
+      flushing, not divergence).
     """
     mixed_initial, mixed_new = report.mixed_initial_loss, report.mixed_new_loss
     float32_initial, float32_new = report.float32_initial_loss, report.float32_new_loss
     params = report.params.values()
     finite_after = all(np.all(np.isfinite(p.mixed_after)) for p in params)
+    forward_finite = report.first_nonfinite["forward"] is None and math.isfinite(mixed_initial)
     found = {
         "data_overflow": not math.isfinite(float32_initial),
         "forward_overflow": math.isfinite(float32_initial)
         and (
-            not math.isfinite(mixed_initial)
+            not forward_finite
             or (math.isfinite(float32_new) and not math.isfinite(mixed_new) and finite_after)
         ),
-        "scaled_gradient_overflow": math.isfinite(mixed_initial)
+        "scaled_gradient_overflow": forward_finite
         and any(p.nonfinite_scaled_count for p in params),
-        "gradient_underflow": any(p.underflow_count for p in params)
+        "gradient_underflow": (forward_finite and any(p.underflow_count for p in params))
         or bool(flushed_in_both(report)),
         "lr_divergence": report.config.lr > 0
         and math.isfinite(float32_initial)
@@ -98,13 +144,21 @@ def cause_sentence(code: str, report: StepReport) -> str:
             "Lower input_scale or target_scale."
         )
     if code == "forward_overflow":
+        losses = (
+            f"the {dtype} loss is {report.mixed_initial_loss:.6g} (then "
+            f"{report.mixed_new_loss:.6g}) where float32's is {report.float32_initial_loss:.6g} "
+            f"(then {report.float32_new_loss:.6g})"
+        )
+        failure = forward_failure(report)
+        if failure:
+            found = (
+                f"inf or NaN first appears in {failure['operation']}, {failure['why']}; {losses}"
+            )
+        else:
+            found = f"{losses}, past {forward}'s largest value {dtype_facts(forward).max:.4g}"
         return (
-            f"The {dtype} forward pass overflows on its own, before any loss scaling: the "
-            f"{dtype} loss is {report.mixed_initial_loss:.6g} (then {report.mixed_new_loss:.6g}) "
-            f"where float32's is {report.float32_initial_loss:.6g} (then "
-            f"{report.float32_new_loss:.6g}), past {forward}'s largest value "
-            f"{dtype_facts(forward).max:.4g}. No loss scale helps here; smaller data or "
-            "bfloat16's wider range do."
+            f"The {dtype} forward pass overflows on its own, before any loss scaling: {found}. "
+            "No loss scale helps here; smaller data or bfloat16's wider range do."
         )
     if code == "scaled_gradient_overflow":
         return (

@@ -14,7 +14,7 @@ import numpy as np
 
 from playground.core.report import ParamReport, StepReport
 from playground.sections.step.blocks import BLOCK_TAB, block_note
-from playground.sections.step.causes import causes
+from playground.sections.step.causes import causes, forward_failure
 from playground.sections.step.charts import shown_params
 
 
@@ -25,9 +25,11 @@ def _value(value: float) -> str:
 def _why_not_finite(report: StepReport) -> str:
     """The first cause of non-finite numbers, in a few words."""
     found = [code for code in causes(report) if code != "gradient_underflow"]
+    failure = forward_failure(report)
+    where = f" in {failure['operation']}, {failure['why']}" if failure else ""
     reasons = {
         "data_overflow": "the data are beyond float32's range",
-        "forward_overflow": f"the {report.config.compute_dtype} forward pass overflows",
+        "forward_overflow": f"the {report.config.compute_dtype} forward pass overflows{where}",
         "scaled_gradient_overflow": (
             f"the loss scale {report.config.loss_scale:.6g} overflows the scaled gradients"
         ),
@@ -77,9 +79,12 @@ def histogram_note(report: StepReport) -> str:
         )
     lost = []
     if param.underflow_count:
+        # A failed forward pass computes other values: its zeros are not flushed ones.
+        failure = forward_failure(report)
+        why = f"its forward pass failed in {failure['operation']}" if failure else "flushed"
         lost.append(
             f"{param.underflow_count:,} of {param.size:,} {param.name} gradient entries are 0 "
-            "in the mixed path but not in float32 (flushed)"
+            f"in the mixed path but not in float32 ({why})"
         )
     if param.nonfinite_count:
         lost.append(f"{param.nonfinite_count:,} are inf or NaN and not drawn")

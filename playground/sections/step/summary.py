@@ -15,7 +15,13 @@ from playground.core.dtypes import dtype_facts
 from playground.core.policy import recipe, recipe_summaries
 from playground.core.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
 from playground.sections.step.blocks import recipe_comparison
-from playground.sections.step.causes import cause_sentence, causes, flush_margin, flushed_in_both
+from playground.sections.step.causes import (
+    cause_sentence,
+    causes,
+    flush_margin,
+    flushed_in_both,
+    forward_failure,
+)
 from playground.sections.step.float8_summary import float8_sentences
 from playground.sections.step.operations import operation_losses, operations_summary
 from playground.views.numbers import agreeing_digits, json_number
@@ -61,6 +67,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         **_json_floats(recipe_summaries(report)),  # by recipe name (float8: its tensors)
         "recipe_comparison": recipe_comparison(report),  # block recipes (sections.step.blocks)
         "causes": causes(report),
+        "forward_failure": forward_failure(report),  # the first operation that overflowed
         "operations": operations_summary(report),
         "reading": reading(report) if sentences is None else sentences,
     }

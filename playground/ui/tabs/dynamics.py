@@ -17,6 +17,11 @@ The page adds, in private events (the endpoint's inputs and outputs stay as they
     stale        whenever a control commits (or the step's results change), the controls'
                  settings are compared with the shown run's; a difference shows the banner
                  (``sections.dynamics.stale``) and the results' column dims (``ui.assets``)
+    progress     a run's progress (its place in the queue, then its time) shows in its own box
+                 under the buttons (``#dynamics-progress``), Gradio's own display, and so does a
+                 refusal's status: the shown run's charts, reading and notes are never covered,
+                 so a refused run leaves them in place (stale under the banner when the controls
+                 changed) and its message appears once, in Gradio's error pop-up
 """
 
 from __future__ import annotations
@@ -128,6 +133,7 @@ class DynamicsTab:
     dynamics_downloads: gr.Checkbox
     shown_run: gr.State  # the RunCurves the charts show, None before a run
     pins: gr.State  # this session's pinned RunCurves, oldest first
+    run_progress: gr.Markdown  # where a run's progress and a refusal's status show
     lessons: TrainingLessons | None = None  # the training lessons' buttons (ui.examples)
 
     @property
@@ -147,6 +153,7 @@ def build() -> DynamicsTab:
             train_button = gr.Button(TRAIN_WORDS, variant="primary", scale=2)
             pin_button = gr.Button("Pin this run", elem_id="pin-run", scale=1)
             clear_pins = gr.Button("Clear pins", elem_id="clear-pins", scale=1)
+        progress = gr.Markdown(min_height=40, elem_id="dynamics-progress")
         gr.Markdown(dynamics_tab.PIN_HELP, elem_classes=["pin-help"])
         # Everything a run shows sits in one column: a stale banner in it dims the rest.
         with gr.Column(elem_id="dynamics-results"):
@@ -178,6 +185,7 @@ def build() -> DynamicsTab:
         dynamics_downloads=downloads,
         shown_run=shown_run,
         pins=pins,
+        run_progress=progress,
         lessons=lessons,
     )
 
@@ -250,6 +258,7 @@ def wire(page: Page, tab: DynamicsTab) -> None:
         concurrency_limit=1,
         concurrency_id="heavy",  # the sweep and the training run share one lane
         show_progress="full",
+        show_progress_on=[tab.run_progress],  # never over the shown run (module rule)
         validator=admit(dynamics_endpoint),
     ).success(
         on_run_end,
