@@ -32,6 +32,7 @@ from playground.ui.assets import CSS, JS
 from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
 from playground.ui.queue_records import bound_analytics
 from playground.ui.upload_guard import disk_middleware
+from playground.ui.upload_records import upload_records
 from playground.ui.url_state import long_link_middleware
 
 # Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
@@ -65,6 +66,7 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
             "middleware": [
                 long_link_middleware(),
                 disk_middleware(),  # claims the app's folder on disk, then guards uploads
+                upload_records(),  # which visitor uploaded which file
                 Middleware(HeavyRunMiddleware, blocks=demo),
             ]
         },
