@@ -22,8 +22,9 @@ from playground.ui.fair_use import request_visitor
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-# An upload route's answer is a short list of paths; a longer body is no such answer.
-ANSWER_BYTES = 2**16
+# An upload route's answer lists at most Gradio's 1,000 files per upload, each path a few
+# hundred bytes; a longer body is no such answer (and records nothing).
+ANSWER_BYTES = 2**20
 
 
 def is_upload(scope: Scope) -> bool:

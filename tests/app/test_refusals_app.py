@@ -19,7 +19,6 @@ import json
 import socket
 import time
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
@@ -152,13 +151,3 @@ def test_a_client_that_leaves_midway_through_an_upload_leaves_no_traceback(
     assert app_server.process.poll() is None
     answer = call(app_url, "step", _inputs("step"))
     assert answer.kind == "complete", answer.message
-
-
-def test_downloads_true_and_false_still_work(app_url, quiet_log):
-    for asked in (True, False):
-        answer = call(app_url, "sweep", _inputs("sweep", downloads=asked))
-        assert answer.kind == "complete", answer.message
-        files = answer.payload[-1]
-        assert (files is not None) is asked
-        if asked:
-            assert [Path(file["path"]).suffix for file in files] == [".csv", ".json"]
