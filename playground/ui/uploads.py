@@ -30,10 +30,11 @@ import time
 from typing import Any
 
 from gradio.data_classes import FileData
+from gradio.utils import get_upload_folder, is_in_or_equal
 
 from playground.core.settings import ConfigError, shown
 from playground.core.user_data import MAX_BYTES, UserData, parse_csv
-from playground.views.file_store import UPLOAD_TTL_SECONDS
+from playground.views.file_store import UPLOAD_TTL_SECONDS, download_dir
 
 CACHED_FILES = 32
 # Parsed uploads kept: a 1 MB file parses to at most about 2 MB of float32.
@@ -59,12 +60,19 @@ def _key(path: str) -> str:
 
 
 def record(visitor: str, paths: list[str]) -> None:
-    """Record ``paths`` (Gradio's answer to an upload) as fresh uploads of ``visitor``."""
+    """Record ``paths`` (Gradio's answer to an upload) as fresh uploads of ``visitor``; only
+    those in Gradio's upload folder, outside the app's downloads, count."""
+    folder, downloads = get_upload_folder(), download_dir()
+    paths = [
+        _key(path)
+        for path in paths
+        if is_in_or_equal(_key(path), folder) and not is_in_or_equal(_key(path), downloads)
+    ]
     now = time.monotonic()
     with _lock:
         for path in paths:
-            _fresh[(visitor, _key(path))] = now
-            _fresh.move_to_end((visitor, _key(path)))
+            _fresh[(visitor, path)] = now
+            _fresh.move_to_end((visitor, path))
         while _fresh and (
             len(_fresh) > RECORDS or next(iter(_fresh.values())) < now - UPLOAD_TTL_SECONDS
         ):

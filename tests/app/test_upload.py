@@ -254,3 +254,19 @@ def test_an_upload_is_admitted_for_its_own_visitor_only_and_read_every_time_it_i
     with pytest.raises(ConfigError, match="you uploaded to this page"):
         admit("192.0.2.2", _payload(path))  # the bytes in memory are no other visitor's
     path.parent.rmdir()
+
+
+def test_only_paths_in_the_upload_folder_outside_the_downloads_are_recorded(tmp_path: Path):
+    """A path the upload route could never have written is no upload, whatever its record."""
+    from playground.ui.uploads import admit, record
+    from playground.views.file_store import download_dir
+
+    outside = tmp_path / "outside.csv"
+    download = Path(download_dir()) / "recorded.csv"
+    for path in (outside, download):
+        path.write_bytes(_csv(ROWS).encode())
+        record("192.0.2.1", [str(path)])
+        with pytest.raises(ConfigError, match="you uploaded to this page"):
+            admit("192.0.2.1", _payload(path))
+        assert path.is_file()
+    download.unlink()
