@@ -25,7 +25,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from http_calls import FIELDS, call
-from playground.core.settings import defaults
+from playground.core.settings import StepConfig, defaults
 from playground.ui.fair_use import HEAVY_REFUSAL
 
 FILE_META = {"_type": "gradio.FileData"}
@@ -89,7 +89,9 @@ def test_gradio_client_shows_the_apps_message_for_a_refused_join(app_url, quiet_
     from gradio_client.utils import Status
 
     client = Client(app_url, verbose=False)
-    run = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", 200, "static", 100]
+    # test_public_space's run (about 1 s warm), so the suite compiles it once.
+    steps = StepConfig(n=1024, d_in=256, d_out=128).max_steps
+    run = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", steps, "static", 100]
     first = client.submit(*run, api_name="/dynamics")
     deadline = time.monotonic() + 60
     while first.status().code in (Status.STARTING, Status.JOINING_QUEUE):
@@ -99,7 +101,7 @@ def test_gradio_client_shows_the_apps_message_for_a_refused_join(app_url, quiet_
     with pytest.raises(AppError) as caught:
         client.predict(*run, api_name="/dynamics")
     assert str(caught.value) == HEAVY_REFUSAL
-    assert first.result()[1]["steps"] == 200  # the first run was untouched
+    assert first.result()[1]["steps"] == steps  # the first run was untouched
     _, summary, *_ = client.predict(*run[:6], api_name="/step")  # the session keeps working
     assert summary["config"]["n"] == 1024
 
