@@ -4,8 +4,9 @@ never kept on disk.
 Rules:
   record  Gradio's upload route answers the paths it wrote; at upload time each is recorded as
           a fresh upload of the visitor who sent it (``ui.fair_use``'s key; ``record``, called by
-          ``ui.upload_records``). Gradio names an upload by its content, so uploading the same
-          file again gives the same path, and its record is fresh again.
+          ``ui.upload_records``), the visitor's VISITOR_RECORDS newest at most. Gradio names an
+          upload by its content, so uploading the same file again gives the same path, and its
+          record is fresh again.
   admit   a file input is None (no file) or the FileData payload of a path this visitor
           recorded (``admit``, from ``ui.public.PublicBlocks`` before Gradio touches the path).
           Anything else is refused naming ``data`` and is neither read nor deleted: another
@@ -39,8 +40,10 @@ from playground.views.file_store import UPLOAD_TTL_SECONDS, download_dir
 CACHED_FILES = 32
 # Parsed uploads kept: a 1 MB file parses to at most about 2 MB of float32.
 PARSED_FILES = 8
-# Fresh uploads remembered (each a path and a visitor); an older one has expired from disk.
+# Fresh uploads remembered (each a path and a visitor), in all and per visitor (the page sends
+# one at a time); an older one has expired from disk.
 RECORDS = 4096
+VISITOR_RECORDS = 16
 NAME_CHARS = 200  # the longest file name shown (Gradio keeps at most 200 bytes of it)
 NOT_YOURS = (
     "data must be a CSV file you uploaded to this page, or null for none (an upload expires "
@@ -73,6 +76,9 @@ def record(visitor: str, paths: list[str]) -> None:
         for path in paths:
             _fresh[(visitor, path)] = now
             _fresh.move_to_end((visitor, path))
+        own = [key for key in _fresh if key[0] == visitor]
+        for key in own[: max(0, len(own) - VISITOR_RECORDS)]:
+            del _fresh[key]  # the visitor's oldest: no visitor's uploads push out another's
         while _fresh and (
             len(_fresh) > RECORDS or next(iter(_fresh.values())) < now - UPLOAD_TTL_SECONDS
         ):

@@ -270,3 +270,21 @@ def test_only_paths_in_the_upload_folder_outside_the_downloads_are_recorded(tmp_
             admit("192.0.2.1", _payload(path))
         assert path.is_file()
     download.unlink()
+
+
+def test_one_visitors_many_uploads_never_push_out_anothers_record():
+    from playground.ui.uploads import VISITOR_RECORDS, admit
+
+    theirs = _recorded_upload("192.0.2.7", "theirs.csv", _csv(ROWS).encode())
+    mine = [
+        _recorded_upload("192.0.2.8", f"mine-{index}.csv", _csv(ROWS).encode())
+        for index in range(VISITOR_RECORDS + 1)
+    ]
+    with pytest.raises(ConfigError, match="you uploaded to this page"):
+        admit("192.0.2.8", _payload(mine[0]))  # the visitor's oldest, past its bound
+    for path in [theirs, mine[-1]]:
+        admit("192.0.2.7" if path == theirs else "192.0.2.8", _payload(path))
+        assert not path.exists()
+    for path in [theirs, *mine]:
+        path.unlink(missing_ok=True)
+        path.parent.rmdir()
