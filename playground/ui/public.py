@@ -7,10 +7,10 @@ Rules:
   arity       omitted trailing inputs take their defaults, as through gradio_client, so an
               older raw HTTP call keeps working after inputs were appended; an input with no
               default that is missing is refused with a message that names it, instead of
-              Gradio's, which prints Python objects.
-  arity       more inputs than the event takes are refused, saying how many it takes.
+              Gradio's, which prints Python objects; more inputs than the event takes are
+              refused saying how many it takes (Gradio ignores them).
   files       a file input takes only the visitor's own upload (``ui.uploads``' admit rule: one
-              this visitor uploaded, read by one event, then deleted), checked before Gradio
+              this visitor uploaded, read by its first event, then deleted), checked before Gradio
               touches its path; any other input holding a file payload is refused with the
               field's own refusal (a setting's range) before Gradio copies the file into its
               cache (so a raw call can make the server read or delete no other file). Each is
@@ -112,8 +112,9 @@ def _refuse_file(field: str | None, name: str, value: Any) -> None:
 
 
 class PublicBlocks(gr.Blocks):
-    """gr.Blocks whose events fill omitted inputs, refuse file paths that are no upload, and
-    send skipped outputs without rebuilding them (see the module rule)."""
+    """gr.Blocks whose events fill omitted inputs, refuse extra ones and any file that is not
+    the visitor's own upload, and send skipped outputs without rebuilding them (see the
+    module rule)."""
 
     async def process_api(self, block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any):
         """Gradio's processing, with the event's visitor known to ``preprocess_data``.
