@@ -145,7 +145,9 @@ class PublicBlocks(gr.Blocks):
         for component, value, name in zip(block_fn.inputs, inputs, names, strict=False):
             try:
                 if isinstance(component, gr.File):
-                    uploads.admit(_visitor.get(), value, read=read)
+                    # The page's own events take *args: the CSV input is known by its elem_id.
+                    field = component.elem_id if component.elem_id in uploads.READ_HERE else name
+                    uploads.admit(_visitor.get(), value, read=read, field=field)
                 elif _holds_file(value):
                     _refuse_file(getattr(component, "elem_id", None), name, value)
             except ConfigError as error:

@@ -9,17 +9,18 @@ Rules:
           record is fresh again.
   admit   a file input is None (no file) or the FileData payload of a path this visitor
           recorded (``admit``, from ``ui.public.PublicBlocks`` before Gradio touches the path).
-          Anything else is refused naming ``data`` and is neither read nor deleted: another
+          Anything else is refused naming the input and is neither read nor deleted: another
           visitor's upload, a download, the app's lock, Gradio's cache, any path outside the
           app's folder, an upload past UPLOAD_TTL_SECONDS (it expired from disk).
-  read    the first event that admits a fresh upload reads it (at most MAX_BYTES; a larger one
-          is refused) and deletes it from disk at once, every time it was uploaded; its record
-          turns read. The bytes stay in memory (CACHED_FILES files) for the visitors who read
-          them, so the page's later events, which send the same path again, find them; once
-          they leave the memory the path is refused (upload it again). The parsed data for
-          each d_out and task is kept too (PARSED_FILES; the same UserData object, so the page's
-          report cache knows it again). The handlers (``user_data``) read only these bytes,
-          never the disk.
+  read    the first event that admits a fresh upload of ``data`` (READ_HERE) reads it (at most
+          MAX_BYTES; a larger one is refused) and deletes it from disk at once, every time it
+          was uploaded; its record turns read. The bytes stay in memory (CACHED_FILES files)
+          for the visitors who read them, so the page's later events, which send the same path
+          again, find them; once they leave the memory the path is refused (upload it again).
+          The parsed data for each d_out and task is kept too (PARSED_FILES; the same UserData
+          object, so the page's report cache knows it again). The handlers (``user_data``)
+          read only these bytes, never the disk. Another file input's first event only turns
+          the record read: its own handler reads the file once and deletes it.
 """
 
 from __future__ import annotations
@@ -45,11 +46,14 @@ PARSED_FILES = 8
 RECORDS = 4096
 VISITOR_RECORDS = 16
 NAME_CHARS = 200  # the longest file name shown (Gradio keeps at most 200 bytes of it)
+# File inputs whose uploads this module reads (into memory, at admit): the CSV. Another file
+# input's upload is admitted the same way and left on disk for its own handler to read once.
+READ_HERE = ("data",)
 NOT_YOURS = (
-    "data must be a CSV file you uploaded to this page, or null for none (an upload expires "
+    "{field} must be a file you uploaded to this page, or null for none (an upload expires "
     "after a while: upload it again)"
 )
-NOT_FILE = "data must be an uploaded CSV file (a FileData dict) or null for none"
+NOT_FILE = "{field} must be an uploaded file (a FileData dict) or null for none"
 _fresh: collections.OrderedDict[tuple[str, str], float] = collections.OrderedDict()
 _files: collections.OrderedDict[str, tuple[str, bytes]] = collections.OrderedDict()
 _readers: dict[str, set[str]] = {}
@@ -85,28 +89,29 @@ def record(visitor: str, paths: list[str]) -> None:
             _fresh.popitem(last=False)
 
 
-def _located(payload: Any) -> tuple[str, str] | None:
+def _located(payload: Any, field: str) -> tuple[str, str] | None:
     """(server path, the visitor's file name) of a FileData payload (the raw input), None for
-    no file; ConfigError naming ``data`` for anything else."""
+    no file; ConfigError naming ``field`` for anything else."""
     if payload is None:
         return None
     try:
         file = FileData.model_validate(payload, context={"validate_meta": True})
     except (ValueError, TypeError):
-        raise ConfigError("data", f"{NOT_FILE}; got {shown(payload)}") from None
+        raise ConfigError(field, f"{NOT_FILE.format(field=field)}; got {shown(payload)}") from None
     name = os.path.basename(str(file.orig_name or "")) or os.path.basename(file.path)
     # Shown on the page: printable characters only (a line break would end its paragraph).
     name = "".join(char for char in name if char.isprintable())[:NAME_CHARS]
     return _key(file.path), name or os.path.basename(file.path)
 
 
-def admit(visitor: str, payload: Any, read: bool = True) -> None:
-    """Admit ``payload`` (the ``data`` input as sent) as ``visitor``'s upload, reading and
-    deleting it if it is fresh and ``read`` (see the module rule); ConfigError naming ``data``.
+def admit(visitor: str, payload: Any, read: bool = True, field: str = "data") -> None:
+    """Admit ``payload`` (the file input ``field`` as sent) as ``visitor``'s upload, reading and
+    deleting it if it is fresh and ``read`` (see the module rule; an input outside READ_HERE
+    only has its record turned read); ConfigError naming ``field``.
 
     ``read`` is False where Gradio preprocesses an input without running the event (a
     validator, when a run joins the queue): the file is checked and stays for the event."""
-    located = _located(payload)
+    located = _located(payload, field)
     if located is None:
         return
     path, name = located
@@ -115,13 +120,14 @@ def admit(visitor: str, payload: Any, read: bool = True) -> None:
         if fresh and _fresh[(visitor, path)] < time.monotonic() - UPLOAD_TTL_SECONDS:
             del _fresh[(visitor, path)]
             fresh = False
-        if not fresh and visitor not in _readers.get(path, ()):
-            raise ConfigError("data", NOT_YOURS)
+        if not fresh and (field not in READ_HERE or visitor not in _readers.get(path, ())):
+            raise ConfigError(field, NOT_YOURS.format(field=field))
         if not fresh or not read:
             return
         del _fresh[(visitor, path)]
-        _read_fresh(path, name)
-        _readers.setdefault(path, set()).add(visitor)
+        if field in READ_HERE:
+            _read_fresh(path, name)
+            _readers.setdefault(path, set()).add(visitor)
 
 
 def _read_fresh(path: str, name: str) -> None:
@@ -136,7 +142,7 @@ def _read_fresh(path: str, name: str) -> None:
     except FileNotFoundError:
         if path in _files:
             return
-        raise ConfigError("data", NOT_YOURS) from None
+        raise ConfigError("data", NOT_YOURS.format(field="data")) from None
     if size > MAX_BYTES:
         os.unlink(path)  # refused: nothing of it stays on disk
         raise ConfigError("data", f"data (your CSV file): {size:,} bytes; at most {MAX_BYTES:,}")
@@ -183,14 +189,14 @@ def user_data(payload: Any, d_out: int, task: str = "regression") -> UserData | 
     if path is None:
         if payload is None:
             return None
-        raise ConfigError("data", f"{NOT_FILE}; got {shown(payload)}")
+        raise ConfigError("data", f"{NOT_FILE.format(field='data')}; got {shown(payload)}")
     key = (path, d_out, task)
     with _lock:
         if key in _parsed:
             _parsed.move_to_end(key)
             return _parsed[key]
         if path not in _files:
-            raise ConfigError("data", NOT_YOURS)
+            raise ConfigError("data", NOT_YOURS.format(field="data"))
         name, content = _files[path]
     data = parse_csv(content, d_out, name=name, task=task)
     with _lock:

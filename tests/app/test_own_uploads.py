@@ -104,7 +104,7 @@ def test_no_input_reads_or_deletes_any_other_file_over_raw_http(app_url, quiet_l
     for label, path in _targets(app_url).items():
         before = path.read_bytes()
         message = _refusal(app_url, _step(data=_payload(path)))
-        assert message.startswith("data must be a CSV file you uploaded to this page"), (
+        assert message.startswith("data must be a file you uploaded to this page"), (
             label,
             message,
         )
@@ -116,7 +116,7 @@ def test_no_input_reads_or_deletes_any_other_file_over_raw_http(app_url, quiet_l
         assert path.is_file() and path.read_bytes() == before, label
     sweep = call(app_url, "sweep", _step(data=_payload(_app_folder(app_url) / ".lock")))
     assert sweep.kind == "http" and sweep.status == 400  # refused as the run joins
-    assert json.loads(sweep.payload)["detail"].startswith("data must be a CSV file you uploaded")
+    assert json.loads(sweep.payload)["detail"].startswith("data must be a file you uploaded")
 
 
 def test_no_input_reads_or_deletes_any_other_file_through_gradio_client(app_url, client, quiet_log):
@@ -131,7 +131,7 @@ def test_no_input_reads_or_deletes_any_other_file_through_gradio_client(app_url,
             client.predict(
                 0, 8, 4, 2, data=handle_file(f"{app_url}gradio_api/file={path}"), api_name="/step"
             )
-        assert str(caught.value).startswith("data must be a CSV file you uploaded"), label
+        assert str(caught.value).startswith("data must be a file you uploaded"), label
         with pytest.raises(AppError) as caught:
             client.predict(0, _payload(path), 4, 2, api_name="/step")
         assert str(caught.value).startswith("n (batch rows N) must be an integer"), label
@@ -140,4 +140,4 @@ def test_no_input_reads_or_deletes_any_other_file_through_gradio_client(app_url,
     lock = f"{app_url}gradio_api/file={_app_folder(app_url) / '.lock'}"
     with pytest.raises(AppError) as caught:
         client.predict(0, 8, 4, 2, data=handle_file(lock), api_name="/sweep")
-    assert str(caught.value).startswith("data must be a CSV file you uploaded"), caught.value
+    assert str(caught.value).startswith("data must be a file you uploaded"), caught.value

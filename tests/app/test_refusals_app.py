@@ -52,7 +52,7 @@ def _refused(api: str, app_url: str, data: list) -> str:
 def test_data_that_is_no_file_payload_is_refused_naming_data(app_url, quiet_log, value):
     message = _refused("step", app_url, _inputs("step", data=value))
     assert message == (
-        f"data must be an uploaded CSV file (a FileData dict) or null for none; got {value!r}"
+        f"data must be an uploaded file (a FileData dict) or null for none; got {value!r}"
     )
 
 

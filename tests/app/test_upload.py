@@ -288,3 +288,23 @@ def test_one_visitors_many_uploads_never_push_out_anothers_record():
     for path in [theirs, *mine]:
         path.unlink(missing_ok=True)
         path.parent.rmdir()
+
+
+def test_another_file_input_is_admitted_once_and_left_for_its_handler():
+    """A file input the module does not read (outside READ_HERE) is checked the same way,
+    named in each refusal, and its file stays on disk for its own handler to read."""
+    from playground.ui.uploads import READ_HERE, admit
+
+    assert "file" not in READ_HERE
+    path = _recorded_upload("192.0.2.1", "model.safetensors", b"\x08\x00")
+    with pytest.raises(ConfigError, match="^file must be a file you uploaded") as caught:
+        admit("192.0.2.2", _payload(path), field="file")
+    assert caught.value.field == "file"
+    admit("192.0.2.1", _payload(path), field="file")
+    assert path.is_file()  # its handler reads it
+    with pytest.raises(ConfigError, match="^file must be a file you uploaded"):
+        admit("192.0.2.1", _payload(path), field="file")  # one event per upload
+    with pytest.raises(ConfigError, match="^file must be an uploaded file"):
+        admit("192.0.2.1", "", field="file")
+    path.unlink()
+    path.parent.rmdir()
