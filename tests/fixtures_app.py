@@ -27,6 +27,15 @@ def app_url(app_server: AppServer) -> str:
     return app_server.url
 
 
+@pytest.fixture
+def quiet_log(app_server: AppServer) -> Iterator[None]:
+    """Fails the test if the shared app's log gains a traceback while it runs."""
+    start = len(app_server.log_text())
+    yield
+    added = app_server.log_text()[start:]
+    assert "Traceback" not in added and "Exception in ASGI" not in added, added[-3000:]
+
+
 @pytest.fixture(scope="session")
 def client(app_url: str):
     """A gradio_client.Client connected to the running app."""

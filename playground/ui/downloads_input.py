@@ -2,8 +2,9 @@
 
 Rule: ``/sweep`` and ``/dynamics`` take ``downloads`` right after the inputs they had when it
 was appended (EARLIER: the file and the float8 and pure-run settings), and every input appended
-since after it, so a positional call written at any time keeps its meaning. False (the default)
-answers None for the files output and writes nothing to disk; True writes the CSV and the JSON
+since after it, so a positional call written at any time keeps its meaning. It is JSON's true
+or false, nothing else (1, "true" or null are refused, naming it): false (the default) answers
+None for the files output and writes nothing to disk; true writes the CSV and the JSON
 summary once, into Gradio's cache (``views.file_store``). The page's buttons ask for them: their
 ``js`` (``ask_js``) sends true for the hidden ``downloads`` checkbox, so the page shows its files.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import gradio as gr
 
+from playground.core.settings import shown
 from playground.ui.arguments import Arguments
 from playground.views.file_store import DiskFull
 
@@ -44,7 +46,8 @@ def ask_js(arguments: Arguments) -> str:
 def with_downloads(arguments: Arguments, fn: Callable[[dict[str, Any], bool], Any]) -> Callable:
     """``fn(values, downloads)`` as an endpoint with ``arguments``' inputs and ``downloads``
     (default False) in its place; positional or keyword, omitted trailing inputs at their
-    defaults. A full disk (``file_store.DiskFull``) becomes gr.Error with its message."""
+    defaults; a ``downloads`` that is no boolean is refused naming it. A full disk
+    (``file_store.DiskFull``) becomes gr.Error with its message."""
     asked = inspect.Parameter(NAME, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False)
     parameters = list(arguments.signature.parameters.values())
     at = position(arguments)
@@ -55,8 +58,14 @@ def with_downloads(arguments: Arguments, fn: Callable[[dict[str, Any], bool], An
         bound.apply_defaults()
         values = dict(bound.arguments)
         downloads = values.pop(NAME)
+        if not isinstance(downloads, bool):
+            raise gr.Error(
+                f"{NAME} must be true or false; got {shown(downloads)}",
+                title=f"Invalid {NAME}",
+                print_exception=False,
+            )
         try:
-            return fn(dict(zip(arguments.order, values.values(), strict=True)), downloads is True)
+            return fn(dict(zip(arguments.order, values.values(), strict=True)), downloads)
         except DiskFull as error:  # the files asked for find no room: say so, naming the cap
             raise gr.Error(
                 str(error), title="No room for downloads", print_exception=False

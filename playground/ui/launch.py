@@ -31,9 +31,11 @@ from playground.core.settings import StepConfig, settings
 from playground.core.sweep import sweep_exponents
 from playground.ui import session_order
 from playground.ui.assets import CSS, JS
+from playground.ui.client_refusals import ClientRefusals
 from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
 from playground.ui.queue_records import bound_analytics
 from playground.ui.upload_guard import disk_middleware
+from playground.ui.upload_records import upload_records
 from playground.ui.url_state import long_link_middleware
 
 # Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
@@ -67,6 +69,8 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
             "middleware": [
                 long_link_middleware(),
                 disk_middleware(),  # claims the app's folder on disk, then guards uploads
+                upload_records(),  # which visitor uploaded which file
+                Middleware(ClientRefusals, blocks=demo),  # a refused join, told to gradio_client
                 Middleware(HeavyRunMiddleware, blocks=demo),
             ]
         },

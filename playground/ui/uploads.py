@@ -1,12 +1,26 @@
-"""A visitor's uploaded CSV, as the events receive it: checked, read once, never kept on disk.
+"""A visitor's uploaded CSV, as the events receive it: the visitor's own upload, read once,
+never kept on disk.
 
-Rule: the ``data`` input is the FileData payload Gradio sends for an upload (a dict with a
-``path``, or the path itself; None for no file). The path must lie in Gradio's upload folder,
-outside the app's downloads, so a raw API call cannot make the server read any other file. The
-file is read once, at most ``MAX_BYTES``, then deleted from disk at once, and so is a file
-refused for its size; its bytes stay in a small in-memory cache (``CACHED_FILES`` files) so the
-page's later events, which send the same path, still find them, and so does the parsed data for
-each d_out and task (the same UserData object, so the page's report cache knows it again).
+Rules:
+  record  Gradio's upload route answers the paths it wrote; at upload time each is recorded as
+          a fresh upload of the visitor who sent it (``ui.fair_use``'s key; ``record``, called by
+          ``ui.upload_records``), the visitor's VISITOR_RECORDS newest at most. Gradio names an
+          upload by its content, so uploading the same file again gives the same path, and its
+          record is fresh again.
+  admit   a file input is None (no file) or the FileData payload of a path this visitor
+          recorded (``admit``, from ``ui.public.PublicBlocks`` before Gradio touches the path).
+          Anything else is refused naming the input and is neither read nor deleted: another
+          visitor's upload, a download, the app's lock, Gradio's cache, any path outside the
+          app's folder, an upload past UPLOAD_TTL_SECONDS (it expired from disk).
+  read    the first event that admits a fresh upload of ``data`` (READ_HERE) reads it (at most
+          MAX_BYTES; a larger one is refused) and deletes it from disk at once, every time it
+          was uploaded; its record turns read. The bytes stay in memory (CACHED_FILES files)
+          for the visitors who read them, so the page's later events, which send the same path
+          again, find them; once they leave the memory the path is refused (upload it again).
+          The parsed data for each d_out and task is kept too (PARSED_FILES; the same UserData
+          object, so the page's report cache knows it again). The handlers (``user_data``)
+          read only these bytes, never the disk. Another file input's first event only turns
+          the record read: its own handler reads the file once and deletes it.
 """
 
 from __future__ import annotations
@@ -14,82 +28,177 @@ from __future__ import annotations
 import collections
 import os
 import threading
-from pathlib import Path
+import time
 from typing import Any
 
+from gradio.data_classes import FileData
 from gradio.utils import get_upload_folder, is_in_or_equal
 
 from playground.core.settings import ConfigError, shown
 from playground.core.user_data import MAX_BYTES, UserData, parse_csv
-from playground.views.file_store import download_dir
+from playground.views.file_store import UPLOAD_TTL_SECONDS, download_dir
 
 CACHED_FILES = 32
 # Parsed uploads kept: a 1 MB file parses to at most about 2 MB of float32.
 PARSED_FILES = 8
+# Fresh uploads remembered (each a path and a visitor), in all and per visitor (the page sends
+# one at a time); an older one has expired from disk.
+RECORDS = 4096
+VISITOR_RECORDS = 16
+NAME_CHARS = 200  # the longest file name shown (Gradio keeps at most 200 bytes of it)
+# File inputs whose uploads this module reads (into memory, at admit): the CSV. Another file
+# input's upload is admitted the same way and left on disk for its own handler to read once.
+READ_HERE = ("data",)
+NOT_YOURS = (
+    "{field} must be a file you uploaded to this page, or null for none (an upload expires "
+    "after a while: upload it again)"
+)
+NOT_FILE = "{field} must be an uploaded file (a FileData dict) or null for none"
+_fresh: collections.OrderedDict[tuple[str, str], float] = collections.OrderedDict()
 _files: collections.OrderedDict[str, tuple[str, bytes]] = collections.OrderedDict()
+_readers: dict[str, set[str]] = {}
 _parsed: collections.OrderedDict[tuple[str, int, str], UserData] = collections.OrderedDict()
 _lock = threading.Lock()
 
 
-def _path_of(payload: Any) -> tuple[str, str] | None:
-    """(server path, the visitor's file name) of a payload, None for no file."""
-    if payload in (None, "", [], {}):
+def _key(path: str) -> str:
+    """The path as Gradio writes an upload's: absolute, links resolved."""
+    return os.path.realpath(path)
+
+
+def record(visitor: str, paths: list[str]) -> None:
+    """Record ``paths`` (Gradio's answer to an upload) as fresh uploads of ``visitor``; only
+    those in Gradio's upload folder, outside the app's downloads, count."""
+    folder, downloads = get_upload_folder(), download_dir()
+    paths = [
+        _key(path)
+        for path in paths
+        if is_in_or_equal(_key(path), folder) and not is_in_or_equal(_key(path), downloads)
+    ]
+    now = time.monotonic()
+    with _lock:
+        for path in paths:
+            _fresh[(visitor, path)] = now
+            _fresh.move_to_end((visitor, path))
+        own = [key for key in _fresh if key[0] == visitor]
+        for key in own[: max(0, len(own) - VISITOR_RECORDS)]:
+            del _fresh[key]  # the visitor's oldest: no visitor's uploads push out another's
+        while _fresh and (
+            len(_fresh) > RECORDS or next(iter(_fresh.values())) < now - UPLOAD_TTL_SECONDS
+        ):
+            _fresh.popitem(last=False)
+
+
+def _located(payload: Any, field: str) -> tuple[str, str] | None:
+    """(server path, the visitor's file name) of a FileData payload (the raw input), None for
+    no file; ConfigError naming ``field`` for anything else."""
+    if payload is None:
         return None
-    if isinstance(payload, dict) and isinstance(payload.get("path"), str):
-        return payload["path"], str(payload.get("orig_name") or Path(payload["path"]).name)
-    if isinstance(payload, str):
-        return payload, Path(payload).name
-    raise ConfigError("data", f"data must be an uploaded CSV file or empty; got {shown(payload)}")
+    try:
+        file = FileData.model_validate(payload, context={"validate_meta": True})
+    except (ValueError, TypeError):
+        raise ConfigError(field, f"{NOT_FILE.format(field=field)}; got {shown(payload)}") from None
+    name = os.path.basename(str(file.orig_name or "")) or os.path.basename(file.path)
+    # Shown on the page: printable characters only (a line break would end its paragraph).
+    name = "".join(char for char in name if char.isprintable())[:NAME_CHARS]
+    return _key(file.path), name or os.path.basename(file.path)
 
 
-def _read_once(path: str, name: str) -> tuple[str, bytes]:
-    with _lock:
+def admit(visitor: str, payload: Any, read: bool = True, field: str = "data") -> None:
+    """Admit ``payload`` (the file input ``field`` as sent) as ``visitor``'s upload, reading and
+    deleting it if it is fresh and ``read`` (see the module rule; an input outside READ_HERE
+    only has its record turned read); ConfigError naming ``field``.
+
+    ``read`` is False where Gradio preprocesses an input without running the event (a
+    validator, when a run joins the queue): the file is checked and stays for the event."""
+    located = _located(payload, field)
+    if located is None:
+        return
+    path, name = located
+    with _lock:  # one reader per upload: two events sent at once never both miss it
+        fresh = (visitor, path) in _fresh
+        if fresh and _fresh[(visitor, path)] < time.monotonic() - UPLOAD_TTL_SECONDS:
+            del _fresh[(visitor, path)]
+            fresh = False
+        if not fresh and (field not in READ_HERE or visitor not in _readers.get(path, ())):
+            raise ConfigError(field, NOT_YOURS.format(field=field))
+        if not fresh or not read:
+            return
+        del _fresh[(visitor, path)]
+        if field in READ_HERE:
+            _read_fresh(path, name)
+            _readers.setdefault(path, set()).add(visitor)
+
+
+def _read_fresh(path: str, name: str) -> None:
+    """Read a fresh upload into memory and delete it from disk. Call with ``_lock`` held.
+
+    Its file is gone when another visitor uploaded the identical file and read it first: the
+    bytes in memory are then this upload's too (the path is named by the content)."""
+    try:
+        size = os.lstat(path).st_size
+        if os.path.islink(path) or not os.path.isfile(path):
+            raise FileNotFoundError(path)
+    except FileNotFoundError:
         if path in _files:
-            _files.move_to_end(path)
-            return _files[path]
-    resolved = Path(path).resolve()
-    uploaded = is_in_or_equal(resolved, get_upload_folder())
-    if not uploaded or is_in_or_equal(resolved, download_dir()) or not resolved.is_file():
-        raise ConfigError(
-            "data",
-            "data must be a CSV file uploaded to this page (it may have expired: upload it again)",
-        )
-    size = resolved.stat().st_size
+            return
+        raise ConfigError("data", NOT_YOURS.format(field="data")) from None
     if size > MAX_BYTES:
-        resolved.unlink(missing_ok=True)  # refused: nothing of it stays on disk
+        os.unlink(path)  # refused: nothing of it stays on disk
         raise ConfigError("data", f"data (your CSV file): {size:,} bytes; at most {MAX_BYTES:,}")
-    content = resolved.read_bytes()
-    resolved.unlink(missing_ok=True)  # nothing of the visitor's stays on disk
-    with _lock:
-        _files[path] = (name, content)
-        while len(_files) > CACHED_FILES:
-            _files.popitem(last=False)
-    return name, content
+    with open(path, "rb") as file:
+        content = file.read(MAX_BYTES + 1)
+    os.unlink(path)  # nothing of the visitor's stays on disk
+    if len(content) > MAX_BYTES:  # grew since it was measured
+        raise ConfigError("data", f"data (your CSV file): more than {MAX_BYTES:,} bytes")
+    if path in _files and _files[path][0] != name:  # the same bytes under another name
+        for key in [key for key in _parsed if key[0] == path]:
+            del _parsed[key]
+    _files[path] = (name, content)
+    _files.move_to_end(path)
+    while len(_files) > CACHED_FILES:
+        gone, _ = _files.popitem(last=False)
+        _readers.pop(gone, None)
+
+
+def _server_path(payload: Any) -> str | None:
+    """The server path of the ``data`` input as a handler receives it (Gradio's preprocessed
+    file path, or the FileData dict), None for no file."""
+    if isinstance(payload, str) and payload:
+        return _key(payload)
+    if isinstance(payload, dict) and isinstance(payload.get("path"), str):
+        return _key(payload["path"])
+    return None
 
 
 def upload_key(payload: Any) -> tuple[str, str] | None:
     """(server path, the file's name as the page shows it) of an upload payload, None for no
     file or a payload that is no upload (its event refuses it)."""
-    try:
-        located = _path_of(payload)
-    except ConfigError:
+    path = _server_path(payload)
+    if path is None:
         return None
-    return None if located is None else (located[0], os.path.basename(located[1]))
+    with _lock:
+        name = _files[path][0] if path in _files else os.path.basename(path)
+    return path, name
 
 
 def user_data(payload: Any, d_out: int, task: str = "regression") -> UserData | None:
-    """The parsed data of an upload payload for ``task`` (a classification's last column its
-    classes), or None; ConfigError naming ``data`` (and the cell)."""
-    located = _path_of(payload)
-    if located is None:
-        return None
-    key = (located[0], d_out, task)
+    """The parsed data of an admitted upload for ``task`` (a classification's last column its
+    classes), or None for no file; ConfigError naming ``data`` (and the cell)."""
+    path = _server_path(payload)
+    if path is None:
+        if payload is None:
+            return None
+        raise ConfigError("data", f"{NOT_FILE.format(field='data')}; got {shown(payload)}")
+    key = (path, d_out, task)
     with _lock:
         if key in _parsed:
             _parsed.move_to_end(key)
             return _parsed[key]
-    name, content = _read_once(*located)
-    data = parse_csv(content, d_out, name=os.path.basename(name), task=task)
+        if path not in _files:
+            raise ConfigError("data", NOT_YOURS.format(field="data"))
+        name, content = _files[path]
+    data = parse_csv(content, d_out, name=name, task=task)
     with _lock:
         _parsed[key] = data
         while len(_parsed) > PARSED_FILES:

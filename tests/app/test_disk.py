@@ -1,5 +1,6 @@
 """Disk bounded in total, against a launched app of this module's own (its own Gradio folder,
-small caps), and what a restart leaves: leftovers removed, stale results marked.
+small caps), and what a restart leaves: leftovers removed, stale results marked; behind its
+one trusted proxy, one visitor's upload is no file of another's.
 
 The app runs with GRADIO_TEMP_DIR in a temporary directory, so its folder (``playground-0``
 there) holds every file it keeps: Gradio's uploads and cache, and its downloads. Sizes are
@@ -138,6 +139,38 @@ def test_a_refused_upload_leaves_no_file(disk_app):
     assert len([name for name in new if "kept-" in name]) == 2
     other = _upload(disk_app, "other.csv", 500_000, "198.51.100.9")  # a visitor's own cap
     assert other.status_code == 200, other.text
+
+
+def _step_with(path: Path) -> list:
+    """A /step call positionally, with the upload at ``path`` as its data (1 input, 1 target)."""
+    payload = {"path": str(path), "orig_name": path.name, "meta": {"_type": "gradio.FileData"}}
+    inputs = _inputs(STEP.order, d_in=1, d_out=1)
+    return [
+        payload if name == "data" else value for name, value in zip(STEP.order, inputs, strict=True)
+    ]
+
+
+def test_another_visitors_upload_is_refused_and_stays_for_its_own(disk_app):
+    """Behind the one trusted proxy a visitor is its X-Forwarded-For address: one visitor's
+    upload is no file of another's, through raw HTTP or gradio_client, and stays on disk until
+    its own visitor's event reads it (each part well within UPLOAD_TTL)."""
+    from gradio_client import Client, handle_file
+    from gradio_client.exceptions import AppError
+
+    other = Client(disk_app.url, headers=visitor("192.0.2.42"), verbose=False)
+    path = Path(_upload(disk_app, "theirs.csv", 400, "192.0.2.41").json()[0])
+    refused = call(disk_app.url, "step", _step_with(path), visitor("192.0.2.42"))
+    assert refused.kind == "error", refused.payload
+    assert refused.message.startswith("data must be a file you uploaded"), refused.message
+    assert path.is_file()
+    mine = call(disk_app.url, "step", _step_with(path), visitor("192.0.2.41"))
+    assert mine.kind == "complete", mine.message
+    assert mine.payload[1]["config"]["n"] == 100 and not path.exists()
+    path = Path(_upload(disk_app, "theirs-too.csv", 400, "192.0.2.41").json()[0])
+    with pytest.raises(AppError, match="^data must be a file you uploaded"):
+        url = f"{disk_app.url}gradio_api/file={path}"
+        other.predict(0, 8, 1, 1, data=handle_file(url), api_name="/step")
+    assert path.is_file()
 
 
 def test_api_sweeps_and_training_runs_write_no_files_unless_asked(disk_app):

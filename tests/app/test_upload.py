@@ -185,44 +185,126 @@ def test_a_path_outside_the_upload_folder_is_refused(app_url):
     assert "uploaded to this page" in str(message) and "root:" not in stream, stream
 
 
-def test_an_upload_refused_for_its_size_is_deleted():
+def _recorded_upload(visitor: str, name: str, content: bytes) -> Path:
+    """A file written where Gradio writes an upload, recorded as ``visitor``'s (as the upload
+    route's middleware records it)."""
     import tempfile
 
     from gradio.utils import get_upload_folder
 
-    from playground.core.user_data import MAX_BYTES
-    from playground.ui.uploads import user_data
+    from playground.ui.uploads import record
 
     Path(get_upload_folder()).mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(dir=get_upload_folder()))
-    path = folder / "large.csv"
-    path.write_bytes(b"1,2\n" * (MAX_BYTES // 4 + 1))
+    path = Path(tempfile.mkdtemp(dir=get_upload_folder())) / name
+    path.write_bytes(content)
+    record(visitor, [str(path)])
+    return path
+
+
+def _payload(path: Path, name: str | None = None) -> dict:
+    return {"path": str(path), "orig_name": name or path.name, "meta": {"_type": "gradio.FileData"}}
+
+
+def test_an_upload_refused_for_its_size_is_deleted():
+    from playground.core.user_data import MAX_BYTES
+    from playground.ui.uploads import admit
+
+    path = _recorded_upload("192.0.2.1", "large.csv", b"1,2\n" * (MAX_BYTES // 4 + 1))
     with pytest.raises(ConfigError, match=f"at most {MAX_BYTES:,}"):
-        user_data({"path": str(path), "orig_name": "large.csv"}, 1)
+        admit("192.0.2.1", _payload(path))
     assert not path.exists()
-    folder.rmdir()
+    path.parent.rmdir()
 
 
 def test_an_upload_is_parsed_once_per_d_out_and_named_by_its_file():
     """The page's events send the same path again and again: each gets the same data (the page's
     report cache knows it by identity), though the file left the disk at the first read."""
-    import tempfile
+    from playground.ui.uploads import admit, upload_key, user_data
 
-    from gradio.utils import get_upload_folder
-
-    from playground.ui.uploads import upload_key, user_data
-
-    Path(get_upload_folder()).mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(dir=get_upload_folder()))
-    path = folder / "stored-name.csv"
-    path.write_text(_csv(ROWS))
-    payload = {"path": str(path), "orig_name": "mine.csv"}
-    assert upload_key(payload) == (str(path), "mine.csv")
+    path = _recorded_upload("192.0.2.1", "stored-name.csv", _csv(ROWS).encode())
+    payload = _payload(path, "mine.csv")
     assert upload_key(None) is None and upload_key(42) is None  # no upload; refused later
-    first = user_data(payload, 2)
+    admit("192.0.2.1", payload, read=False)  # a validator's check: the file stays
+    assert path.exists()
+    admit("192.0.2.1", payload)
     assert not path.exists()  # read once, then deleted
-    assert user_data(payload, 2) is first
-    again = user_data(payload, 3)  # another split of the same bytes
+    assert upload_key(str(path)) == (str(path), "mine.csv")  # as the handler receives it
+    first = user_data(str(path), 2)
+    admit("192.0.2.1", payload)  # the page's next event: the bytes in memory
+    assert user_data(str(path), 2) is first
+    again = user_data(str(path), 3)  # another split of the same bytes
     assert again is not first and again.y.shape == (len(ROWS), 3)
     np.testing.assert_array_equal(again.y, ROWS[:, 3:].astype(np.float32))
-    folder.rmdir()
+    path.parent.rmdir()
+
+
+def test_an_upload_is_admitted_for_its_own_visitor_only_and_read_every_time_it_is_uploaded():
+    from playground.ui.uploads import admit, record
+
+    path = _recorded_upload("192.0.2.1", "mine.csv", _csv(ROWS).encode())
+    with pytest.raises(ConfigError, match="you uploaded to this page") as caught:
+        admit("192.0.2.2", _payload(path))  # another visitor: neither read nor deleted
+    assert caught.value.field == "data" and path.exists()
+    admit("192.0.2.1", _payload(path))
+    assert not path.exists()
+    path.write_bytes(_csv(ROWS).encode())  # the identical file uploaded again: the same path
+    record("192.0.2.1", [str(path)])
+    admit("192.0.2.1", _payload(path))
+    assert not path.exists()  # read, and deleted, again
+    with pytest.raises(ConfigError, match="you uploaded to this page"):
+        admit("192.0.2.2", _payload(path))  # the bytes in memory are no other visitor's
+    path.parent.rmdir()
+
+
+def test_only_paths_in_the_upload_folder_outside_the_downloads_are_recorded(tmp_path: Path):
+    """A path the upload route could never have written is no upload, whatever its record."""
+    from playground.ui.uploads import admit, record
+    from playground.views.file_store import download_dir
+
+    outside = tmp_path / "outside.csv"
+    download = Path(download_dir()) / "recorded.csv"
+    for path in (outside, download):
+        path.write_bytes(_csv(ROWS).encode())
+        record("192.0.2.1", [str(path)])
+        with pytest.raises(ConfigError, match="you uploaded to this page"):
+            admit("192.0.2.1", _payload(path))
+        assert path.is_file()
+    download.unlink()
+
+
+def test_one_visitors_many_uploads_never_push_out_anothers_record():
+    from playground.ui.uploads import VISITOR_RECORDS, admit
+
+    theirs = _recorded_upload("192.0.2.7", "theirs.csv", _csv(ROWS).encode())
+    mine = [
+        _recorded_upload("192.0.2.8", f"mine-{index}.csv", _csv(ROWS).encode())
+        for index in range(VISITOR_RECORDS + 1)
+    ]
+    with pytest.raises(ConfigError, match="you uploaded to this page"):
+        admit("192.0.2.8", _payload(mine[0]))  # the visitor's oldest, past its bound
+    for path in [theirs, mine[-1]]:
+        admit("192.0.2.7" if path == theirs else "192.0.2.8", _payload(path))
+        assert not path.exists()
+    for path in [theirs, *mine]:
+        path.unlink(missing_ok=True)
+        path.parent.rmdir()
+
+
+def test_another_file_input_is_admitted_once_and_left_for_its_handler():
+    """A file input the module does not read (outside READ_HERE) is checked the same way,
+    named in each refusal, and its file stays on disk for its own handler to read."""
+    from playground.ui.uploads import READ_HERE, admit
+
+    assert "file" not in READ_HERE
+    path = _recorded_upload("192.0.2.1", "model.safetensors", b"\x08\x00")
+    with pytest.raises(ConfigError, match="^file must be a file you uploaded") as caught:
+        admit("192.0.2.2", _payload(path), field="file")
+    assert caught.value.field == "file"
+    admit("192.0.2.1", _payload(path), field="file")
+    assert path.is_file()  # its handler reads it
+    with pytest.raises(ConfigError, match="^file must be a file you uploaded"):
+        admit("192.0.2.1", _payload(path), field="file")  # one event per upload
+    with pytest.raises(ConfigError, match="^file must be an uploaded file"):
+        admit("192.0.2.1", "", field="file")
+    path.unlink()
+    path.parent.rmdir()

@@ -9,6 +9,7 @@ page (``ui.tabs.step``) lays out the components under the same names.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, NamedTuple
 
 from playground.core.step_report import StepReport
@@ -63,13 +64,24 @@ def _cell(value: float, digits: int = 7) -> str:
     return f"{value:.{digits}g}" if math.isfinite(value) else f"**{value}**"
 
 
+def code_span(text: str) -> str:
+    """One line of ``text`` as one Markdown code span, whatever backticks it holds
+    (CommonMark): fenced by one backtick more than its longest run of them, and padded with a
+    space on each side where it starts or ends with a backtick or a space (the renderer strips
+    one space from each side of a span that has both)."""
+    runs = [len(run) for run in re.findall("`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    padded = f" {text} " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else text
+    return f"{fence}{padded}{fence}"
+
+
 def data_line(report: StepReport, data_name: str | None) -> str:
     """Which batch the numbers come from."""
     config = report.config
     if data_name is None:
         return f"Data: the synthetic batch of data seed {config.data_seed}."
     return (
-        f"Data: your file `{data_name}`, {config.n:,} rows of {config.d_in:,} inputs and "
+        f"Data: your file {code_span(data_name)}, {config.n:,} rows of {config.d_in:,} inputs and "
         f"{config.d_out:,} targets (input_scale, target_scale and data_seed do not apply)."
     )
 
