@@ -29,6 +29,7 @@ import collections
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from gradio.data_classes import FileData
