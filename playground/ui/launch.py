@@ -34,6 +34,7 @@ from playground.ui.fair_use import LANE_SLOTS, LARGE_WORK, HeavyRunMiddleware
 from playground.ui.queue_records import bound_analytics
 from playground.ui.upload_guard import disk_middleware
 from playground.ui.url_state import long_link_middleware
+from playground.ui.warm_up import TrafficMiddleware
 
 # Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
 MAX_FILE_SIZE = "2mb"
@@ -62,6 +63,7 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
         "js": JS,
         "app_kwargs": {
             "middleware": [
+                Middleware(TrafficMiddleware),  # what the warm-up yields to (``ui.warm_up``)
                 long_link_middleware(),
                 disk_middleware(),  # claims the app's folder on disk, then guards uploads
                 Middleware(HeavyRunMiddleware, blocks=demo, work=event_work),
