@@ -65,7 +65,7 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
             "middleware": [
                 Middleware(TrafficMiddleware),  # what the warm-up yields to (``ui.warm_up``)
                 long_link_middleware(),
-                disk_middleware(),  # claims the app's folder on disk, then guards uploads
+                disk_middleware(),  # claims the app's folder on disk, then guards bodies, uploads
                 Middleware(HeavyRunMiddleware, blocks=demo, work=event_work),
             ]
         },
