@@ -14,8 +14,10 @@ visitor's request has been seen for QUIET seconds (``Traffic.quiet_for``): a req
 while it is in flight over HTTP (``TrafficMiddleware``; the event streams, which stay open while
 a page is, do not count) and while an event is queued or running in Gradio's queue. So a
 visitor's page load and commits meet at most the one warm-up request already compiling when
-they came (a fresh server's first visitor had waited 5.1 s for the first chart, against 2.8 s
-warm, and 0.51-0.62 s per committed lr, against 94 ms).
+they came, and that one runs at the lowest CPU priority (``lowest_priority``: on Linux a
+thread's nice value is its own), so the visitor's work takes the cores first (a fresh
+server's first visitor had waited 5.1 s for the first chart, against 2.8 s warm, and
+0.51-0.62 s per committed lr, against 94 ms).
 """
 
 from __future__ import annotations
@@ -139,6 +141,16 @@ def wait_quiet(traffic: Traffic, quiet: float = QUIET, poll: float = POLL) -> No
         time.sleep(poll)
 
 
+def lowest_priority() -> bool:
+    """Run the calling thread at the lowest CPU priority (nice 19); True when the system took
+    it (Linux sets a thread's own; elsewhere this may be the process's, or nothing)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
 def _warm(traffic: Traffic) -> None:
     began = time.perf_counter()
     for kind, config in requests():
@@ -158,6 +170,11 @@ def start(blocks: Any = None, traffic: Traffic = TRAFFIC) -> threading.Thread | 
         return None
     if blocks is not None:
         traffic.blocks = blocks
-    thread = threading.Thread(target=_warm, args=(traffic,), name="warm-up", daemon=True)
+
+    def warm() -> None:
+        lowest_priority()
+        _warm(traffic)
+
+    thread = threading.Thread(target=warm, name="warm-up", daemon=True)
     thread.start()
     return thread

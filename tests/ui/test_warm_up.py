@@ -5,6 +5,8 @@ flight over HTTP, event streams excepted, or an event in Gradio's queue)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from types import SimpleNamespace
 
 from playground.core import compiled
@@ -135,3 +137,15 @@ def test_an_event_queued_or_running_in_gradios_queue_is_traffic():
     queue.active_jobs[1] = None
     clock.now += 0.5
     assert not traffic.busy() and traffic.quiet_for() == 0.5
+
+
+def test_the_warm_up_thread_runs_at_the_lowest_cpu_priority(monkeypatch):
+    seen = []
+
+    def run(kind, config):
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    monkeypatch.setattr(warm_up, "run", run)
+    warm_up.start(traffic=warm_up.Traffic()).join(timeout=10)
+    assert seen == [19] * len(warm_up.requests())
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < 19  # this thread's own
