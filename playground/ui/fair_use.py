@@ -1,5 +1,4 @@
-"""Fair use of a public Space: who a visitor is, a share of the queue each, one heavy run each,
-and room for light work whatever the crowd.
+"""Fair use of a public Space: who a visitor is, a share of the queue each, one heavy run each.
 
 Rules:
   visitor     with N = PLAYGROUND_TRUSTED_PROXIES proxies in front of the app, the N-th
@@ -25,17 +24,6 @@ Rules:
               preprocessing refuses) is refused when it joins, through Gradio's validator
               (``admit``), so its join fails and the door frees the place at once. Should a
               queued run never be processed, the place expires after HEAVY_TTL.
-  crowd       heavy work is bounded server-wide, whatever the visitor keys: at most
-              LARGE_PLACES requests of large work (over LARGE_WORK multiply-adds by
-              ``core.cost``, priced from the join's inputs; each holds a place in its lane
-              while it waits for the large lane) and at most RUN_PLACES sweeps and training
-              runs (the heavy lane) queued or running at once; one more is refused at the door
-              with LARGE_REFUSAL or RUN_REFUSAL (HTTP 429). Both are more than one visitor's
-              share, so no single visitor takes them all; LARGE_PLACES is fewer than a lane's
-              places, so a small request always finds one; and with the shares they keep
-              Gradio's queue far from its bound (a crowd of rotated keys once filled all 256
-              places and a small /step got 503). The count is read from Gradio's queue, as the
-              share's is.
 """
 
 from __future__ import annotations
@@ -65,33 +53,12 @@ HEAVY_REFUSAL = (
 HEAVY_TTL = 600.0  # seconds: well past the longest queue wait a capped run can cause
 SHARE = 4
 # Requests each lane but the heavy one runs at once: more than one visitor's share and than the
-# crowd's large places (LARGE_PLACES), so another visitor's small request always finds a place
-# (``ui.launch``'s lanes rule).
+# crowd's large places (``ui.crowd``), so a small request always finds a place (``ui.launch``).
 LANE_SLOTS = 2 * SHARE
 SHARE_REFUSAL = (
     f"at most {SHARE} requests queued or running per visitor: {SHARE} of yours are still "
     "queued or running; send this one when one of them has finished"
 )
-# Work (core.cost's multiply-adds) above which a request takes the large lane (``ui.launch``):
-# an eighth of the largest linear step (2^33), a few tens of milliseconds.
-LARGE_WORK = 2**30
-HEAVY_LANE = "heavy"  # the concurrency_id of the sweeps and the training runs
-# Server-wide places (the crowd rule): more than one visitor's share, fewer than a lane's.
-LARGE_PLACES = LANE_SLOTS - 1
-RUN_PLACES = 2 * SHARE
-LARGE_REFUSAL = (
-    f"the server takes at most {LARGE_PLACES} large requests (over "
-    f"2^{LARGE_WORK.bit_length() - 1} multiply-adds) queued or running at once, from all "
-    "visitors, so that small ones always find room; send this one when one has finished, or a "
-    "smaller one now"
-)
-RUN_REFUSAL = (
-    f"the server takes at most {RUN_PLACES} sweeps and training runs queued or running at once, "
-    "from all visitors, so that small requests always find room; send this one when one has "
-    "finished"
-)
-CROWD_PLACES = {"large": LARGE_PLACES, "run": RUN_PLACES}
-CROWD_REFUSALS = {"large": LARGE_REFUSAL, "run": RUN_REFUSAL}
 # Hugging Face's Space proxy appends the client's address to X-Forwarded-For; nothing else in
 # front of the app adds an entry.
 SPACE_PROXIES = 1
@@ -165,19 +132,14 @@ class HeavyRunMiddleware:
     It reads the body of ``POST .../queue/join`` (gradio_client and the page) and of
     ``POST .../call/<api_name>`` (raw HTTP), finds the event, replaces the session's queued
     page event of the same kind, and answers 429 with SHARE_REFUSAL when the visitor has SHARE
-    events in the queue, HEAVY_REFUSAL when it already has a heavy run, or the crowd's refusal
-    when the server's places for the event's kind of heavy work are taken; a refused or failed
-    join frees the heavy place again. ``work(fn, inputs)`` prices an event's raw inputs
-    (``ui.launch.event_work``).
+    events in the queue, or HEAVY_REFUSAL when it already has a heavy run; a refused or failed
+    join frees the heavy place again.
     """
 
-    def __init__(self, app: Callable, blocks: gr.Blocks, work: Callable[[Any, list[Any]], float]):
+    def __init__(self, app: Callable, blocks: gr.Blocks):
         self.app = app
         self.blocks = blocks
-        self.work = work
         self.joining: Counter[str] = Counter()  # joins past the door, not yet answered
-        self.crowd_joining: Counter[str | None] = Counter()  # the same, per kind of work
-        self._kinds: dict[str, str | None] = {}  # event id -> its kind, for queued events
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
@@ -190,22 +152,16 @@ class HeavyRunMiddleware:
             body += message.get("body", b"")
             more = message.get("more_body", False)
         forget_finished(self.blocks._queue)
-        fn, session, inputs = self._event(path, body)
+        fn, session = self._event(path, body)
         name = getattr(fn, "api_name", None)
         who = visitor(Headers(scope=scope), (scope.get("client") or (None,))[0])
         if fn is not None and session and fn.api_visibility == "private":
             await self._replace_queued(fn, session)
         if len(self._visitor_events(who)) + self.joining[who] >= SHARE:
-            await _refuse(send, SHARE_REFUSAL)
+            await refuse(send, SHARE_REFUSAL)
             return
         if name in HEAVY_ENDPOINTS and not GATE.enter(who):
-            await _refuse(send, HEAVY_REFUSAL)
-            return
-        kind = self._kind(fn, inputs) if fn is not None else None
-        if kind and self._crowd(kind) + self.crowd_joining[kind] >= CROWD_PLACES[kind]:
-            if name in HEAVY_ENDPOINTS:
-                GATE.leave(who)
-            await _refuse(send, CROWD_REFUSALS[kind])
+            await refuse(send, HEAVY_REFUSAL)
             return
         replayed = False
 
@@ -225,18 +181,15 @@ class HeavyRunMiddleware:
         if fn is not None and session and fn.api_visibility == "private":
             session_order.arrived(session, fn._id)
         self.joining[who] += 1
-        self.crowd_joining[kind] += 1
         try:
             await self.app(scope, replay, watch)
         finally:
             self.joining[who] -= 1
-            self.crowd_joining[kind] -= 1
             if not self.joining[who]:
                 del self.joining[who]
 
-    def _event(self, path: str, body: bytes) -> tuple[Any, str | None, list[Any]]:
-        """The event's BlockFunction (None if unknown), the body's session hash and its raw
-        inputs."""
+    def _event(self, path: str, body: bytes) -> tuple[Any, str | None]:
+        """The event's BlockFunction (None if unknown) and the body's session hash."""
         try:
             payload = json.loads(body)
         except ValueError:
@@ -244,45 +197,20 @@ class HeavyRunMiddleware:
         payload = payload if isinstance(payload, dict) else {}
         session = payload.get("session_hash")
         session = session if isinstance(session, str) else None
-        inputs = payload.get("data")
-        inputs = inputs if isinstance(inputs, list) else []
         fns = self.blocks.fns
         if "/call/" in path:
             api_name = path.rstrip("/").rsplit("/call/", 1)[1]
             found = [fn for fn in fns.values() if fn.api_name == api_name]
-            return (found[0] if found else None), session, inputs
+            return (found[0] if found else None), session
         fn_index = payload.get("fn_index")
-        return (fns.get(fn_index) if isinstance(fn_index, int) else None), session, inputs
-
-    def _events(self) -> list[Any]:
-        """Every event in Gradio's queue: waiting in any lane, or running."""
-        queue = self.blocks._queue
-        waiting = [e for lane in queue.event_queue_per_concurrency_id.values() for e in lane.queue]
-        running = [e for job in queue.active_jobs if job for e in job]
-        return waiting + running
+        return (fns.get(fn_index) if isinstance(fn_index, int) else None), session
 
     def _visitor_events(self, who: str) -> list[Any]:
         """The visitor's events in Gradio's queue: waiting in any lane, or running."""
-        return [event for event in self._events() if _event_visitor(event) == who]
-
-    def _kind(self, fn: Any, inputs: list[Any]) -> str | None:
-        """The crowd rule's kind of ``fn`` on these raw inputs: "run" in the heavy lane,
-        "large" for other work over LARGE_WORK, else None."""
-        if fn.concurrency_id == HEAVY_LANE:
-            return "run"
-        return "large" if self.work(fn, inputs) > LARGE_WORK else None
-
-    def _crowd(self, kind: str) -> int:
-        """How many events of ``kind`` are in Gradio's queue (each event priced once)."""
-        kinds = {}
-        for event in self._events():
-            if event._id in self._kinds:
-                kinds[event._id] = self._kinds[event._id]
-            else:
-                inputs = event.data.data if event.data is not None else []
-                kinds[event._id] = self._kind(event.fn, inputs)
-        self._kinds = kinds  # forget the events that left the queue
-        return sum(1 for found in kinds.values() if found == kind)
+        queue = self.blocks._queue
+        waiting = [e for lane in queue.event_queue_per_concurrency_id.values() for e in lane.queue]
+        running = [e for job in queue.active_jobs if job for e in job]
+        return [event for event in waiting + running if _event_visitor(event) == who]
 
     async def _replace_queued(self, fn: Any, session: str) -> None:
         """Drop the session's still-queued events of ``fn``, each answered as done (as
@@ -305,7 +233,8 @@ def _event_visitor(event: Any) -> str:
     return visitor(getattr(request, "headers", None), getattr(client, "host", None))
 
 
-async def _refuse(send: Send, text: str) -> None:
+async def refuse(send: Send, text: str) -> None:
+    """Answer 429 with ``text`` (the app's JSON error), before the event joins."""
     payload = json.dumps({"error": text, "detail": text}).encode()
     await send(
         {

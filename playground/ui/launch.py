@@ -3,7 +3,7 @@
 Rules:
   bounds      uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, each visitor to a
               share of the queue and one heavy run, and the crowd to a few places of heavy
-              work (``ui.fair_use``).
+              work (``ui.fair_use``, ``ui.crowd``).
   lanes       a request whose work (``core.cost``) is over LARGE_WORK waits for the one large
               lane before it computes (``in_lane``, from ``ui.public.PublicBlocks``); every
               lane but the heavy one takes LANE_SLOTS requests at once, more than one
@@ -30,7 +30,8 @@ from playground.core.settings import StepConfig, settings
 from playground.core.sweep import sweep_exponents
 from playground.ui import session_order
 from playground.ui.assets import CSS, JS
-from playground.ui.fair_use import LANE_SLOTS, LARGE_WORK, HeavyRunMiddleware
+from playground.ui.crowd import LARGE_WORK, CrowdMiddleware
+from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
 from playground.ui.queue_records import bound_analytics
 from playground.ui.upload_guard import disk_middleware
 from playground.ui.url_state import long_link_middleware
@@ -48,8 +49,8 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
 
     Bounded: uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, a share of the queue
     and one heavy run per visitor, a few places of heavy work for everyone
-    (``ui.fair_use.HeavyRunMiddleware``, which reads the events and the queue from ``demo`` and
-    prices them with ``event_work``).
+    (``ui.fair_use.HeavyRunMiddleware`` and ``ui.crowd.CrowdMiddleware``, which read the events
+    and the queue from ``demo``; the crowd's prices them with ``event_work``).
     """
     return {
         "share": False,
@@ -66,7 +67,8 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
                 Middleware(TrafficMiddleware),  # what the warm-up yields to (``ui.warm_up``)
                 long_link_middleware(),
                 disk_middleware(),  # claims the app's folder on disk, then guards bodies, uploads
-                Middleware(HeavyRunMiddleware, blocks=demo, work=event_work),
+                Middleware(HeavyRunMiddleware, blocks=demo),
+                Middleware(CrowdMiddleware, blocks=demo, work=event_work),  # inside the share's
             ]
         },
     }

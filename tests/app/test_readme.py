@@ -316,14 +316,14 @@ def test_readme_first_call_caps_are_the_cost_models():
 
 def test_readme_states_the_servers_own_bounds():
     """The 'Running it in public' table's body cap, lanes and crowd places are the code's."""
-    from playground.ui import fair_use, upload_guard
+    from playground.ui import crowd, fair_use, upload_guard
 
     text = _flat(README)
     cap = upload_guard.MAX_BODY_BYTES // 2**10
     assert f"request bodies (every route but uploads) at most {cap} kB" in text
     assert f"every other lane takes {fair_use.LANE_SLOTS} at once" in text
     assert (
-        f"at most {fair_use.LARGE_PLACES} large requests and {fair_use.RUN_PLACES} sweeps or "
+        f"at most {crowd.LARGE_PLACES} large requests and {crowd.RUN_PLACES} sweeps or "
         "training runs queued or running at once, from all visitors together"
     ) in text
-    assert f"(over 2^{fair_use.LARGE_WORK.bit_length() - 1} multiply-adds) computes one" in text
+    assert f"(over 2^{crowd.LARGE_WORK.bit_length() - 1} multiply-adds) computes one" in text
