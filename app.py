@@ -40,5 +40,5 @@ from playground.ui.page import build_demo  # noqa: E402
 demo = build_demo()
 
 if __name__ == "__main__":
-    warm_up.start()  # shared programs compile while the server starts serving
+    warm_up.start(demo)  # shared programs compile while the server serves, visitors first
     demo.queue(**queue_kwargs()).launch(**launch_kwargs(demo))

@@ -16,6 +16,8 @@ Inputs are positional, in the public API's order (``FIELDS``), as a caller sees 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -285,3 +287,37 @@ def joins(
                     if len(answers) == len(order):
                         break
     return [answers[event_id] for event_id in order]
+
+
+def send_body(
+    port: int, path: str, size: int, *, chunked: bool = False, timeout: float = 30.0
+) -> tuple[int, str, int]:
+    """POST ``size`` bytes to ``path`` on 127.0.0.1:``port`` over a raw socket, as a client that
+    keeps sending until the server answers: with a Content-Length, or streamed in chunks without
+    one. Returns (HTTP status, the answer's text, bytes sent); status 0 when no answer came."""
+    piece = b" " * 2**20
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        head += "Transfer-Encoding: chunked\r\n" if chunked else f"Content-Length: {size}\r\n"
+        sock.sendall(f"{head}\r\n".encode())
+        sent = 0
+        try:
+            while sent < size and not select.select([sock], [], [], 0)[0]:
+                data = piece[: size - sent]
+                framed = f"{len(data):x}\r\n".encode() + data + b"\r\n" if chunked else data
+                sock.sendall(framed)
+                sent += len(data)
+            if chunked and sent == size:
+                sock.sendall(b"0\r\n\r\n")
+        except OSError:  # the server answered and closed while we were still sending
+            pass
+        reply = b""
+        try:
+            while got := sock.recv(65536):
+                reply += got
+        except OSError:
+            pass
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].split()
+    status = int(status_line[1]) if len(status_line) > 1 and status_line[1].isdigit() else 0
+    return status, body.decode(errors="replace"), sent

@@ -52,9 +52,9 @@ HEAVY_REFUSAL = (
 )
 HEAVY_TTL = 600.0  # seconds: well past the longest queue wait a capped run can cause
 SHARE = 4
-# Requests each lane but the heavy one runs at once: more than one visitor's share, so another
-# visitor's small request always finds a place (``ui.launch``'s lanes rule).
-LANE_SLOTS = SHARE + 2
+# Requests each lane but the heavy one runs at once: more than one visitor's share and than the
+# crowd's large places (``ui.crowd``), so a small request always finds a place (``ui.launch``).
+LANE_SLOTS = 2 * SHARE
 SHARE_REFUSAL = (
     f"at most {SHARE} requests queued or running per visitor: {SHARE} of yours are still "
     "queued or running; send this one when one of them has finished"
@@ -158,10 +158,10 @@ class HeavyRunMiddleware:
         if fn is not None and session and fn.api_visibility == "private":
             await self._replace_queued(fn, session)
         if len(self._visitor_events(who)) + self.joining[who] >= SHARE:
-            await _refuse(send, SHARE_REFUSAL)
+            await refuse(send, SHARE_REFUSAL)
             return
         if name in HEAVY_ENDPOINTS and not GATE.enter(who):
-            await _refuse(send, HEAVY_REFUSAL)
+            await refuse(send, HEAVY_REFUSAL)
             return
         replayed = False
 
@@ -233,7 +233,8 @@ def _event_visitor(event: Any) -> str:
     return visitor(getattr(request, "headers", None), getattr(client, "host", None))
 
 
-async def _refuse(send: Send, text: str) -> None:
+async def refuse(send: Send, text: str) -> None:
+    """Answer 429 with ``text`` (the app's JSON error), before the event joins."""
     payload = json.dumps({"error": text, "detail": text}).encode()
     await send(
         {

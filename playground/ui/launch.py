@@ -2,7 +2,8 @@
 
 Rules:
   bounds      uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, each visitor to a
-              share of the queue and one heavy run (``ui.fair_use``).
+              share of the queue and one heavy run, and the crowd to a few places of heavy
+              work (``ui.fair_use``, ``ui.crowd``).
   lanes       a request whose work (``core.cost``; a /step's with its compile when that reaches
               the first call's seconds, ``core.compile_cost``) is over LARGE_WORK waits for the
               one large lane before it computes (``in_lane``, from ``ui.public.PublicBlocks``);
@@ -32,28 +33,28 @@ from playground.core.sweep import sweep_exponents
 from playground.ui import session_order
 from playground.ui.assets import CSS, JS
 from playground.ui.client_refusals import ClientRefusals
+from playground.ui.crowd import LARGE_WORK, CrowdMiddleware
 from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
 from playground.ui.queue_records import bound_analytics
 from playground.ui.upload_guard import disk_middleware
 from playground.ui.upload_records import upload_records
 from playground.ui.url_state import long_link_middleware
+from playground.ui.warm_up import TrafficMiddleware
 
 # Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
 MAX_FILE_SIZE = "2mb"
 # Sessions whose state Gradio keeps (oldest dropped first); each holds a copy of the page's
 # outputs, about 0.2 MB, so this bounds that memory near 40 MB.
 SESSION_CAPACITY = 200
-# Work (core.cost's multiply-adds) above which a request takes the large lane: an eighth of the
-# largest linear step (2^33), a few tens of milliseconds.
-LARGE_WORK = 2**30
 
 
 def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
     """Options for ``demo.launch``: a public Space that shares nothing but this page.
 
     Bounded: uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, a share of the queue
-    and one heavy run per visitor (``ui.fair_use.HeavyRunMiddleware``, which reads the events
-    and the queue from ``demo``).
+    and one heavy run per visitor, a few places of heavy work for everyone
+    (``ui.fair_use.HeavyRunMiddleware`` and ``ui.crowd.CrowdMiddleware``, which read the events
+    and the queue from ``demo``; the crowd's prices them with ``event_work``).
     """
     return {
         "share": False,
@@ -67,11 +68,13 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
         "js": JS,
         "app_kwargs": {
             "middleware": [
+                Middleware(TrafficMiddleware),  # what the warm-up yields to (``ui.warm_up``)
                 long_link_middleware(),
-                disk_middleware(),  # claims the app's folder on disk, then guards uploads
+                disk_middleware(),  # claims the app's folder on disk, then guards bodies, uploads
                 upload_records(),  # which visitor uploaded which file
                 Middleware(ClientRefusals, blocks=demo),  # a refused join, told to gradio_client
                 Middleware(HeavyRunMiddleware, blocks=demo),
+                Middleware(CrowdMiddleware, blocks=demo, work=event_work),  # inside the share's
             ]
         },
     }

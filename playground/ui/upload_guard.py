@@ -1,8 +1,17 @@
-"""The door of Gradio's upload route: bytes per visitor per hour, and the disk's total bound.
+"""The door of every request body: a cap on its size, and for Gradio's upload route bytes per
+visitor per hour and the disk's total bound.
 
-Rule: every ``POST .../upload`` states its size (Content-Length; a chunked upload is refused
-with 411) and is charged that many bytes against its visitor (``ui.fair_use``'s key) before
-Gradio reads a byte of it:
+Rules:
+  bodies   a request body (any route but the upload route) is at most MAX_BODY_BYTES, the
+           largest request the page or the API sends (a page event carrying a sweep's summary
+           back, about 8 kB) with ample room. A body that states a larger Content-Length is
+           refused with 413 naming the cap before a byte of it is read; one streamed without a
+           Content-Length is counted as it arrives and refused once it passes the cap. So the
+           server holds at most the cap per request, whatever a client sends (a 100 MB JSON
+           body once added 400 MB while Gradio parsed it).
+  uploads  every ``POST .../upload`` states its size (Content-Length; a chunked upload is
+           refused with 411) and is charged that many bytes against its visitor
+           (``ui.fair_use``'s key) before Gradio reads a byte of it:
 
     per visitor  at most UPLOAD_BYTES_PER_HOUR over the last hour; an upload past it is refused
                  with 429 (413 when it alone is larger), naming the cap and when room comes back
@@ -10,8 +19,8 @@ Gradio reads a byte of it:
                  and downloads together), older downloads deleted to make room; else 507
 
 A refused upload never reaches Gradio, so it leaves no file; Gradio deletes what it refuses
-itself (a file past ``max_file_size``), and an upload cut off midway or never read by an event
-expires (``file_store.expire_uploads``).
+itself (a file past ``max_file_size``, which it streams to disk, never to memory), and an upload
+cut off midway or never read by an event expires (``file_store.expire_uploads``).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
 
@@ -32,6 +42,13 @@ from playground.views import file_store
 
 UPLOAD_BYTES_PER_HOUR = int(float(os.environ.get("PLAYGROUND_UPLOAD_MB_PER_HOUR", 20)) * 2**20)
 HOUR = 3600.0
+# The largest legal body is a page event that sends a sweep's JSON summary back (bfloat16's 127
+# scales: about 8 kB; a training run's about 2 kB); 32 times that leaves room for any input.
+MAX_BODY_BYTES = 256 * 2**10
+BODY_REFUSAL = (
+    f"Request bodies are capped at {MAX_BODY_BYTES // 2**10} kB (the largest request this app "
+    "takes is about 8 kB; files go through the upload route)"
+)
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -81,17 +98,44 @@ class UploadLedger:
 LEDGER = UploadLedger()
 
 
-class UploadGuard:
-    """ASGI middleware applying the module's rule to Gradio's upload route."""
+class BodyGuard:
+    """ASGI middleware applying the module's rules: the upload route's, and every other
+    body's cap."""
 
-    def __init__(self, app: Callable, ledger: UploadLedger = LEDGER):
-        self.app, self.ledger = app, ledger
+    def __init__(self, app: Callable, ledger: UploadLedger = LEDGER, cap: int = MAX_BODY_BYTES):
+        self.app, self.ledger, self.cap = app, ledger, cap
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" else ""
-        if scope.get("method") != "POST" or not path.rstrip("/").endswith("/upload"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope.get("method") == "POST" and scope.get("path", "").rstrip("/").endswith("/upload"):
+            await self._upload(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        length = headers.get("content-length")
+        if length is None and "transfer-encoding" not in headers:
+            await self.app(scope, receive, send)  # no body (uvicorn refuses a bad length)
+            return
+        if length is not None and length.isdigit() and int(length) > self.cap:
+            await _refuse(send, 413, f"{BODY_REFUSAL}; this one is {_size(int(length))}.")
+            return
+        body = await _read_capped(receive, self.cap)
+        if body is None:  # past the cap while it arrived, or the client left
+            await _refuse(send, 413, f"{BODY_REFUSAL}; this one passed it as it arrived.")
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # what comes after the body: the client leaving
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         length = request.headers.get("content-length", "")
         if not length.isdigit():
@@ -111,6 +155,27 @@ class UploadGuard:
             file_store.release(nbytes)
 
 
+def _size(nbytes: int) -> str:
+    return _mb(nbytes) if nbytes >= 2**20 else f"{nbytes / 2**10:,.0f} kB"
+
+
+async def _read_capped(receive: Receive, cap: int) -> bytes | None:
+    """The request's body, read as it arrives; None once it passes ``cap`` bytes (the rest is
+    never read) or when the client leaves before its end."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > cap:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
 async def _refuse(send: Send, status: int, message: str) -> None:
     payload = json.dumps({"error": message, "detail": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
@@ -120,6 +185,6 @@ async def _refuse(send: Send, status: int, message: str) -> None:
 
 def disk_middleware() -> Middleware:
     """Claim the app's folder on disk (``file_store.claim``: leftovers of an earlier run go)
-    and return the upload door, for ``launch``'s ``app_kwargs``; call before the launch."""
+    and return the bodies' door, for ``launch``'s ``app_kwargs``; call before the launch."""
     file_store.claim()
-    return Middleware(UploadGuard)
+    return Middleware(BodyGuard)

@@ -14,7 +14,8 @@ choices), or the call has too few / too many inputs. Every answer must be either
   - a refusal whose message names the field (``lr``, ``n``, ...; for too few inputs, a missing
     one; for too many, how many the endpoint takes), delivered as an SSE ``error`` event or
     an HTTP 4xx on the POST; or
-  - a completed result with the endpoint's number of outputs, whose summary echoes the inputs.
+  - a completed result with the endpoint's number of outputs, whose summary echoes the inputs;
+  - for a body past the server's cap (MAX_BODY_BYTES: a 1 MB string), HTTP 413 naming the cap.
 
 Values that are certainly invalid (wrong type, non-finite, beyond the settings table's limits,
 unknown choices) must be refused. No message may contain a Python object address or be longer
@@ -36,7 +37,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from http_calls import DEFAULT_STEP, FIELDS, Answer, Raw, call
+from http_calls import DEFAULT_STEP, FIELDS, Answer, Raw, call, request_body
+from playground.ui.upload_guard import MAX_BODY_BYTES
 
 OUTPUTS = {"step": 10, "sweep": 4, "dynamics": 6, "inspect": 1}
 TINY = [0, 8, 4, 2, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]  # 8 x 4 x 2
@@ -103,6 +105,7 @@ COSTLY_VALID = {
 }
 
 MAX_MESSAGE = 2000
+BODY_CAP = f"capped at {MAX_BODY_BYTES // 2**10} kB"  # the server's 413 for a longer body
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x7f[0-9a-fA-F]{6,}")
 
 REFUSE, EITHER = "refuse", "either"  # what a single-value case expects
@@ -339,6 +342,9 @@ def check(app_url: str, app_server, case: Case) -> Answer:
     assert len(message) < MAX_MESSAGE, (
         f"{sent}: message of {len(message):,} characters (limit {MAX_MESSAGE}): {message[:200]}..."
     )
+    if len(request_body(case.data).encode()) > MAX_BODY_BYTES:  # a 1 MB string, say
+        assert answer.status == 413 and BODY_CAP in message, f"{sent}: {message[:300]}"
+        return answer
     if answer.kind == "complete":
         assert case.expect not in (REFUSE, LONG), f"{sent}: accepted invalid inputs"
         assert isinstance(answer.payload, list), f"{sent}: {answer.payload!r:.200}"

@@ -17,6 +17,11 @@ training runs with rotated left-hand X-Forwarded-For values:
   - a session's newer page event replaces its own waiting one of the same kind: of three
     commits joined back to back, the last computes and at most one of the older two does
     (the other changes nothing).
+
+And while a crowd of CROWD_ADDRESSES documentation addresses sends 4 heavy requests each (three
+/step calls just over the large lane's work and a sweep; within every visitor's share), an
+honest visitor's /step and page commit each answer within HONEST_LIMIT seconds with no HTTP
+503, and every refusal of the crowd is HTTP 429 naming the server-wide limit it met.
 """
 
 from __future__ import annotations
@@ -82,6 +87,11 @@ HONEST_LIMIT = 3.0
 SWEEP_LIMIT = 30.0
 SHARE_TEXT = "at most 4 requests queued or running per visitor"
 HEAVY_TEXT = "one heavy run at a time"
+# Just over 2^30 multiply-adds (1.26 x, by core.cost): large work, a few tens of ms warm.
+CROWD_STEP = [0, 1024, 512, 512, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
+CROWD_NETWORKS = ("192.0.2", "198.51.100", "203.0.113")
+CROWD_ADDRESSES = [f"{net}.{host}" for net in CROWD_NETWORKS for host in range(120, 144)][:70]
+CROWD_TEXTS = ("takes at most 7 large requests", "takes at most 8 sweeps and training runs")
 
 
 def _headers(forwarded: str | list[str]) -> Headers:
@@ -256,3 +266,60 @@ def test_a_sessions_newer_commit_replaces_its_waiting_one(proxied_url):
     # been running, or still queued when the second came).
     assert not _skipped(last)
     assert _skipped(first) or _skipped(middle), "three commits of one session all computed"
+
+
+def test_a_crowd_of_heavy_requests_leaves_room_for_light_work(proxied_url):
+    url = proxied_url
+    warmed = call(url, "step", CROWD_STEP, visitor(CROWD_ADDRESSES[0]))
+    assert warmed.kind == "complete", warmed.message[:300]
+    commit = fn_index(url, "on_commit")
+    answers: Counter[int] = Counter()
+    refusals: list[str] = []
+    lock = threading.Lock()
+    started = threading.Event()
+
+    def crowd(addresses: list[str]) -> None:
+        with httpx.Client(timeout=60) as client:
+            for address in addresses:
+                for api, data in (("step", CROWD_STEP),) * 3 + (("sweep", SMALL_SWEEP),):
+                    response = client.post(
+                        f"{url}gradio_api/call/{api}",
+                        content=request_body(data),
+                        headers={"content-type": "application/json", **visitor(address)},
+                    )
+                    with lock:
+                        answers[response.status_code] += 1
+                        if response.status_code != 200:
+                            refusals.append(f"{response.status_code} {response.text[:300]}")
+                    started.set()
+
+    senders = [
+        threading.Thread(target=crowd, args=(CROWD_ADDRESSES[start::14],), daemon=True)
+        for start in range(14)
+    ]
+    for thread in senders:
+        thread.start()
+    assert started.wait(30), "the crowd never started"
+    honest: list[tuple[str, Answer]] = []
+    who = visitor(HONEST)
+    for index in range(3):
+        honest.append(("step", call(url, "step", DEFAULT_STEP, who, timeout=60)))
+        session = f"crowded{index}"
+        honest.append(
+            ("commit", join(url, commit, _commit_inputs(DEFAULT_STEP), who, session_hash=session))
+        )
+    for thread in senders:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in senders), "the crowd did not end"
+
+    for name, answer in honest:
+        assert answer.status != 503, f"honest {name}: HTTP 503 {answer.message[:200]}"
+        assert answer.kind == "complete", f"honest {name}: {answer.kind} {answer.message[:200]}"
+        assert answer.seconds < HONEST_LIMIT, f"honest {name} took {answer.seconds:.2f} s"
+    assert sum(answers.values()) == 4 * len(CROWD_ADDRESSES)
+    assert set(answers) <= {200, 429}, f"crowd answers: {dict(answers)}"
+    assert answers[429] >= 2 * len(CROWD_ADDRESSES), f"crowd answers: {dict(answers)}"
+    assert all(text.startswith("429") for text in refusals), refusals[:3]
+    for limit in CROWD_TEXTS:
+        assert any(limit in text for text in refusals), f"no refusal names {limit!r}"
+    assert all(any(limit in text for limit in CROWD_TEXTS) for text in refusals), refusals[:3]

@@ -13,7 +13,12 @@ app on 127.0.0.1, in bounded loops.
   (b) isolation: while visitor A floods /dynamics (FLOOD concurrent requests at a moderate
       size), visitor B's /step calls at the default shape each answer within B_LIMIT seconds
       and none gets HTTP 503;
-  (c) uploads: a 3 MB file is refused (HTTP 413 or another 4xx), a 100 kB file is accepted.
+  (c) uploads: a 3 MB file is refused (HTTP 413 or another 4xx), a 100 kB file is accepted;
+  (d) bodies: a body of MAX_BODY_BYTES is taken and one byte more refused with HTTP 413 naming
+      the cap, with a Content-Length or streamed without one; while BODIES bodies of 100 MB are
+      sent at once (half of them streamed), each is refused before it is read whole, another
+      visitor's /step calls each answer within B_LIMIT seconds, and the server's RSS (psutil,
+      sampled every 20 ms) stays within RSS_ROOM_MB of its start.
 """
 
 from __future__ import annotations
@@ -22,10 +27,21 @@ import threading
 import time
 
 import httpx
+import psutil
 import pytest
 
-from http_calls import DEFAULT_STEP, TIMEOUT, Answer, attempt, call, visitor
+from http_calls import (
+    DEFAULT_STEP,
+    TIMEOUT,
+    Answer,
+    attempt,
+    call,
+    request_body,
+    send_body,
+    visitor,
+)
 from playground.core.settings import StepConfig
+from playground.ui.upload_guard import MAX_BODY_BYTES
 
 HEAVY_REFUSAL = "one heavy run at a time"
 MEDIUM = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
@@ -39,6 +55,10 @@ B_LIMIT = 3.0
 B_MIN_CALLS = 5
 B_MAX_CALLS = 60
 FLOOD_DEADLINE = 150.0  # the flood test gives up (and fails) after this long
+BODY_BYTES = 100 * 2**20
+BODIES = 4
+RSS_ROOM_MB = 200
+CAP_TEXT = f"capped at {MAX_BODY_BYTES // 2**10} kB"
 
 
 def describe(answer: Answer) -> str:
@@ -180,3 +200,60 @@ def test_a_100_kb_upload_is_accepted(app_url):
     assert response.status_code == 200, f"HTTP {response.status_code}: {response.text[:200]}"
     paths = response.json()
     assert isinstance(paths, list) and len(paths) == 1, paths
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["content-length", "streamed"])
+def test_a_body_is_taken_up_to_its_cap_and_refused_past_it(warm, streamed):
+    legal = request_body(DEFAULT_STEP).encode()
+    at_cap = legal + b" " * (MAX_BODY_BYTES - len(legal))  # JSON allows trailing spaces
+    with httpx.Client(timeout=TIMEOUT) as http:
+        for body, expected in ((at_cap, 200), (at_cap + b" ", 413)):
+            half = len(body) // 2
+            content = iter([body[:half], body[half:]]) if streamed else body
+            response = http.post(
+                f"{warm}gradio_api/call/step",
+                content=content,
+                headers={"content-type": "application/json", **visitor("192.0.2.40")},
+            )
+            assert response.status_code == expected, (len(body), response.text[:200])
+    assert CAP_TEXT in response.text, response.text[:300]
+
+
+def test_100_mb_bodies_are_refused_before_they_are_read(app_server, warm):
+    server = psutil.Process(app_server.process.pid)
+    start = server.memory_info().rss
+    peak = [start]
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(0.02):
+            peak.append(server.memory_info().rss)
+
+    answers: list[tuple[int, str, int]] = []
+
+    def send(index: int) -> None:
+        path = "/gradio_api/call/step" if index % 2 else "/gradio_api/queue/join"
+        answers.append(send_body(app_server.port, path, BODY_BYTES, chunked=index >= BODIES // 2))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    senders = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(BODIES)]
+    for thread in senders:
+        thread.start()
+    steps: list[Answer] = []
+    while len(steps) < 3 or (len(steps) < 20 and any(t.is_alive() for t in senders)):
+        steps.append(call(warm, "step", DEFAULT_STEP, visitor("198.51.100.8")))
+    for thread in senders:
+        thread.join(timeout=60)
+    sampling.set()
+    sampler.join(timeout=5)
+
+    assert len(answers) == BODIES, f"{BODIES - len(answers)} senders never got an answer"
+    for status, text, sent in answers:
+        assert status == 413 and CAP_TEXT in text, (status, text[:300])
+        assert sent < BODY_BYTES, "a 100 MB body was read whole before its refusal"
+    grown = (max(peak) - start) / 2**20
+    assert grown < RSS_ROOM_MB, f"the server's RSS grew {grown:.0f} MB over its start"
+    for answer in steps:
+        assert answer.kind == "complete", describe(answer)
+        assert answer.seconds < B_LIMIT, describe(answer)

@@ -312,3 +312,18 @@ def test_readme_first_call_caps_are_the_cost_models():
     medium = StepConfig(n=1024, d_in=256, d_out=128).max_steps
     assert (int(said.group(1)), int(said.group(2))) == (largest, medium)
     assert f"compile reaches {compile_cost.FIRST_CALL_SECONDS:g} s on 2 vCPUs" in text
+
+
+def test_readme_states_the_servers_own_bounds():
+    """The 'Running it in public' table's body cap, lanes and crowd places are the code's."""
+    from playground.ui import crowd, fair_use, upload_guard
+
+    text = _flat(README)
+    cap = upload_guard.MAX_BODY_BYTES // 2**10
+    assert f"request bodies (every route but uploads) at most {cap} kB" in text
+    assert f"every other lane takes {fair_use.LANE_SLOTS} at once" in text
+    assert (
+        f"at most {crowd.LARGE_PLACES} large requests and {crowd.RUN_PLACES} sweeps or "
+        "training runs queued or running at once, from all visitors together"
+    ) in text
+    assert f"(over 2^{crowd.LARGE_WORK.bit_length() - 1} multiply-adds) computes one" in text

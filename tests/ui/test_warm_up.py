@@ -1,6 +1,13 @@
-"""The start-up warm-up (ui.warm_up): it runs every request it lists, and can be turned off."""
+"""The start-up warm-up (ui.warm_up): it runs every request it lists, can be turned off, and
+yields to visitors: each request waits for QUIET seconds without a visitor's request (one in
+flight over HTTP, event streams excepted, or an event in Gradio's queue)."""
 
 from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from types import SimpleNamespace
 
 from playground.core.models import MODELS
 from playground.core.policy import COMPUTE_DTYPES
@@ -22,7 +29,7 @@ def test_the_warm_up_covers_every_default_combination_and_runs_them(monkeypatch)
         c.replace(model=page.model, compute_dtype=page.compute_dtype) == page for _, c in listed
     )
     # the thread runs each listed request (here one of each kind, at a small shape: the 36
-    # default combinations answer in tests/app/test_defaults.py)
+    # default combinations are accepted: tests/core/test_compile_cost.py)
     small = [(kind, config.replace(n=8, d_in=4, d_out=2, steps=2)) for kind, config in listed[::12]]
     monkeypatch.setattr(warm_up, "requests", lambda: small)
     ran = []
@@ -49,3 +56,103 @@ def test_a_failing_request_leaves_the_others_running(monkeypatch):
 def test_it_is_off_when_asked(monkeypatch):
     monkeypatch.setenv("PLAYGROUND_WARM_UP", "0")
     assert warm_up.start() is None
+
+
+class ScriptedTraffic:
+    """Traffic whose quiet time follows a script (then stays quiet); logs every answer."""
+
+    def __init__(self, answers: list[float], log: list):
+        self.answers, self.log = iter(answers), log
+
+    def quiet_for(self) -> float:
+        value = next(self.answers, 60.0)
+        self.log.append(("quiet", value))
+        return value
+
+
+def test_each_warm_up_request_waits_for_a_quiet_server(monkeypatch):
+    log: list = []
+    monkeypatch.setattr(warm_up, "run", lambda kind, config: log.append(("run", kind)))
+    q = warm_up.QUIET
+    # a visitor comes before the second request, and twice more before the third
+    script = [60.0, 0.0, q / 2, q * 0.99, q, 0.0, 0.0, q / 4, q * 2]
+    warm_up._warm(ScriptedTraffic(script, log))
+    runs = [index for index, (what, _) in enumerate(log) if what == "run"]
+    assert len(runs) == len(warm_up.requests())
+    for index in runs:  # every request right after a quiet answer of at least QUIET
+        assert log[index - 1][0] == "quiet" and log[index - 1][1] >= q, log[: index + 1]
+    for index, (what, value) in enumerate(log[:-1]):  # a busy answer is asked again, never run
+        if what == "quiet" and value < q:
+            assert log[index + 1][0] == "quiet", log[: index + 2]
+    assert [value for what, value in log if what == "quiet"][: len(script)] == script
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _through(middleware, method: str, path: str, during) -> None:
+    async def app(scope, receive, send):
+        during.append(middleware.traffic.busy())
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        pass
+
+    scope = {"type": "http", "method": method, "path": path}
+    await warm_up.TrafficMiddleware(app, middleware.traffic)(scope, receive, send)
+
+
+def test_a_request_in_flight_is_traffic_and_an_event_stream_is_not():
+    clock = Clock()
+    traffic = warm_up.Traffic(clock=clock)
+    assert traffic.quiet_for() == float("inf")  # no visitor yet: the warm-up starts at once
+    holder = warm_up.TrafficMiddleware(None, traffic)
+    during: list[bool] = []
+    asyncio.run(_through(holder, "GET", "/gradio_api/queue/data", during))
+    assert during == [False] and traffic.quiet_for() == float("inf")
+    asyncio.run(_through(holder, "POST", "/gradio_api/queue/join", during))
+    asyncio.run(_through(holder, "GET", "/assets/index.js", during))
+    assert during == [False, True, True] and not traffic.busy()
+    clock.now += 1.5
+    assert traffic.quiet_for() == 1.5  # since the last request ended
+
+
+class FakeQueue:
+    def __init__(self):
+        self.waiting, self.active_jobs = 0, [None, None]
+
+    def __len__(self) -> int:
+        return self.waiting
+
+
+def test_an_event_queued_or_running_in_gradios_queue_is_traffic():
+    clock, queue = Clock(), FakeQueue()
+    traffic = warm_up.Traffic(SimpleNamespace(_queue=queue), clock=clock)
+    assert not traffic.busy()
+    queue.waiting = 1
+    assert traffic.busy() and traffic.quiet_for() == 0.0
+    queue.waiting, queue.active_jobs[1] = 0, [object()]
+    clock.now += 5.0
+    assert traffic.busy() and traffic.quiet_for() == 0.0
+    queue.active_jobs[1] = None
+    clock.now += 0.5
+    assert not traffic.busy() and traffic.quiet_for() == 0.5
+
+
+def test_the_warm_up_thread_runs_at_the_lowest_cpu_priority(monkeypatch):
+    seen = []
+
+    def run(kind, config):
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    monkeypatch.setattr(warm_up, "run", run)
+    warm_up.start(traffic=warm_up.Traffic()).join(timeout=10)
+    assert seen == [19] * len(warm_up.requests())
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < 19  # this thread's own
