@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from playground.core.loss_figures import final_loss, loss_path, loss_ratio
 from playground.core.policy import recipe
 from playground.core.train import DynamicsReport
 from playground.views.numbers import json_number
@@ -68,8 +69,7 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
     rounding = dynamics.pure_rounding
 
     def change(run: str) -> str:
-        curve = getattr(dynamics, f"{run}_loss")  # initial, then after each update
-        return f"{curve[0]:.4g} -> {curve[-1]:.4g}"
+        return loss_path(getattr(dynamics, f"{run}_loss"))  # initial, then after each update
 
     sentences = [
         (
@@ -161,13 +161,14 @@ def _saturation_sentence(dynamics: DynamicsReport) -> str:
 
 
 def _pure_against_float32(dynamics: DynamicsReport) -> str:
-    """The pure run's final loss against float32's, as a ratio when both are finite and > 0."""
+    """The pure run's final loss against float32's, as a ratio when both are finite and > 0
+    (each written as ``loss_figures`` writes a loss)."""
     pure, float32 = float(dynamics.pure_loss[-1]), float(dynamics.float32_loss[-1])
     said = (
         f"With {ROUNDING_NAMES[dynamics.pure_rounding]} the pure "
-        f"{dynamics.config.compute_dtype} run ended at loss {pure:.4g} against float32's "
-        f"{float32:.4g}"
+        f"{dynamics.config.compute_dtype} run ended at loss {final_loss(dynamics.pure_loss)} "
+        f"against float32's {final_loss(dynamics.float32_loss)}"
     )
     if np.isfinite(pure) and np.isfinite(float32) and float32 > 0:
-        return said + f": {pure / float32:.4g}x."
+        return said + f": {loss_ratio(dynamics.pure_loss, dynamics.float32_loss)}."
     return said + "."
