@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from stated_figures import states_loss, stopped
 
-from playground.core.loss_figures import final_loss, loss_path, loss_ratio
+from playground.core.loss_figures import final_loss, loss_path, loss_ratio, update_share
 from playground.core.loss_figures import stopped as code_stopped
 
 STEPS = np.arange(151, dtype=np.float64)
@@ -51,3 +51,16 @@ def test_non_finite_losses_are_written_as_they_are():
     assert final_loss(diverged) == "inf" and not stopped(diverged)
     assert loss_ratio(np.array([1.0, np.nan]), FALLING) == "nan x"
     assert loss_ratio(FALLING, np.array([1.0, 0.0])) == "inf x"
+
+
+@pytest.mark.parametrize(
+    ("share", "curve", "written"),
+    [
+        (0.40306, FLOOR, "about 40%"),  # a stalled run's count: whole percents
+        (0.40306, FALLING, "40.3%"),
+        (1.0, FLOOR, "100.0%"),  # all of the updates: a count no threshold moves
+        (0.0, FLOOR, "0.0%"),
+    ],
+)
+def test_a_share_of_a_stopped_runs_updates_is_whole_percents(share, curve, written):
+    assert update_share(share, curve) == written

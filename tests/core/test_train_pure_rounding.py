@@ -23,7 +23,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 from flax import nnx
-from stated_figures import FIGURE, states_loss, stopped
+from stated_figures import (
+    FIGURE,
+    ROUNDING_SPREAD,
+    significant_digits,
+    states,
+    states_loss,
+    stopped,
+)
 
 from playground import StepConfig, dynamics_summary, make_batch, run_dynamics
 from playground.views import downloads
@@ -159,7 +166,14 @@ def test_summary_and_reading_name_the_rounding(rounding):
         strict=True,
     ):
         assert states_loss(bool(word), figure, value, at_floor), (figure, value)
-    assert f"{dynamics.pure_lost_share.mean():.1%}" in summary["reading"][2]
+    # A share of a stopped run's updates is whole percents after "about", any other to 0.1%.
+    lost = float(dynamics.pure_lost_share.mean())
+    said = re.search(r"\), (about )?([\d.]+)% of the parameter updates", summary["reading"][2])
+    assert said, summary["reading"][2]
+    noisy = stopped(dynamics.pure_loss) and 0 < lost < 1
+    assert bool(said.group(1)) == noisy
+    assert states(said.group(2), 100 * lost, 1e-2 if noisy else ROUNDING_SPREAD)
+    assert significant_digits(said.group(2)) <= (2 if noisy else 3) or lost == 1
 
 
 def test_dynamics_csv_holds_the_remedy_run():

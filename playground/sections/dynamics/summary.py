@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.loss_figures import final_loss, loss_path, loss_ratio
+from playground.core.loss_figures import final_loss, loss_path, loss_ratio, update_share
 from playground.core.policy import recipe
 from playground.core.train import DynamicsReport
 from playground.views.numbers import json_number
@@ -81,9 +81,9 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
         _pure_against_float32(dynamics),
         (
             f"In the pure {dtype} run ({ROUNDING_NAMES[rounding]}), "
-            f"{dynamics.pure_lost_share.mean():.1%} of the parameter updates per step "
-            f"{LOST_WORDS[rounding]}; with float32 master weights, "
-            f"{dynamics.mixed_lost_share.mean():.1%} were rounded away."
+            f"{_share(dynamics, 'pure', dynamics.pure_lost_share.mean())} of the parameter "
+            f"updates per step {LOST_WORDS[rounding]}; with float32 master weights, "
+            f"{_share(dynamics, 'mixed', dynamics.mixed_lost_share.mean())} were rounded away."
         ),
         _flushed_sentence(dynamics),
     ]
@@ -101,6 +101,11 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
     return sentences
 
 
+def _share(dynamics: DynamicsReport, run: str, share: float) -> str:
+    """A share of the run's updates, as ``loss_figures`` writes one."""
+    return update_share(float(share), getattr(dynamics, f"{run}_loss"))
+
+
 def _flushed(dynamics: DynamicsReport, run: str) -> np.ndarray:
     shares = getattr(dynamics, f"{run}_flushed_share")
     return np.zeros(dynamics.steps) if shares is None else shares
@@ -108,10 +113,12 @@ def _flushed(dynamics: DynamicsReport, run: str) -> np.ndarray:
 
 def _flushed_sentence(dynamics: DynamicsReport) -> str:
     """The updates lost before the optimizer: zero because the gradient flushed to zero."""
-    mixed, pure = (float(_flushed(dynamics, run).mean()) for run in ("mixed", "pure"))
+    mixed, pure = (
+        _share(dynamics, run, float(_flushed(dynamics, run).mean())) for run in ("mixed", "pure")
+    )
     return (
-        f"Apart from those, {mixed:.1%} of the mixed run's parameter updates per step and "
-        f"{pure:.1%} of the pure run's were zero because their gradient underflowed to zero in "
+        f"Apart from those, {mixed} of the mixed run's parameter updates per step and "
+        f"{pure} of the pure run's were zero because their gradient underflowed to zero in "
         f"{dynamics.config.compute_dtype} (float32's gradient at the same weights is not zero "
         "there): lost before the optimizer, with nothing left to round away."
     )
