@@ -22,13 +22,7 @@ import numpy as np
 
 from playground.core.dtypes import dtype_facts
 from playground.core.lessons.claim import Claim, DynamicsLesson, checked
-from playground.core.loss_figures import (
-    STOPPED_SHARE,
-    final_loss,
-    loss_path,
-    loss_ratio,
-    stopped,
-)
+from playground.core.loss_figures import final_loss, loss_path, loss_ratio, stopped
 from playground.core.train import DynamicsReport
 
 FLOAT16_STORY = {
@@ -57,12 +51,11 @@ GRAD_SCALER_INIT = 2.0**16
 
 
 def _ratio(dynamics: DynamicsReport, run: str) -> float:
-    """The run's final loss over float32's."""
+    """The run's final loss over float32's (``_said``: as written)."""
     return float(getattr(dynamics, f"{run}_loss")[-1] / dynamics.float32_loss[-1])
 
 
-def _said_ratio(dynamics: DynamicsReport, run: str) -> str:
-    """The run's final loss over float32's, as written (``loss_figures``)."""
+def _said(dynamics: DynamicsReport, run: str) -> str:
     return loss_ratio(getattr(dynamics, f"{run}_loss"), dynamics.float32_loss)
 
 
@@ -77,7 +70,7 @@ def _float32_trains(dynamics: DynamicsReport, factor: float) -> tuple[str, bool]
 def _like_float32(dynamics: DynamicsReport, run: str, within: float) -> tuple[str, bool]:
     ratio = _ratio(dynamics, run)
     return (
-        f"{run} final / float32 final = {_said_ratio(dynamics, run)}, within {within:.0%} of 1",
+        f"{run} final / float32 final = {_said(dynamics, run)}, within {within:.0%} of 1",
         bool(abs(ratio - 1) <= within),
     )
 
@@ -89,8 +82,7 @@ def _late(shares: np.ndarray) -> float:
 
 def _stall_step(curve: np.ndarray) -> int:
     """The first step from which the loss stays within 10% of its final value, to the nearest
-    ten: the final value is set by rounding noise (``loss_figures``), and the step where a
-    slowly flattening curve crosses 10% above it moves by a step or so with it."""
+    ten: that final value is rounding noise (``loss_figures``), and the step moves with it."""
     above = np.flatnonzero(curve > 1.1 * curve[-1])
     return round(int(above[-1] + 1) if above.size else 0, -1)
 
@@ -98,17 +90,14 @@ def _stall_step(curve: np.ndarray) -> int:
 def _float16_unscaled(dynamics: DynamicsReport) -> Claim:
     mixed, float32 = dynamics.mixed_loss, dynamics.float32_loss
     flushed, lost = _late(dynamics.mixed_flushed_share), _late(dynamics.mixed_lost_share)
-    ratio = _ratio(dynamics, "mixed")
+    ratio, said = _ratio(dynamics, "mixed"), loss_ratio(mixed, float32)
     half = dtype_facts(dynamics.config.compute_dtype).smallest_subnormal / 2
-    floors = (
-        f"float32's and the mixed run's losses stopped moving ({stopped(float32)}, "
-        f"{stopped(mixed)}: less than {STOPPED_SHARE:.0%} over the last tenth)"
-    )
+    at_floor = stopped(float32), stopped(mixed)
     sentence = (
         f"float32 goes {loss_path(float32)} and stays there, at its noise floor; the float16 "
         "run at S = 1 follows it while the residuals are large, then stalls: from about step "
         f"{_stall_step(mixed)} on its loss stays at {final_loss(mixed)}, "
-        f"{_said_ratio(dynamics, 'mixed')} float32's. Its gradients have shrunk below half of "
+        f"{said} float32's. Its gradients have shrunk below half of "
         f"float16's smallest subnormal ({half:.3g}) and round to zero: over the second half of "
         f"the run {flushed:.0%} of its parameter updates per step were zero because their "
         f"gradient flushed, and {lost:.1%} were rounded away when added to the float32 masters."
@@ -117,11 +106,8 @@ def _float16_unscaled(dynamics: DynamicsReport) -> Claim:
         sentence,
         [
             _float32_trains(dynamics, 1e-3),
-            (floors, stopped(float32) and stopped(mixed)),
-            (
-                f"mixed final / float32 final = {_said_ratio(dynamics, 'mixed')}, at least 100",
-                ratio >= 100,
-            ),
+            (f"losses stopped moving (float32, mixed): {at_floor}", all(at_floor)),
+            (f"mixed final / float32 final = {said}, at least 100", ratio >= 100),
             (f"late flushed share {flushed:.2f} >= 0.5", flushed >= 0.5),
             (f"late rounded-away share {lost:.3f} <= 0.01", lost <= 0.01),
         ],
@@ -135,7 +121,7 @@ def _float16_scaled(dynamics: DynamicsReport) -> Claim:
         f"With the loss multiplied by S = {scale:g} the same float16 run keeps its gradients "
         f"representable to the end ({flushed:.1%} of the updates per step flushed) and trains "
         f"like float32: {loss_path(dynamics.mixed_loss)} against float32's "
-        f"{loss_path(dynamics.float32_loss)} ({_said_ratio(dynamics, 'mixed')})."
+        f"{loss_path(dynamics.float32_loss)} ({_said(dynamics, 'mixed')})."
     )
     return checked(
         sentence,
@@ -233,7 +219,7 @@ def _pure_remedy(dynamics: DynamicsReport) -> Claim:
     }[dynamics.pure_rounding]
     sentence = (
         f"Same run, {dynamics.pure_rounding} rounding of the pure bfloat16 parameters: it {how}. "
-        f"The pure run goes {loss_path(dynamics.pure_loss)}, {_said_ratio(dynamics, 'pure')} "
+        f"The pure run goes {loss_path(dynamics.pure_loss)}, {_said(dynamics, 'pure')} "
         f"float32's final loss ({loss_path(dynamics.float32_loss)})."
     )
     return checked(
