@@ -11,11 +11,10 @@ count or fast-math setting sums in another order) leaves it a few parts in 10^4 
     a loss that stopped moving      2 significant digits after "about": about 2.3e-12
     a ratio with one such loss      likewise: about 3.2e+04 x
     any other loss or ratio         4 significant digits: 0.7448, 1.001 x
-    a share of a stopped run's      whole percents after "about": about 40% (its entries
-    updates                         hover at the flush or rounding threshold, and another
-                                    processor counts a few others: 40.3% or 40.4%)
-    any other share                 to 0.1%: 0.5%, 100.0% (none or all of the updates is a
-                                    count no threshold moves)
+    a share of a stopped run's      whole percents: 40% (its entries hover at the flush or
+    updates                         rounding threshold, and another processor counts a few
+                                    others: 40.3% or 40.4%, 0.0% or 0.005%)
+    any other share                 to 0.1%: 0.5%
 
 A run's path is its first loss (never stopped: it is where the run starts) and its final one.
 """
@@ -65,4 +64,4 @@ def loss_ratio(curve: np.ndarray, reference: np.ndarray) -> str:
 
 def update_share(share: float, curve: np.ndarray) -> str:
     """A share of the updates of the run whose loss is ``curve``, as written."""
-    return f"about {share:.0%}" if 0 < share < 1 and stopped(curve) else f"{share:.1%}"
+    return f"{share:.0%}" if stopped(curve) else f"{share:.1%}"

@@ -56,10 +56,11 @@ def test_non_finite_losses_are_written_as_they_are():
 @pytest.mark.parametrize(
     ("share", "curve", "written"),
     [
-        (0.40306, FLOOR, "about 40%"),  # a stalled run's count: whole percents
+        (0.40306, FLOOR, "40%"),  # a stopped run's count: whole percents
         (0.40306, FALLING, "40.3%"),
-        (1.0, FLOOR, "100.0%"),  # all of the updates: a count no threshold moves
-        (0.0, FLOOR, "0.0%"),
+        (0.00005, FLOOR, "0%"),  # the same as none: another processor may count none
+        (0.0, FLOOR, "0%"),
+        (1.0, FLOOR, "100%"),
     ],
 )
 def test_a_share_of_a_stopped_runs_updates_is_whole_percents(share, curve, written):

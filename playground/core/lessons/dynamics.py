@@ -22,7 +22,7 @@ import numpy as np
 
 from playground.core.dtypes import dtype_facts
 from playground.core.lessons.claim import Claim, DynamicsLesson, checked
-from playground.core.loss_figures import final_loss, loss_path, loss_ratio, stopped
+from playground.core.loss_figures import final_loss, loss_path, loss_ratio, stopped, update_share
 from playground.core.train import DynamicsReport
 
 FLOAT16_STORY = {
@@ -50,8 +50,7 @@ FLOAT8_STORY = dict(
 GRAD_SCALER_INIT = 2.0**16
 
 
-def _ratio(dynamics: DynamicsReport, run: str) -> float:
-    """The run's final loss over float32's (``_said``: as written)."""
+def _ratio(dynamics: DynamicsReport, run: str) -> float:  # final loss over float32's
     return float(getattr(dynamics, f"{run}_loss")[-1] / dynamics.float32_loss[-1])
 
 
@@ -81,8 +80,7 @@ def _late(shares: np.ndarray) -> float:
 
 
 def _stall_step(curve: np.ndarray) -> int:
-    """The first step from which the loss stays within 10% of its final value, to the nearest
-    ten: that final value is rounding noise (``loss_figures``), and the step moves with it."""
+    """The first step from which the loss stays within 10% of its final value (noise), to 10."""
     above = np.flatnonzero(curve > 1.1 * curve[-1])
     return round(int(above[-1] + 1) if above.size else 0, -1)
 
@@ -116,10 +114,11 @@ def _float16_unscaled(dynamics: DynamicsReport) -> Claim:
 
 def _float16_scaled(dynamics: DynamicsReport) -> Claim:
     flushed = float(dynamics.mixed_flushed_share.mean())
+    share = update_share(flushed, dynamics.mixed_loss)
     scale = float(dynamics.mixed_scale[0])
     sentence = (
         f"With the loss multiplied by S = {scale:g} the same float16 run keeps its gradients "
-        f"representable to the end ({flushed:.1%} of the updates per step flushed) and trains "
+        f"representable to the end ({share} of the updates per step flushed) and trains "
         f"like float32: {loss_path(dynamics.mixed_loss)} against float32's "
         f"{loss_path(dynamics.float32_loss)} ({_said(dynamics, 'mixed')})."
     )
@@ -128,7 +127,7 @@ def _float16_scaled(dynamics: DynamicsReport) -> Claim:
         [
             _float32_trains(dynamics, 1e-3),
             _like_float32(dynamics, "mixed", 0.1),
-            (f"mean flushed share {flushed:.1%} <= 1%", flushed <= 0.01),
+            (f"mean flushed share {share} <= 1%", flushed <= 0.01),
         ],
     )
 
@@ -166,9 +165,10 @@ def _float16_dynamic(dynamics: DynamicsReport) -> Claim:
 def _bfloat16_unscaled(dynamics: DynamicsReport) -> Claim:
     facts = dtype_facts(dynamics.config.compute_dtype)
     flushed = float(dynamics.mixed_flushed_share.mean())
+    share = update_share(flushed, dynamics.mixed_loss)
     sentence = (
         f"bfloat16 has float32's exponent range (smallest normal {facts.smallest_normal:.3g}), "
-        f"so the same batch at S = 1 loses no gradient to zero ({flushed:.1%} of the updates "
+        f"so the same batch at S = 1 loses no gradient to zero ({share} of the updates "
         f"per step flushed) and the mixed run trains like float32: "
         f"{loss_path(dynamics.mixed_loss)} against {loss_path(dynamics.float32_loss)}. No "
         "scale needed."
@@ -178,7 +178,7 @@ def _bfloat16_unscaled(dynamics: DynamicsReport) -> Claim:
         [
             _float32_trains(dynamics, 1e-3),
             _like_float32(dynamics, "mixed", 0.1),
-            (f"mean flushed share {flushed:.1%} <= 0.1%", flushed <= 0.001),
+            (f"mean flushed share {share} <= 0.1%", flushed <= 0.001),
         ],
     )
 
