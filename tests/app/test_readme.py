@@ -123,8 +123,19 @@ def _flat(text: str) -> str:
 
 def test_readme_training_story_numbers_are_the_float16_lessons_run():
     """The loss-scaling story's batch, float32's fit and float16's stall at S = 1, and the
-    meter's split, recomputed here from the lesson's own run (its arrays, not its sentence)."""
+    meter's split, recomputed here from the lesson's own run (its arrays, not its sentence).
+    Float32's floor and float16's stall are losses that stopped moving: the README states
+    them, and the ratio, to 2 significant digits after "about", which must hold across the
+    spread XLA's CPU variations give them (``stated_figures``); the start to 4 digits."""
     import numpy as np
+    from stated_figures import (
+        FIGURE,
+        NOISE_SPREAD,
+        ROUNDING_SPREAD,
+        significant_digits,
+        states,
+        stopped,
+    )
 
     from playground.core.lessons import DYNAMICS_LESSONS
 
@@ -138,8 +149,21 @@ def test_readme_training_story_numbers_are_the_float16_lessons_run():
     assert "(4096 rows, 8 inputs, 16 outputs, targets of size 2^-16, lr 2)" in text
     run = lesson.run()
     float32, mixed = np.asarray(run.float32_loss), np.asarray(run.mixed_loss)
-    assert f"in {config.steps} steps float32 goes {float32[0]:.3g} -> {float32[-1]:.3g}" in text
-    assert f"stalls near {mixed[-1]:.3g}, {mixed[-1] / float32[-1]:,.0f} x float32's" in text
+    said = re.search(
+        rf"in (\d+) steps float32 goes ({FIGURE}) -> about ({FIGURE}), its noise floor\. .*"
+        rf"float16 at S = 1 stalls at about ({FIGURE}), about ({FIGURE}) x float32's final loss",
+        text,
+    )
+    assert said, "the README's loss-scaling story"
+    steps, start, floor, stall, ratio = said.groups()
+    assert int(steps) == config.steps and stopped(float32) and stopped(mixed)
+    assert significant_digits(start) == 4 and states(start, float32[0], ROUNDING_SPREAD)
+    for figure, value in (
+        (floor, float32[-1]),
+        (stall, mixed[-1]),
+        (ratio, mixed[-1] / float32[-1]),
+    ):
+        assert significant_digits(figure) == 2 and states(figure, value, NOISE_SPREAD), figure
     # The gradients' lower edge the story names: half of float16's smallest subnormal.
     assert float(np.float16(2.0**-25)) == 0.0
     late = slice(config.steps // 2, None)

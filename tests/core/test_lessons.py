@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from stated_figures import NOISE_SPREAD, about, significant_digits, states, stopped
 
 from playground import make_batch
 from playground.core.lessons import (
@@ -100,10 +101,23 @@ def test_the_unscaled_float16_lesson_shows_the_flush_and_no_rounding_loss():
 
 
 def test_sentences_carry_their_runs_numbers():
+    # float32's floor, the stall and their ratio are losses that stopped moving: 2 significant
+    # digits after "about", holding across XLA's CPU variations (stated_figures); the stall's
+    # step to the nearest ten.
     lesson_, run = lesson("float16, S = 1")
     sentence = lesson_.claim(run).sentence
-    assert f"{run.mixed_loss[-1]:.3g}" in sentence and f"{run.float32_loss[-1]:.3g}" in sentence
-    assert f"{run.mixed_loss[-1] / run.float32_loss[-1]:,.0f} x" in sentence
+    float32, mixed = run.float32_loss, run.mixed_loss
+    assert stopped(float32) and stopped(mixed)
+    for before, value in (
+        ("-> ", float32[-1]),
+        ("its loss stays at ", mixed[-1]),
+        (", ", mixed[-1] / float32[-1]),
+    ):
+        figure = about(sentence, before)
+        assert significant_digits(figure) == 2 and states(figure, value, NOISE_SPREAD), figure
+    above = np.flatnonzero(mixed > 1.1 * mixed[-1])
+    step = int(re.search(r"from about step (\d+) on", sentence).group(1))
+    assert step % 10 == 0 and abs(step - (above[-1] + 1)) <= 5
     step = STEP_LESSONS[2]
     report = step_run(2)
     flushed = sum(p.underflow_count for p in report.params.values())

@@ -15,6 +15,7 @@ Stochastic rounding draws its own bits, so it is checked by what it does to the 
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +23,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 from flax import nnx
+from stated_figures import (
+    FIGURE,
+    ROUNDING_SPREAD,
+    states,
+    states_loss,
+    stopped,
+)
 
 from playground import StepConfig, dynamics_summary, make_batch, run_dynamics
 from playground.views import downloads
@@ -141,8 +149,29 @@ def test_summary_and_reading_name_the_rounding(rounding):
     sentence = summary["reading"][1]
     name = {"nearest": "round-to-nearest", "stochastic": "stochastic rounding"}
     assert sentence.startswith(f"With {name.get(rounding, 'Kahan summation')} the pure bfloat16")
-    assert f"{pure:.4g}" in sentence and f"{pure / float32:.4g}x" in sentence
-    assert f"{dynamics.pure_lost_share.mean():.1%}" in summary["reading"][2]
+    said = re.search(
+        rf"ended at loss (about )?({FIGURE}) against float32's (about )?({FIGURE}): "
+        rf"(about )?({FIGURE}) x\.",
+        sentence,
+    )
+    assert said, sentence
+    floors = stopped(dynamics.pure_loss), stopped(dynamics.float32_loss)
+    groups = said.groups()
+    for word, figure, value, at_floor in zip(
+        groups[0::2],
+        groups[1::2],
+        (pure, float32, pure / float32),
+        (floors[0], floors[1], any(floors)),
+        strict=True,
+    ):
+        assert states_loss(bool(word), figure, value, at_floor), (figure, value)
+    # A share of a stopped run's updates is whole percents, any other to 0.1%.
+    lost = float(dynamics.pure_lost_share.mean())
+    said = re.search(r"\), ([\d.]+)% of the parameter updates", summary["reading"][2])
+    assert said, summary["reading"][2]
+    noisy = stopped(dynamics.pure_loss)
+    assert states(said.group(1), 100 * lost, 1e-2 if noisy else ROUNDING_SPREAD)
+    assert ("." in said.group(1)) != noisy
 
 
 def test_dynamics_csv_holds_the_remedy_run():

@@ -22,6 +22,7 @@ import numpy as np
 
 from playground.core.dtypes import dtype_facts
 from playground.core.lessons.claim import Claim, DynamicsLesson, checked
+from playground.core.loss_figures import final_loss, loss_path, loss_ratio, stopped, update_share
 from playground.core.train import DynamicsReport
 
 FLOAT16_STORY = {
@@ -49,27 +50,27 @@ FLOAT8_STORY = dict(
 GRAD_SCALER_INIT = 2.0**16
 
 
-def _ends(curve: np.ndarray) -> str:
-    return f"{curve[0]:.3g} -> {curve[-1]:.3g}"
-
-
-def _ratio(dynamics: DynamicsReport, run: str) -> float:
-    """The run's final loss over float32's."""
+def _ratio(dynamics: DynamicsReport, run: str) -> float:  # final loss over float32's
     return float(getattr(dynamics, f"{run}_loss")[-1] / dynamics.float32_loss[-1])
+
+
+def _said(dynamics: DynamicsReport, run: str) -> str:
+    return loss_ratio(getattr(dynamics, f"{run}_loss"), dynamics.float32_loss)
 
 
 def _float32_trains(dynamics: DynamicsReport, factor: float) -> tuple[str, bool]:
     first, last = float(dynamics.float32_loss[0]), float(dynamics.float32_loss[-1])
     return (
-        f"float32 {first:.3g} -> {last:.3g}, at most {factor:g} x its start",
+        f"float32 {loss_path(dynamics.float32_loss)}, at most {factor:g} x its start",
         last <= factor * first,
     )
 
 
 def _like_float32(dynamics: DynamicsReport, run: str, within: float) -> tuple[str, bool]:
     ratio = _ratio(dynamics, run)
-    return f"{run} final / float32 final = {ratio:.4g}, within {within:.0%} of 1", bool(
-        abs(ratio - 1) <= within
+    return (
+        f"{run} final / float32 final = {_said(dynamics, run)}, within {within:.0%} of 1",
+        bool(abs(ratio - 1) <= within),
     )
 
 
@@ -79,20 +80,22 @@ def _late(shares: np.ndarray) -> float:
 
 
 def _stall_step(curve: np.ndarray) -> int:
-    """The first step from which the loss stays within 10% of its final value."""
+    """The first step from which the loss stays within 10% of its final value (noise), to 10."""
     above = np.flatnonzero(curve > 1.1 * curve[-1])
-    return int(above[-1] + 1) if above.size else 0
+    return round(int(above[-1] + 1) if above.size else 0, -1)
 
 
 def _float16_unscaled(dynamics: DynamicsReport) -> Claim:
     mixed, float32 = dynamics.mixed_loss, dynamics.float32_loss
     flushed, lost = _late(dynamics.mixed_flushed_share), _late(dynamics.mixed_lost_share)
-    ratio = _ratio(dynamics, "mixed")
+    ratio, said = _ratio(dynamics, "mixed"), loss_ratio(mixed, float32)
     half = dtype_facts(dynamics.config.compute_dtype).smallest_subnormal / 2
+    at_floor = stopped(float32), stopped(mixed)
     sentence = (
-        f"float32 goes {_ends(float32)}; the float16 run at S = 1 follows it while the residuals "
-        f"are large, then stalls: from step {_stall_step(mixed)} on its loss stays near "
-        f"{mixed[-1]:.3g}, {ratio:,.0f} x float32's. Its gradients have shrunk below half of "
+        f"float32 goes {loss_path(float32)} and stays there, at its noise floor; the float16 "
+        "run at S = 1 follows it while the residuals are large, then stalls: from about step "
+        f"{_stall_step(mixed)} on its loss stays at {final_loss(mixed)}, "
+        f"{said} float32's. Its gradients have shrunk below half of "
         f"float16's smallest subnormal ({half:.3g}) and round to zero: over the second half of "
         f"the run {flushed:.0%} of its parameter updates per step were zero because their "
         f"gradient flushed, and {lost:.1%} were rounded away when added to the float32 masters."
@@ -101,8 +104,9 @@ def _float16_unscaled(dynamics: DynamicsReport) -> Claim:
         sentence,
         [
             _float32_trains(dynamics, 1e-3),
-            (f"mixed final / float32 final = {ratio:.3g}, at least 100", ratio >= 100),
-            (f"late flushed share {flushed:.3f} >= 0.5", flushed >= 0.5),
+            (f"losses stopped moving (float32, mixed): {at_floor}", all(at_floor)),
+            (f"mixed final / float32 final = {said}, at least 100", ratio >= 100),
+            (f"late flushed share {flushed:.2f} >= 0.5", flushed >= 0.5),
             (f"late rounded-away share {lost:.3f} <= 0.01", lost <= 0.01),
         ],
     )
@@ -110,19 +114,20 @@ def _float16_unscaled(dynamics: DynamicsReport) -> Claim:
 
 def _float16_scaled(dynamics: DynamicsReport) -> Claim:
     flushed = float(dynamics.mixed_flushed_share.mean())
+    share = update_share(flushed, dynamics.mixed_loss)
     scale = float(dynamics.mixed_scale[0])
     sentence = (
         f"With the loss multiplied by S = {scale:g} the same float16 run keeps its gradients "
-        f"representable to the end ({flushed:.1%} of the updates per step flushed) and trains "
-        f"like float32: {_ends(dynamics.mixed_loss)} against float32's "
-        f"{_ends(dynamics.float32_loss)} ({_ratio(dynamics, 'mixed'):.4g} x)."
+        f"representable to the end ({share} of the updates per step flushed) and trains "
+        f"like float32: {loss_path(dynamics.mixed_loss)} against float32's "
+        f"{loss_path(dynamics.float32_loss)} ({_said(dynamics, 'mixed')})."
     )
     return checked(
         sentence,
         [
             _float32_trains(dynamics, 1e-3),
             _like_float32(dynamics, "mixed", 0.1),
-            (f"mean flushed share {flushed:.4f} <= 0.01", flushed <= 0.01),
+            (f"mean flushed share {share} <= 1%", flushed <= 0.01),
         ],
     )
 
@@ -139,8 +144,8 @@ def _float16_dynamic(dynamics: DynamicsReport) -> Claim:
         f"halves. After every {dynamics.period} finite steps S doubles, overflows once more "
         f"and comes back: it skipped steps {', '.join(map(str, skipped))} (all at S = "
         f"{', '.join(f'{s:g}' for s in skipped_scales)}) and ended at S = {final_scale:g}, "
-        f"training like float32: {_ends(dynamics.mixed_loss)} against "
-        f"{_ends(dynamics.float32_loss)}."
+        f"training like float32: {loss_path(dynamics.mixed_loss)} against "
+        f"{loss_path(dynamics.float32_loss)}."
     )
     return checked(
         sentence,
@@ -160,18 +165,20 @@ def _float16_dynamic(dynamics: DynamicsReport) -> Claim:
 def _bfloat16_unscaled(dynamics: DynamicsReport) -> Claim:
     facts = dtype_facts(dynamics.config.compute_dtype)
     flushed = float(dynamics.mixed_flushed_share.mean())
+    share = update_share(flushed, dynamics.mixed_loss)
     sentence = (
         f"bfloat16 has float32's exponent range (smallest normal {facts.smallest_normal:.3g}), "
-        f"so the same batch at S = 1 loses no gradient to zero ({flushed:.1%} of the updates "
+        f"so the same batch at S = 1 loses no gradient to zero ({share} of the updates "
         f"per step flushed) and the mixed run trains like float32: "
-        f"{_ends(dynamics.mixed_loss)} against {_ends(dynamics.float32_loss)}. No scale needed."
+        f"{loss_path(dynamics.mixed_loss)} against {loss_path(dynamics.float32_loss)}. No "
+        "scale needed."
     )
     return checked(
         sentence,
         [
             _float32_trains(dynamics, 1e-3),
             _like_float32(dynamics, "mixed", 0.1),
-            (f"mean flushed share {flushed:.4f} <= 0.001", flushed <= 0.001),
+            (f"mean flushed share {share} <= 0.1%", flushed <= 0.001),
         ],
     )
 
@@ -183,8 +190,8 @@ def _pure_nearest(dynamics: DynamicsReport) -> Claim:
     sentence = (
         f"lr x gradient is mostly under half of bfloat16's spacing at the weights: "
         f"{lost:.0%} of the pure run's updates per step were rounded away, and its loss went "
-        f"only {_ends(pure)} ({kept:.0%} of its start) while float32, and the mixed run with "
-        f"its float32 masters, went {_ends(dynamics.float32_loss)}."
+        f"only {loss_path(pure)} ({kept:.0%} of its start) while float32, and the mixed run with "
+        f"its float32 masters, went {loss_path(dynamics.float32_loss)}."
     )
     return checked(
         sentence,
@@ -212,8 +219,8 @@ def _pure_remedy(dynamics: DynamicsReport) -> Claim:
     }[dynamics.pure_rounding]
     sentence = (
         f"Same run, {dynamics.pure_rounding} rounding of the pure bfloat16 parameters: it {how}. "
-        f"The pure run goes {_ends(dynamics.pure_loss)}, {_ratio(dynamics, 'pure'):.4g} x "
-        f"float32's final loss ({_ends(dynamics.float32_loss)})."
+        f"The pure run goes {loss_path(dynamics.pure_loss)}, {_said(dynamics, 'pure')} "
+        f"float32's final loss ({loss_path(dynamics.float32_loss)})."
     )
     return checked(
         sentence, [_float32_trains(dynamics, 0.5), _like_float32(dynamics, "pure", 0.05)]
@@ -232,7 +239,7 @@ def _float8_spike(dynamics: DynamicsReport) -> Claim:
         f"{', '.join(map(str, saturated))} clipped up to {shares.max():.2%} of their quantized "
         "entries to the format's largest value. The step after each had the new amax in its "
         "history and clipped nothing. The mixed run still trains like float32: "
-        f"{_ends(dynamics.mixed_loss)} against {_ends(dynamics.float32_loss)}."
+        f"{loss_path(dynamics.mixed_loss)} against {loss_path(dynamics.float32_loss)}."
     )
     return checked(
         sentence,

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from playground.core.loss_figures import final_loss, loss_path, loss_ratio, update_share
 from playground.core.policy import recipe
 from playground.core.train import DynamicsReport
 from playground.views.numbers import json_number
@@ -68,8 +69,7 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
     rounding = dynamics.pure_rounding
 
     def change(run: str) -> str:
-        curve = getattr(dynamics, f"{run}_loss")  # initial, then after each update
-        return f"{curve[0]:.4g} -> {curve[-1]:.4g}"
+        return loss_path(getattr(dynamics, f"{run}_loss"))  # initial, then after each update
 
     sentences = [
         (
@@ -81,9 +81,9 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
         _pure_against_float32(dynamics),
         (
             f"In the pure {dtype} run ({ROUNDING_NAMES[rounding]}), "
-            f"{dynamics.pure_lost_share.mean():.1%} of the parameter updates per step "
-            f"{LOST_WORDS[rounding]}; with float32 master weights, "
-            f"{dynamics.mixed_lost_share.mean():.1%} were rounded away."
+            f"{_share(dynamics, 'pure', dynamics.pure_lost_share.mean())} of the parameter "
+            f"updates per step {LOST_WORDS[rounding]}; with float32 master weights, "
+            f"{_share(dynamics, 'mixed', dynamics.mixed_lost_share.mean())} were rounded away."
         ),
         _flushed_sentence(dynamics),
     ]
@@ -101,6 +101,11 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
     return sentences
 
 
+def _share(dynamics: DynamicsReport, run: str, share: float) -> str:
+    """A share of the run's updates, as ``loss_figures`` writes one."""
+    return update_share(float(share), getattr(dynamics, f"{run}_loss"))
+
+
 def _flushed(dynamics: DynamicsReport, run: str) -> np.ndarray:
     shares = getattr(dynamics, f"{run}_flushed_share")
     return np.zeros(dynamics.steps) if shares is None else shares
@@ -108,10 +113,12 @@ def _flushed(dynamics: DynamicsReport, run: str) -> np.ndarray:
 
 def _flushed_sentence(dynamics: DynamicsReport) -> str:
     """The updates lost before the optimizer: zero because the gradient flushed to zero."""
-    mixed, pure = (float(_flushed(dynamics, run).mean()) for run in ("mixed", "pure"))
+    mixed, pure = (
+        _share(dynamics, run, float(_flushed(dynamics, run).mean())) for run in ("mixed", "pure")
+    )
     return (
-        f"Apart from those, {mixed:.1%} of the mixed run's parameter updates per step and "
-        f"{pure:.1%} of the pure run's were zero because their gradient underflowed to zero in "
+        f"Apart from those, {mixed} of the mixed run's parameter updates per step and "
+        f"{pure} of the pure run's were zero because their gradient underflowed to zero in "
         f"{dynamics.config.compute_dtype} (float32's gradient at the same weights is not zero "
         "there): lost before the optimizer, with nothing left to round away."
     )
@@ -161,13 +168,14 @@ def _saturation_sentence(dynamics: DynamicsReport) -> str:
 
 
 def _pure_against_float32(dynamics: DynamicsReport) -> str:
-    """The pure run's final loss against float32's, as a ratio when both are finite and > 0."""
+    """The pure run's final loss against float32's, as a ratio when both are finite and > 0
+    (each written as ``loss_figures`` writes a loss)."""
     pure, float32 = float(dynamics.pure_loss[-1]), float(dynamics.float32_loss[-1])
     said = (
         f"With {ROUNDING_NAMES[dynamics.pure_rounding]} the pure "
-        f"{dynamics.config.compute_dtype} run ended at loss {pure:.4g} against float32's "
-        f"{float32:.4g}"
+        f"{dynamics.config.compute_dtype} run ended at loss {final_loss(dynamics.pure_loss)} "
+        f"against float32's {final_loss(dynamics.float32_loss)}"
     )
     if np.isfinite(pure) and np.isfinite(float32) and float32 > 0:
-        return said + f": {pure / float32:.4g}x."
+        return said + f": {loss_ratio(dynamics.pure_loss, dynamics.float32_loss)}."
     return said + "."

@@ -3,7 +3,9 @@
 Rule: ``NOTES`` maps each tab label of ``tab.TABS`` to a function of the report. A note reads
 the parameter the tab's charts draw first (``charts.shown_params``: the kernel, or a deeper
 model's first weights); when that chart has nothing finite to draw, the note says so and why
-(the first of ``causes.causes``, or the count of non-finite entries).
+(the first of ``causes.causes``, or the count of non-finite entries). A figure is stated only
+to the digits that survive float32's rounding and XLA's CPU code on another processor (the
+constants below; ``bench/figure_stability.py`` measures them).
 """
 
 from __future__ import annotations
@@ -16,6 +18,18 @@ from playground.core.report import ParamReport, StepReport
 from playground.sections.step.blocks import BLOCK_TAB, block_note
 from playground.sections.step.causes import causes, forward_failure
 from playground.sections.step.charts import shown_params
+
+# A loss that grew past this factor of its start is written as the factor (4 significant
+# digits): as a percentage with two decimals it would state more digits than float32 holds.
+FACTOR_FROM = 10.0
+# The gap between the paths is given as a share of float32's own change only when that change
+# spans at least this many float32 spacings of its loss: a smaller difference of two float32
+# losses keeps too few digits for a share's (tiny data: about 900 spacings, and a share of
+# 44422.2% on one processor, 44362.0% on another).
+RESOLVED_SPACINGS = 10_000
+# The worst entry's relative error divides by float32's smallest gradient entries, whose last
+# digits differ from processor to processor: it is written to 2 significant digits.
+WORST_DIGITS = 2
 
 
 def _value(value: float) -> str:
@@ -45,6 +59,8 @@ def _first(report: StepReport) -> ParamReport:
 def _change(before: float, after: float) -> str:
     if before == 0 or not math.isfinite(before) or not math.isfinite(after):
         return f"{_value(before)} to {_value(after)}"
+    if abs(after / before) >= FACTOR_FROM:
+        return f"{_value(before)} to {_value(after)} ({after / before:.4g} x)"
     return f"{_value(before)} to {_value(after)} ({(after - before) / abs(before):+.2%})"
 
 
@@ -65,7 +81,16 @@ def loss_note(report: StepReport) -> str:
         )
     gap = report.mixed_new_loss - report.float32_new_loss
     moved = report.float32_new_loss - report.float32_initial_loss
-    share = f", {abs(gap / moved):.1%} of float32's own change" if moved else ""
+    spacing = float(np.spacing(np.float32(abs(report.float32_initial_loss))))
+    if abs(moved) >= RESOLVED_SPACINGS * spacing:
+        share = f", {abs(gap / moved):.1%} of float32's own change"
+    elif moved:
+        share = (
+            f"; float32's own change is under {RESOLVED_SPACINGS:,} float32 spacings of its "
+            "loss, too close to its rounding to compare with"
+        )
+    else:
+        share = ""
     return f"{sentence} After the step they differ by {gap:.3g}{share}."
 
 
@@ -97,6 +122,10 @@ def histogram_note(report: StepReport) -> str:
     )
 
 
+def _worst(value: float) -> str:
+    return f"{value:.{WORST_DIGITS}g}" if math.isfinite(value) else _value(value)
+
+
 def comparison_note(report: StepReport) -> str:
     """How close the entries sit to the diagonal, by their relative errors."""
     param = _first(report)
@@ -111,7 +140,7 @@ def comparison_note(report: StepReport) -> str:
         f"On the dashed y = x line the paths agree: {equal:,} of {param.size:,} {param.name} "
         f"gradient entries are exactly equal; the median entry is off by "
         f"{_value(param.median_rel_error)} (relative), the worst by "
-        f"{_value(param.max_rel_error)}."
+        f"{_worst(param.max_rel_error)}."
     )
 
 

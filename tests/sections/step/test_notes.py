@@ -3,8 +3,11 @@ empty chart says why it is empty."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+from stated_figures import significant_digits, states
 
 from playground import StepConfig, run_report
 from playground.sections.step import tab as step_tab
@@ -110,3 +113,40 @@ def test_a_nan_state_says_why_each_chart_is_empty(overflowing):
     updates = update_size_histogram(overflowing)
     if not any(trace["y"] and sum(trace["y"]) for trace in updates["data"]):
         assert updates["layout"]["annotations"][0]["text"].startswith("nothing to draw")
+
+
+def test_a_loss_past_ten_times_its_start_is_a_factor_not_a_percentage_of_16_digits():
+    grown = run_report(StepConfig(**SMALL, lr=50.0))
+    factor = np.float64(grown.float32_new_loss) / np.float64(grown.float32_initial_loss)
+    assert factor >= 10
+    said = re.search(r"float32 from [\d.e+-]+ to [\d.e+-]+ \(([\d.e+]+) x\)", loss_note(grown))
+    assert said and significant_digits(said.group(1)) <= 4
+    assert states(said.group(1), factor, 1e-6) and "%);" not in loss_note(grown)
+
+
+def test_no_share_of_a_float32_change_within_its_rounding():
+    # The tiny-data lesson's step: float32's loss barely moves, by fewer than 10^4 of its float32
+    # spacings, so a share of that change would state its rounding (it differed from one XLA
+    # CPU variation to another in the third digit).
+    from playground.core.lessons import STEP_LESSONS
+
+    flushing = STEP_LESSONS[1].run()
+    moved = np.float64(flushing.float32_new_loss) - np.float64(flushing.float32_initial_loss)
+    spacing = np.spacing(np.float32(flushing.float32_initial_loss))
+    assert 0 < abs(moved) < 10_000 * spacing
+    note = loss_note(flushing)
+    assert "of float32's own change" not in note and "too close to its rounding" in note
+    # The plain step's float32 change spans far more: its share is given.
+    assert "of float32's own change" in loss_note(run_report(StepConfig(**SMALL)))
+
+
+def test_the_worst_relative_error_is_stated_to_two_digits(plain):
+    kernel = plain.params["kernel"]
+    defined = kernel.float32_grads != 0
+    worst = np.max(
+        np.abs(kernel.mixed_grads[defined] - kernel.float32_grads[defined])
+        / np.abs(kernel.float32_grads[defined])
+    )
+    said = re.search(r"the worst by ([\d.e+-]+)\.$", comparison_note(plain))
+    # Measured 0.1% apart across XLA's CPU variations; the 2 digits hold within 1%.
+    assert said and significant_digits(said.group(1)) <= 2 and states(said.group(1), worst, 1e-2)
