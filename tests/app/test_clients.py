@@ -40,7 +40,16 @@ ROWS = covering_rows()
 # The API's name of a setting where it differs from the field's.
 API_NAMES = {"model_seed": "seed"}
 # Every endpoint the app offers (CONTRACTS.md), and the trivial one bench/bench_app.py times.
-ENDPOINTS = {"/step", "/downloads", "/sweep", "/dynamics", "/export", "/inspect", "/ping"}
+ENDPOINTS = {
+    "/step",
+    "/downloads",
+    "/sweep",
+    "/dynamics",
+    "/export",
+    "/inspect",
+    "/ping",
+    "/tensors",
+}
 # /downloads takes /step's inputs; /export /step's, then the run's and the framework (README).
 ORDERS = {
     **FIELDS,
@@ -79,6 +88,23 @@ def test_the_app_offers_exactly_the_endpoints_called_here(client):
     assert set(client.view_api(print_info=False, return_format="dict")["named_endpoints"]) == (
         ENDPOINTS
     )
+
+
+def test_tensors_by_keyword(client, tmp_path):
+    """/tensors takes its one input, ``file``, by keyword too (its positional call, its refusals
+    and its counts against ml_dtypes: tests/app/test_tensors_app.py)."""
+    import numpy as np
+    from gradio_client import handle_file
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "tiny.safetensors"
+    save_file({"w": np.array([1.0, 2.0**-30, 70000.0], np.float32)}, str(path))
+    summary, reading = client.predict(file=handle_file(str(path)), api_name="/tensors")
+    (row,) = summary["tensors"]
+    assert (row["name"], row["shape"], row["dtype"]) == ("w", [3], "F32")
+    # float16: 2^-30 is below half its smallest subnormal (2^-25), 70000 past its 65504
+    assert row["formats"]["float16"]["zero"] == pytest.approx(1 / 3)
+    assert "`tiny.safetensors` holds 1 tensor; 1 is floating point" in reading
 
 
 def _step_and_downloads(client, row: dict[str, Any]) -> None:

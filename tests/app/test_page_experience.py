@@ -536,6 +536,11 @@ def test_the_loss_scale_its_power_of_two_and_the_presets_stay_in_sync(desk):
     _expect_scale(page, LOSS_SCALE_PRESETS["2^15"], "float16")
 
     exponent = page.locator("#loss-scale-exponent input[type=number]")
+    # Typed once the preset's events have settled: one run in five under load, a box typed
+    # while the preset's chart events were still pending did not apply on Tab (not yet found why)
+    page.wait_for_function(
+        "() => !document.querySelector('.pending, .generating')", timeout=TIMEOUT_MS
+    )
     exponent.fill("3")
     exponent.press("Tab")  # the slider's box applies when left
     _expect_scale(page, 8.0, "float16")

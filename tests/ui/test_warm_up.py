@@ -109,16 +109,34 @@ async def _through(middleware, method: str, path: str, during) -> None:
     await warm_up.TrafficMiddleware(app, middleware.traffic)(scope, receive, send)
 
 
+def _run(coroutine) -> None:
+    """Run ``coroutine`` to its end in a thread of its own: this worker's thread may hold a
+    running event loop already (Playwright's sync API keeps one), where asyncio.run refuses."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(coroutine)
+        except BaseException as error:  # re-raised in the test's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+
+
 def test_a_request_in_flight_is_traffic_and_an_event_stream_is_not():
     clock = Clock()
     traffic = warm_up.Traffic(clock=clock)
     assert traffic.quiet_for() == float("inf")  # no visitor yet: the warm-up starts at once
     holder = warm_up.TrafficMiddleware(None, traffic)
     during: list[bool] = []
-    asyncio.run(_through(holder, "GET", "/gradio_api/queue/data", during))
+    _run(_through(holder, "GET", "/gradio_api/queue/data", during))
     assert during == [False] and traffic.quiet_for() == float("inf")
-    asyncio.run(_through(holder, "POST", "/gradio_api/queue/join", during))
-    asyncio.run(_through(holder, "GET", "/assets/index.js", during))
+    _run(_through(holder, "POST", "/gradio_api/queue/join", during))
+    _run(_through(holder, "GET", "/assets/index.js", during))
     assert during == [False, True, True] and not traffic.busy()
     clock.now += 1.5
     assert traffic.quiet_for() == 1.5  # since the last request ended

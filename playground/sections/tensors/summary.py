@@ -140,14 +140,17 @@ def tensor_sentences(tensor: TensorReport) -> list[str]:
 def file_sentences(report: TensorsReport) -> list[str]:
     """Per format, how many tensors lose entries to 0 and which loses most."""
     analysed = [t for t in report.tensors if t.magnitudes is not None and t.magnitudes.nonzero]
-    held = f"{code(report.file_name)} holds {len(report.tensors)} tensors"
-    sentences = [f"{held}; {len(analysed)} are floating point with nonzero entries."]
+    count, floating = len(report.tensors), len(analysed)
+    held = f"{code(report.file_name)} holds {count} tensor{'' if count == 1 else 's'}"
+    are = "is" if floating == 1 else "are"
+    sentences = [f"{held}; {floating} {are} floating point with nonzero entries."]
     for fmt in VALUE_FORMATS:
         losing = [t for t in analysed if t.formats[fmt].zero]
         if losing:
             worst = max(losing, key=lambda t: t.formats[fmt].zero or 0.0)
             sentences.append(
-                f"In {fmt}, {len(losing)} of {len(analysed)} lose entries to 0; the most, "
+                f"In {fmt}, {len(losing)} of {floating} lose{'s' if floating == 1 else ''} "
+                "entries to 0; the most, "
                 f"{percent(worst.formats[fmt].zero or 0.0)}, {code(worst.name)}."
             )
     return sentences

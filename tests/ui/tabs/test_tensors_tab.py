@@ -40,7 +40,7 @@ def test_an_upload_is_analysed_then_deleted():
     path = uploaded("w.safetensors", save({"w": np.float32([1.0, 1e-8])}))
     summary, reading = tensors_endpoint({"path": str(path), "orig_name": "w.safetensors"})
     assert summary["tensors"][0]["formats"]["float16"]["zero"] == 0.5
-    assert "`w.safetensors` holds 1 tensors" in reading
+    assert "`w.safetensors` holds 1 tensor;" in reading
     assert not path.exists()
 
 
