@@ -28,6 +28,8 @@ import gradio as gr
 from gradio.server_messages import ProcessCompletedMessage
 from starlette.datastructures import Headers
 
+from playground.ui.bodies import read_body
+
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -63,20 +65,7 @@ class ClientRefusals:
         if not from_client(scope):
             await self.app(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
+        body, replay = await read_body(receive)
         held: dict[str, Any] | None = None
         answer = b""
 

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from playground.ui.bodies import read_body
 from playground.ui.fair_use import LANE_SLOTS, SHARE, refuse
 
 # Work (core.cost's multiply-adds) above which a request takes the large lane (``ui.launch``):
@@ -63,25 +64,12 @@ class CrowdMiddleware:
         if scope.get("method") != "POST" or not (path.endswith("/queue/join") or "/call/" in path):
             await self.app(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body, replay = await read_body(receive)
         fn, inputs = self._event(path, body)
         kind = self.kind(fn, inputs) if fn is not None else None
         if (refusal := self.refusal(kind)) is not None:
             await refuse(send, refusal)
             return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
         self.joining[kind] += 1
         try:
             await self.app(scope, replay, send)

@@ -43,6 +43,7 @@ from gradio.server_messages import ProcessCompletedMessage
 from starlette.datastructures import Headers
 
 from playground.ui import session_order
+from playground.ui.bodies import read_body
 from playground.ui.queue_records import forget_finished
 
 HEAVY_ENDPOINTS = frozenset({"sweep", "dynamics"})
@@ -146,11 +147,7 @@ class HeavyRunMiddleware:
         if scope.get("method") != "POST" or not (path.endswith("/queue/join") or "/call/" in path):
             await self.app(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body, replay = await read_body(receive)
         forget_finished(self.blocks._queue)
         fn, session = self._event(path, body)
         name = getattr(fn, "api_name", None)
@@ -163,14 +160,6 @@ class HeavyRunMiddleware:
         if name in HEAVY_ENDPOINTS and not GATE.enter(who):
             await refuse(send, HEAVY_REFUSAL)
             return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
         async def watch(message: dict[str, Any]) -> None:
             failed = message["type"] == "http.response.start" and message["status"] >= 400
