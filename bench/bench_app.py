@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO_ROOT / "tests"))
 from gradio_client import Client  # noqa: E402
 
 from app_server import AppServer  # noqa: E402
-from playground.core.settings import defaults, settings  # noqa: E402
+from playground.core.settings.settings import defaults, settings  # noqa: E402
 from playground.ui.arguments import STEP  # noqa: E402
 from playground.ui.endpoints import run_step  # noqa: E402
 

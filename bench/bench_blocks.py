@@ -6,9 +6,10 @@ allows (N x D_in x D_out; the caps of ``core.caps``) it prints, all measured in 
 * this machine's float32 matmul throughput and the bound it gives for one matmul's forward and
   backward: three matmuls (out, d_x, d_w) of 2 N D_in D_out flops each;
 * warm medians of the compiled forward + backward (``jax.vjp``, both gradients) of the plain
-  float32 matmul, per-tensor float8 (``core.float8``, current scaling) and every block recipe
-  (``core.block_formats.BLOCK_RECIPES``; NVFP4 with and without its Hadamard transform), timed
-  in alternation (``bench_core.warm_medians``);
+  float32 matmul, per-tensor float8 (``core.recipes.float8``, current scaling) and every block
+  recipe
+  (``core.recipes.block_formats.BLOCK_RECIPES``; NVFP4 with and without its Hadamard transform),
+  timed in alternation (``bench_core.warm_medians``);
 * each one's ratio to the bound (target <= 2.5, PASS or MISS, never raised), to the measured
   float32 forward + backward, and to per-tensor float8. On CPU every block recipe is emulated:
   its extra work over the float32 matmuls is the element-wise quantization (amax per block,
@@ -18,7 +19,7 @@ allows (N x D_in x D_out; the caps of ``core.caps``) it prints, all measured in 
   every statistic) against the report's matmul bound (``report_matmuls``: a block recipe's
   comparison adds the per-tensor float8 product; the ratio to the steps' matmuls alone is
   printed too) and against the per-tensor float8 report, and for a block recipe the part of
-  it its block report takes beside the step (``core.block_report``'s ``measure`` without the
+  it its block report takes beside the step (``core.recipes.block_report``'s ``measure`` without the
   comparison, on the same batch and first kernel: one compiled program of counts and scales,
   then ``report_from`` on the host; the comparison's products are measured in the step's own
   program, which shares two of the three with the step), all timed in alternation.
@@ -49,13 +50,13 @@ from bench_core import (  # noqa: E402
 )
 
 import playground  # noqa: E402
-from playground.core.block_formats import BLOCK_RECIPES  # noqa: E402
-from playground.core.block_matmul import block_matmul, empty_meta, matmul_path  # noqa: E402
-from playground.core.block_report import measure, report_from  # noqa: E402
-from playground.core.data import make_batch  # noqa: E402
-from playground.core.float8 import float8_matmul  # noqa: E402
-from playground.core.policy import recipe as compute_recipe  # noqa: E402
-from playground.core.settings import ConfigError, StepConfig  # noqa: E402
+from playground.core.data.synthetic import make_batch  # noqa: E402
+from playground.core.recipes.block_formats import BLOCK_RECIPES  # noqa: E402
+from playground.core.recipes.block_matmul import block_matmul, empty_meta, matmul_path  # noqa: E402
+from playground.core.recipes.block_report import measure, report_from  # noqa: E402
+from playground.core.recipes.float8 import float8_matmul  # noqa: E402
+from playground.core.recipes.registry import recipe as compute_recipe
+from playground.core.settings.settings import ConfigError, StepConfig  # noqa: E402
 
 BLOCK_OVER_BOUND_MAX = 2.5
 MATMULS_PER_PASS = 3  # out, d_x, d_w

@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO_ROOT / "tests"))
 
 from app_server import AppServer  # noqa: E402
 from playground import StepConfig, run_report  # noqa: E402
-from playground.core.settings import defaults  # noqa: E402
+from playground.core.settings.settings import defaults  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]

@@ -1,4 +1,4 @@
-"""The first call's compile against the cost model's price of it (``core.compile_cost``).
+"""The first call's compile against the cost model's price of it (``core.settings.compile_cost``).
 
 Run ``python bench/bench_compile.py`` from anywhere (about 4 minutes on 2 vCPUs; run it on a
 quiet machine). For each endpoint (/step through the page's own step endpoint, /dynamics and
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 
 from playground.core import compile_cost  # noqa: E402
-from playground.core.settings import StepConfig  # noqa: E402
+from playground.core.settings.settings import StepConfig  # noqa: E402
 from playground.ui.warm_up import run as call  # noqa: E402  (the step via its endpoint)
 
 WIDTH = 1024

@@ -33,8 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import playground
-import playground.core.data
-from playground.core.settings import StepConfig, settings
+import playground.core.data.synthetic
+from playground.core.settings.settings import StepConfig, settings
 
 Shape = tuple[int, int, int]
 
@@ -151,7 +151,7 @@ def first_calls(shape: Shape) -> tuple[float, float]:
     """
     config = config_for(shape)
     eager = time_call(eager_step(config))
-    playground.core.data._draw.cache_clear()
+    playground.core.data.synthetic._draw.cache_clear()
     report = time_call(lambda: playground.run_report(config))
     return eager, report
 
@@ -184,7 +184,7 @@ def measure(name: str, shape: Shape) -> ShapeResult:
         (lambda i: eager(), None),
         (lambda i: jit_step(config.model_seed, x, y, config.lr, config.loss_scale), None),
         (report, None),
-        (report, playground.core.data._draw.cache_clear),
+        (report, playground.core.data.synthetic._draw.cache_clear),
     )
     gflops = matmul_gflops(shape)
     n, d_in, d_out = shape

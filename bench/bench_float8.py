@@ -36,7 +36,7 @@ from bench_core import (  # noqa: E402 (after the path set-up above)
 )
 
 import playground  # noqa: E402
-from playground.core.settings import StepConfig  # noqa: E402
+from playground.core.settings.settings import StepConfig  # noqa: E402
 
 FLOAT8_OVER_BOUND_MAX = 2.0  # the bfloat16 report's own target at this shape
 

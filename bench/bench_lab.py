@@ -22,13 +22,13 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from playground.core.settings import StepConfig
-from playground.core.sweep import run_sweep, sweep_exponents
-from playground.core.train import run_dynamics
+from playground.core.runs.sweep import run_sweep, sweep_exponents
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import StepConfig
 
 MEDIUM = StepConfig(n=1024, d_in=256, d_out=128)
 # 500 steps, or as many as the cost model lets a run of MEDIUM take (its first call's compile
-# counts against its budget: core.compile_cost)
+# counts against its budget: core.settings.compile_cost)
 STEPS = min(500, MEDIUM.max_steps)
 # The least matmul work the sweep needs: the forward pass at the initial weights does not
 # depend on S, so each scale needs at least a kernel gradient and a post-update forward; plus

@@ -9,7 +9,7 @@ own X-Forwarded-For visitor; only documentation addresses, 192.0.2.x and 198.51.
 
   memory   RSS of the server process and its children (/proc/<pid>/status VmRSS), after a
            warm-up: 100 distinct /step shapes (n = 100..199 at 16 x 4) plus sweeps at distinct
-           shapes add at most what the kept programs may hold (core.compiled: MAX_PROGRAMS x
+           shapes add at most what the kept programs may hold (core.step.compiled: MAX_PROGRAMS x
            PROGRAM_BYTES; it was 80 MB while 16 programs were kept); 20 distinct /dynamics
            settings (steps, mode, period at 32 x 8 x 4) add at most 40 MB; /step calls 350 to
            700 at one shape add at most 20 MB;
@@ -21,8 +21,8 @@ own X-Forwarded-For visitor; only documentation addresses, 192.0.2.x and 198.51.
            MLP /step calls, 8 raw joins of the page's commit event and 10 training runs with
            rotated left-hand X-Forwarded-For values: another visitor's /step and page commit
            within 3 s, no 503, its sweep not behind a backlog, the flood answered 200 or 429;
-  caps     each endpoint's largest request that the cost model (core/cost.py) accepts, priced
-           in-process: its first (compiling) and warm time, the warm one against 8 x the
+  caps     each endpoint's largest request that the cost model (core/settings/cost.py) accepts,
+           priced in-process: its first (compiling) and warm time, the warm one against 8 x the
            largest linear /step's warm time (a compile is a one-off and caps nothing),
            and what its first call adds to the server's peak memory (VmHWM) against 1 GB;
   mixed    6,000 mixed calls from 20 visitors (/step at a few seeds, /inspect, /export, and every
@@ -162,7 +162,7 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def memory(url: str, pid: int) -> None:
-    from playground.core import compiled
+    from playground.core.step import compiled
 
     who = visitor("192.0.2.201")
     with httpx.Client(timeout=CALL_TIMEOUT) as http:
@@ -408,9 +408,9 @@ def largest_n(accepts) -> int:
 
 def largest_requests() -> list[tuple[str, str, list[Any]]]:
     """(row name, endpoint, positional inputs): the largest request of each endpoint that the
-    cost model (core/cost.py, with each endpoint's own cap) accepts."""
-    from playground.core.settings import ConfigError, StepConfig
-    from playground.core.sweep import check_sweep_work, sweep_exponents
+    cost model (core/settings/cost.py, with each endpoint's own cap) accepts."""
+    from playground.core.runs.sweep import check_sweep_work, sweep_exponents
+    from playground.core.settings.settings import ConfigError, StepConfig
 
     def valid(**settings: Any) -> StepConfig | None:
         try:
@@ -521,7 +521,7 @@ def describe(settings: dict[str, Any]) -> str:
 
 def api_inputs(api: str, settings: dict[str, Any]) -> list[Any]:
     """Positional inputs of ``api`` (the public order of tests/http_calls.FIELDS)."""
-    from playground.core.settings import defaults
+    from playground.core.settings.settings import defaults
 
     values = (
         defaults()
@@ -704,8 +704,8 @@ SOAK_ROUNDS, SOAK_MB = 12, 10.0
 
 def default_combinations() -> list[tuple[str, dict[str, Any]]]:
     """(endpoint, settings) of every endpoint x model x recipe at the page's defaults."""
-    from playground.core.models import MODELS
-    from playground.core.policy import COMPUTE_DTYPES
+    from playground.core.model.models import MODELS
+    from playground.core.recipes.registry import COMPUTE_DTYPES
 
     return [
         (api, {"model": model, "compute_dtype": dtype})

@@ -5,7 +5,7 @@ scaling) it times K = 500 training steps with each ``pure_rounding``: each mode'
 (compile and run), then warm medians measured round-robin (nearest, stochastic, kahan, again
 and again) so a busy machine slows all three alike; it prints each remedy's warm time over
 nearest's. Target (issue text): stochastic at most 2x nearest; Kahan held to the same. Then
-the issue's facts, computed here with ``playground.core.rounding``: w = 1 plus 1e-4 (held in
+the issue's facts, computed here with ``playground.core.formats.rounding``: w = 1 plus 1e-4 (held in
 bfloat16) a thousand times, in bfloat16, under each rounding (stochastic: the mean of many
 copies, with its standard error). Misses are printed, never raised.
 """
@@ -25,9 +25,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from playground.core.rounding import ROUNDINGS, apply_rounded, init_state
-from playground.core.settings import StepConfig
-from playground.core.train import run_dynamics
+from playground.core.formats.rounding import ROUNDINGS, apply_rounded, init_state
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import StepConfig
 
 CONFIG = StepConfig(compute_dtype="bfloat16")  # the page's defaults: 256 x 64 x 16, lr 0.1
 STEPS = 500

@@ -7,7 +7,7 @@ for each, warm (the block recipes' programs compiled first, as the app's warm-up
 median of 3: the time to read it (``core.tensors.reading``: header checks and the data), the
 time to analyse it (``core.tensors.report.analyse_file``: the read and every format's cast
 and every block recipe's quantization of every entry), and their ratio. Target: the analysis
-of a file at the caps within 3 s on 2 vCPUs (the per-request budget of ``core.cost``'s
+of a file at the caps within 3 s on 2 vCPUs (the per-request budget of ``core.settings.cost``'s
 endpoints). Misses are printed, never raised.
 """
 

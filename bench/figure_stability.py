@@ -55,9 +55,9 @@ def figures() -> dict[str, str]:
     import numpy as np
 
     from playground.core.lessons import DYNAMICS_LESSONS, STEP_LESSONS
-    from playground.core.precision_lessons import PRECISION_LESSONS
-    from playground.core.settings import StepConfig
-    from playground.core.sweep import run_sweep
+    from playground.core.lessons.precision import PRECISION_LESSONS
+    from playground.core.runs.sweep import run_sweep
+    from playground.core.settings.settings import StepConfig
     from playground.sections.dynamics.summary import dynamics_reading
     from playground.sections.lab.notes import activation_note, magnitude_note
     from playground.sections.lab.summary import sweep_reading
@@ -106,7 +106,7 @@ def readme_story(run) -> str:
     """The README's loss-scaling story's figures, from the S = 1 float16 lesson's run."""
     import numpy as np
 
-    from playground.core.loss_figures import final_loss, loss_path, loss_ratio
+    from playground.core.lessons.loss_figures import final_loss, loss_path, loss_ratio
 
     late = slice(run.steps // 2, None)
     return (

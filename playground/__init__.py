@@ -13,12 +13,12 @@ The public API::
     dynamics_summary(dynamics) -> dict
 """
 
-from playground.core.data import make_batch
-from playground.core.report import ParamReport, StepReport, run_report
-from playground.core.settings import ConfigError, StepConfig
-from playground.core.step import float32_step, mixed_precision_step
-from playground.core.sweep import SweepReport, run_sweep
-from playground.core.train import DynamicsReport, run_dynamics
+from playground.core.data.synthetic import make_batch
+from playground.core.runs.sweep import SweepReport, run_sweep
+from playground.core.runs.train import DynamicsReport, run_dynamics
+from playground.core.settings.settings import ConfigError, StepConfig
+from playground.core.step.report import ParamReport, StepReport, run_report
+from playground.core.step.step import float32_step, mixed_precision_step
 from playground.sections.dynamics.summary import dynamics_summary
 from playground.sections.lab.summary import sweep_summary
 from playground.sections.step.summary import summarize

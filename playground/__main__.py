@@ -10,8 +10,8 @@ import argparse
 import json
 import sys
 
-from playground.core.report import run_report
-from playground.core.settings import ConfigError, StepConfig, defaults, settings
+from playground.core.settings.settings import ConfigError, StepConfig, defaults, settings
+from playground.core.step.report import run_report
 from playground.sections.step.summary import summarize
 
 

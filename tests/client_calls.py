@@ -24,14 +24,14 @@ from gradio_client import utils as client_utils
 from pydantic import BaseModel
 
 from playground.core.bounds import ConfigError
-from playground.core.cost import check_downloads
-from playground.core.losses import TASKS
-from playground.core.models import ACTIVATIONS, MODELS, NORMS
-from playground.core.op_policy import PRESETS
-from playground.core.optimizers import OPTIMIZERS
-from playground.core.policy import RECIPES
-from playground.core.settings import StepConfig, defaults
-from playground.core.sweep import check_sweep_work, sweep_exponents
+from playground.core.model.losses import TASKS
+from playground.core.model.models import ACTIVATIONS, MODELS, NORMS
+from playground.core.model.op_policy import PRESETS
+from playground.core.model.optimizers import OPTIMIZERS
+from playground.core.recipes.registry import RECIPES
+from playground.core.runs.sweep import check_sweep_work, sweep_exponents
+from playground.core.settings.cost import check_downloads
+from playground.core.settings.settings import StepConfig, defaults
 
 # The suite's most compiled small shape, an MLP of one narrow hidden layer, a short run.
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}

@@ -1,4 +1,5 @@
-"""The first call's price written out by hand from ``core.compile_cost``'s measured constants.
+"""The first call's price written out by hand from ``core.settings.compile_cost``'s measured
+constants.
 
 Its seconds per endpoint and dense layer, the recipe's factor and each endpoint's rate are
 data (measured by bench/bench_compile.py); the arithmetic that turns them into a price, and
@@ -7,8 +8,8 @@ the training run's cap, are restated here, so tests check the modules' arithmeti
 
 from __future__ import annotations
 
-from playground.core import compile_cost as cc
-from playground.core.policy import recipe
+from playground.core.recipes.registry import recipe
+from playground.core.settings import compile_cost as cc
 
 
 def seconds_by_hand(endpoint: str, dtype: str, dense: int, norm=False, softmax=False) -> float:

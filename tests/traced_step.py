@@ -1,4 +1,4 @@
-"""One training step's trace (``playground.core.step.step_trace``), compiled as the page runs it.
+"""One training step's trace (``core.step.step.step_trace``), compiled as the page runs it.
 
 Run op by op, every operation of a step is dispatched and compiled as a program of its own: a
 block recipe's step took 11 s, compiled once 1.3 s. Compiled without backend optimizations, each
@@ -17,9 +17,9 @@ import numpy as np
 import optax
 from flax import nnx
 
-from playground.core.loss_scale import StaticLossScale
-from playground.core.policy import Policy
-from playground.core.step import step_trace
+from playground.core.step.loss_scale import StaticLossScale
+from playground.core.step.policy import Policy
+from playground.core.step.step import step_trace
 
 UNOPTIMIZED = {"xla_backend_optimization_level": 0}
 

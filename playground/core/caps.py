@@ -1,6 +1,6 @@
 """The limits of one request: the numeric ceilings of the settings and the work budgets.
 
-Rule: a limit is written here once and the settings table (``playground.core.fields``) reads
+Rule: a limit is written here once and the settings table (``core.settings.fields``) reads
 it. Work is counted in a model's multiply-adds of one forward pass over the batch
 (``StepConfig.model_work``, from the model's registry entry); a request is refused before any
 JAX code runs when its work times its repetitions (sweep scales, training steps) exceeds a
@@ -49,7 +49,7 @@ def _env_number(name: str, default: float) -> float:
 #               bfloat16's 127 scales up to N x D_in x D_out = 2^29)
 #   dynamics    steps x N x D_in x D_out <= WORK_BUDGET (8 steps at the largest shape; all
 #               MAX_STEPS at 1024 x 256 x 128)
-#   step        the mixed step and its float32 twin <= STEP_BUDGET, in ``core.cost``'s work
+#   step        the mixed step and its float32 twin <= STEP_BUDGET, in ``core.settings.cost``'s work
 #               (the largest linear step is 2^33; an MLP's N is capped to fit)
 # PLAYGROUND_MAX_N, PLAYGROUND_MAX_WIDTH and PLAYGROUND_WORK_FACTOR (which multiplies both
 # budgets) raise them for bigger hardware, e.g. PLAYGROUND_WORK_FACTOR=16 on a 16-core CPU or a

@@ -31,8 +31,8 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.settings import ConfigError, StepConfig, settings
-from playground.core.user_data import UserData
+from playground.core.data.user_data import UserData
+from playground.core.settings.settings import ConfigError, StepConfig, settings
 from playground.ui.uploads import user_data
 from playground.ui.widgets import DEFAULTS
 

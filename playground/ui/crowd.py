@@ -1,8 +1,8 @@
 """Room for light work whatever the crowd: server-wide places of heavy work.
 
 Rule: heavy work is bounded server-wide, whatever the visitor keys: at most LARGE_PLACES
-requests of large work (over LARGE_WORK multiply-adds by ``core.cost``, priced from the join's
-raw inputs; each holds a place in its lane while it waits for the large lane, ``ui.launch``)
+requests of large work (over LARGE_WORK multiply-adds by ``core.settings.cost``, priced from the
+join's raw inputs; each holds a place in its lane while it waits for the large lane, ``ui.launch``)
 and at most RUN_PLACES sweeps and training runs (the heavy lane) queued or running at once; one
 more is refused where it joins (``CrowdMiddleware``, inside ``ui.fair_use``'s door, which then
 frees the visitor's heavy place) with LARGE_REFUSAL or RUN_REFUSAL (HTTP 429). Both are more
@@ -23,8 +23,8 @@ from typing import Any
 from playground.ui.bodies import read_body
 from playground.ui.fair_use import LANE_SLOTS, SHARE, refuse
 
-# Work (core.cost's multiply-adds) above which a request takes the large lane (``ui.launch``):
-# an eighth of the largest linear step (2^33), a few tens of milliseconds.
+# Work (core.settings.cost's multiply-adds) above which a request takes the large lane
+# (``ui.launch``): an eighth of the largest linear step (2^33), a few tens of milliseconds.
 LARGE_WORK = 2**30
 HEAVY_LANE = "heavy"  # the concurrency_id of the sweeps and the training runs
 LARGE_PLACES = LANE_SLOTS - 1

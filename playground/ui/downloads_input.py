@@ -17,7 +17,7 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.settings import shown
+from playground.core.settings.settings import shown
 from playground.ui.arguments import Arguments
 from playground.views.file_store import DiskFull
 

@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from playground.core.cost import check_downloads
-from playground.core.report import run_report
+from playground.core.settings.cost import check_downloads
+from playground.core.step.report import run_report
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
 from playground.ui.arguments import STEP, Arguments, core_errors, validated, validated_data

@@ -23,9 +23,9 @@ from typing import Any
 import gradio as gr
 
 from playground.core.lessons import DYNAMICS_LESSONS, STEP_LESSONS, Claim, StepLesson
-from playground.core.precision_lessons import PRECISION_LESSONS
-from playground.core.report import StepReport
-from playground.core.train import DynamicsReport
+from playground.core.lessons.precision import PRECISION_LESSONS
+from playground.core.runs.train import DynamicsReport
+from playground.core.step.report import StepReport
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.dynamics.curves import curves_of
 from playground.ui.widgets import as_plot, plotted

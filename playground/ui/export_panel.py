@@ -8,7 +8,7 @@ the note saying what differs in PyTorch for the current settings (``#export-pyto
 ``wire`` joins the button to the ``export`` endpoint with every input in ``EXPORT``'s order
 (the step's controls, the training tab's run settings, the framework), and refreshes the note
 from the same inputs on each export and each framework change, in a private event of its own
-(it runs the step and its autocast estimate, ``core.export_autocast``, for the measured line),
+(it runs the step and its autocast estimate, ``core.export.autocast``, for the measured line),
 so the endpoint's outputs stay the script and its file.
 
 Stale: the note and the script each keep the settings they were made with (``made_with``: the
@@ -26,10 +26,10 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.export_autocast import autocast_new_loss
-from playground.core.policy import recipe
-from playground.core.report import run_report
-from playground.core.settings import ConfigError, StepConfig, check_setting, settings
+from playground.core.export.autocast import autocast_new_loss
+from playground.core.recipes.registry import recipe
+from playground.core.settings.settings import ConfigError, StepConfig, check_setting, settings
+from playground.core.step.report import run_report
 from playground.ui.components import Page
 from playground.ui.endpoints import EXPORT, EXPORT_RUN_FIELDS, ExportOutputs, run_export
 from playground.ui.fair_use import LANE_SLOTS

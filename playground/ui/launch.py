@@ -4,8 +4,10 @@ Rules:
   bounds      uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, each visitor to a
               share of the queue and one heavy run, and the crowd to a few places of heavy
               work (``ui.fair_use``, ``ui.crowd``).
-  lanes       a request whose work (``core.cost``; a /step's with its compile when that reaches
-              the first call's seconds, ``core.compile_cost``) is over LARGE_WORK waits for the
+  lanes       a request whose work (``core.settings.cost``; a /step's with its compile when that
+  reaches
+              the first call's seconds, ``core.settings.compile_cost``) is over LARGE_WORK waits
+              for the
               one large lane before it computes (``in_lane``, from ``ui.public.PublicBlocks``);
               every lane but the heavy one takes LANE_SLOTS requests at once, more than one
               visitor's share, so another visitor's small request always finds a place and
@@ -26,10 +28,10 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
-from playground.core.compile_cost import first_call_work
-from playground.core.cost import step_work
-from playground.core.settings import StepConfig, settings
-from playground.core.sweep import sweep_exponents
+from playground.core.runs.sweep import sweep_exponents
+from playground.core.settings.compile_cost import first_call_work
+from playground.core.settings.cost import step_work
+from playground.core.settings.settings import StepConfig, settings
 from playground.ui import session_order
 from playground.ui.assets import CSS, JS
 from playground.ui.client_refusals import ClientRefusals
@@ -103,8 +105,9 @@ REPLACED = {"prediction": {"__type__": "update"}, "duration": 0.0, "is_generatin
 
 
 def event_work(fn: Any, inputs: list[Any]) -> float:
-    """The work (``core.cost``) of running ``fn`` on these raw inputs (a /step's with its long
-    compile, ``core.compile_cost.first_call_work``): the settings among them (each input
+    """The work (``core.settings.cost``) of running ``fn`` on these raw inputs (a /step's with its
+    long
+    compile, ``core.settings.compile_cost.first_call_work``): the settings among them (each input
     component's elem_id is its field), priced as the endpoint computes them; 0 when they are no
     valid settings (the handler then refuses them before any compute)."""
     table = settings()

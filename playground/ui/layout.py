@@ -16,8 +16,8 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.models import MODELS
-from playground.core.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
+from playground.core.model.models import MODELS
+from playground.core.settings.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
 from playground.sections.step import tab as step_tab
 from playground.ui import export_panel, page_events
 from playground.ui.components import Page

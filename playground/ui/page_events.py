@@ -28,9 +28,9 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.report import StepReport, run_report
-from playground.core.settings import ConfigError, StepConfig, check_setting, settings
-from playground.core.user_data import UserData
+from playground.core.data.user_data import UserData
+from playground.core.settings.settings import ConfigError, StepConfig, check_setting, settings
+from playground.core.step.report import StepReport, run_report
 from playground.sections.lab import tab as lab_tab
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step import tab as step_tab

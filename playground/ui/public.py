@@ -34,7 +34,7 @@ import gradio as gr
 from gradio.blocks import Block, convert_component_dict_to_list
 from gradio_client.utils import is_file_obj_with_meta
 
-from playground.core.settings import ConfigError, check_setting, settings, shown
+from playground.core.settings.settings import ConfigError, check_setting, settings, shown
 from playground.ui import uploads
 from playground.ui.fair_use import request_visitor
 from playground.ui.launch import in_lane

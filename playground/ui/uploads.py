@@ -35,8 +35,8 @@ from typing import Any
 from gradio.data_classes import FileData
 from gradio.utils import get_upload_folder, is_in_or_equal
 
-from playground.core.settings import ConfigError, shown
-from playground.core.user_data import MAX_BYTES, UserData, parse_csv
+from playground.core.data.user_data import MAX_BYTES, UserData, parse_csv
+from playground.core.settings.settings import ConfigError, shown
 from playground.views.file_store import UPLOAD_TTL_SECONDS, download_dir
 
 CACHED_FILES = 32

@@ -42,7 +42,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 from uvicorn.protocols.http import h11_impl
 
-from playground.core.settings import ConfigError, StepConfig, check_setting, settings
+from playground.core.settings.settings import ConfigError, StepConfig, check_setting, settings
 from playground.ui.widgets import DEFAULTS
 
 NOTICE_ID = "url-notice"

@@ -4,7 +4,8 @@ Rule: at start, a background thread sends one request of each combination a visi
 without touching a number (every endpoint x model x recipe at the page's defaults: the page's
 own step first, then the other steps, the training runs, the sweeps) through the same code as
 the page's events, then compiles the tensors tab's quantizers, and ends. Their programs stay
-compiled (``core.compiled`` keeps the most recently used; ``core.compile_cache`` saves them on
+compiled (``core.step.compiled`` keeps the most recently used; ``core.step.compile_cache`` saves
+them on
 disk, so a restarted server reads them back), along with what every shape shares (scalar casts,
 each recipe's statistics, the charts' code, lazily imported modules). ``PLAYGROUND_WARM_UP=0``
 turns it off (the tests' servers, which share 2 vCPUs with their browsers).
@@ -29,12 +30,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from playground.core.models import MODELS
-from playground.core.policy import COMPUTE_DTYPES
-from playground.core.settings import StepConfig
-from playground.core.sweep import run_sweep
+from playground.core.model.models import MODELS
+from playground.core.recipes.registry import COMPUTE_DTYPES
+from playground.core.runs.sweep import run_sweep
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import StepConfig
 from playground.core.tensors.report import warm_up as warm_tensors
-from playground.core.train import run_dynamics
 from playground.ui import endpoints
 from playground.ui.arguments import STEP
 

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, TypeVar
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from playground.core.settings import defaults, settings
+from playground.core.settings.settings import defaults, settings
 from playground.views.chart_text import with_description
 
 DEFAULTS = defaults()

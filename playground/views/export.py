@@ -1,8 +1,8 @@
 """Code export: the page's step and training run as a standalone script, in JAX or PyTorch.
 
 Rule: ``export_script(config, data, framework)`` is a template of ``playground.core`` with the
-page's settings written in; ``framework`` is ``jax`` (``core/export_script.py``, rendered here)
-or ``pytorch`` (``core/export_torch_script.py``, rendered by ``views.export_torch``). Each
+page's settings written in; ``framework`` is ``jax`` (``core/export/jax_script.py``, rendered here)
+or ``pytorch`` (``core/export/torch_script.py``, rendered by ``views.export_torch``). Each
 template is a standalone program that runs and is ruff-checked as it is, read here as text,
 never imported. The JAX script (jax, flax, optax, numpy and the standard library only)
 
@@ -39,12 +39,12 @@ from __future__ import annotations
 import json
 import re
 
-from playground.core.data import NOISE_STD
-from playground.core.models import MODELS, ModelChoice
-from playground.core.policy import RECIPES, recipe
-from playground.core.report import COMPILER_OPTIONS
-from playground.core.settings import ConfigError, StepConfig, defaults, settings
-from playground.core.user_data import UserData, fitted
+from playground.core.data.synthetic import NOISE_STD
+from playground.core.data.user_data import UserData, fitted
+from playground.core.model.models import MODELS, ModelChoice
+from playground.core.recipes.registry import RECIPES, recipe
+from playground.core.settings.settings import ConfigError, StepConfig, defaults, settings
+from playground.core.step.report import COMPILER_OPTIONS
 from playground.views import export_torch
 from playground.views.export_text import (
     check_embedded,

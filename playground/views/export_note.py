@@ -5,7 +5,7 @@ the dtype registry and two losses the caller computed (no torch: the app does no
 it). It says how the page's words map to the exported PyTorch script and where PyTorch rounds
 or scales differently:
 
-    measured       given the page's mixed loss after the step and ``core.export_autocast``'s
+    measured       given the page's mixed loss after the step and ``core.export.autocast``'s
                    estimate of PyTorch's (the same step rounded as autocast rounds), their
                    relative difference, and how near PyTorch comes to the estimate
                    (``estimate_bound``: a quarter of the dtype's eps)
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import math
 
-from playground.core.dtypes import dtype_facts
-from playground.core.policy import recipe
-from playground.core.settings import LOSS_SCALE_MAX, StepConfig
+from playground.core.formats.dtypes import dtype_facts
+from playground.core.recipes.registry import recipe
+from playground.core.settings.settings import LOSS_SCALE_MAX, StepConfig
 
 # The relative agreement of the PyTorch script's float32 losses with the page's (the step's and
 # a short run's): two float32 programs summing in different orders.
@@ -56,7 +56,7 @@ def agreement_bound(compute_dtype: str) -> float:
 
 
 def estimate_bound(compute_dtype: str) -> float:
-    """How close PyTorch's own step loss comes to ``core.export_autocast``'s estimate of it:
+    """How close PyTorch's own step loss comes to ``core.export.autocast``'s estimate of it:
     a quarter of the dtype's eps (measured by tests/views/test_export_torch.py)."""
     return dtype_facts(compute_dtype).eps / 4
 
@@ -65,7 +65,7 @@ def pytorch_note(
     config: StepConfig, page_loss: float | None = None, autocast_loss: float | None = None
 ) -> str:
     """The note for ``config`` (see the module rule); with the page's mixed loss after the step
-    and ``core.export_autocast``'s estimate of PyTorch's, their measured difference too."""
+    and ``core.export.autocast``'s estimate of PyTorch's, their measured difference too."""
     dtype = config.compute_dtype
     if recipe(dtype).plain_dtype != dtype:
         return (

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from playground.core.settings import ConfigError, settings
+from playground.core.settings.settings import ConfigError, settings
 
 MAX_SCRIPT_BYTES = 2_000_000
 BASE64_LINE = 76  # characters of base64 per line: 8 of indent and 2 quotes keep lines <= 88

@@ -1,7 +1,7 @@
 """The PyTorch export: the page's run as a PyTorch user writes it, with the page's numbers in.
 
 Rule: ``render(config, batch, values, filename)`` is the template
-``core/export_torch_script.py`` with three places rewritten (each must occur once): the
+``core/export/torch_script.py`` with three places rewritten (each must occur once): the
 settings block (one constant per exported field), the data block (the starting parameters and
 the batch, embedded) and the docstring's run command. The template is a runnable script
 holding the export of ``TEMPLATE_CONFIG`` (a small shape, so it stays short); it imports
@@ -22,9 +22,9 @@ import re
 
 import numpy as np
 
-from playground.core.data import make_batch
-from playground.core.models import MODELS, initial_state, param_arrays, param_shapes
-from playground.core.settings import StepConfig, settings
+from playground.core.data.synthetic import make_batch
+from playground.core.model.models import MODELS, initial_state, param_arrays, param_shapes
+from playground.core.settings.settings import StepConfig, settings
 from playground.views.export_text import (
     check_embedded,
     embedded,

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from playground.core.models import DEFAULT_MODEL, MODELS, ModelChoice
-from playground.core.optimizers import DEFAULT_OPTIMIZER
+from playground.core.model.models import DEFAULT_MODEL, MODELS, ModelChoice
+from playground.core.model.optimizers import DEFAULT_OPTIMIZER
 
 
 def name_part(text: str) -> str:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from playground.core.cost import check_gradient_rows
-from playground.core.step_report import StepReport
-from playground.core.sweep import SweepReport
-from playground.core.train import DynamicsReport
+from playground.core.runs.sweep import SweepReport
+from playground.core.runs.train import DynamicsReport
+from playground.core.settings.cost import check_gradient_rows
+from playground.core.step.step_report import StepReport
 from playground.views.csv_files import (
     constant_column,
     flag_column,
@@ -77,7 +77,7 @@ def gradients_csv(report: StepReport) -> str:
 
     Raises:
       ConfigError (a ValueError) naming the size when the report has more entries than
-      core.cost's MAX_GRADIENT_ROWS.
+      core.settings.cost's MAX_GRADIENT_ROWS.
     """
     check_gradient_rows(sum(param.size for param in report.params.values()))
     blocks = []

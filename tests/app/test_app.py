@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 
 from playground import StepConfig, run_report
-from playground.core.settings import defaults
+from playground.core.settings.settings import defaults
 from playground.ui.endpoints import FIGURE_LABELS
 
 SMALL = {"model_seed": 0, "n": 32, "d_in": 8, "d_out": 4, "lr": 0.1, "loss_scale": 1024.0}

@@ -16,10 +16,10 @@ from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import wait_for_headline, wait_in_view
-from playground.core.data import make_batch
+from playground.core.data.synthetic import make_batch
 from playground.core.lessons.blocks import outlier_claim
-from playground.core.report import run_report
-from playground.core.settings import StepConfig
+from playground.core.settings.settings import StepConfig
+from playground.core.step.report import run_report
 from playground.ui.examples import LESSONS
 
 RUN_TIMEOUT_MS = 3 * TIMEOUT_MS  # the lesson's first run compiles its programs

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from browser_waits import headline, wait_for_new_headline
 from playground import StepConfig, run_report
-from playground.core.settings import defaults
+from playground.core.settings.settings import defaults
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TIMEOUT_MS = 60_000

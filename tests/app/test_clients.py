@@ -31,9 +31,9 @@ from gradio_client.exceptions import AppError
 from gradio_client.utils import is_file_obj_with_meta
 
 from http_calls import FIELDS, call
-from playground.core.dtypes import FORMATS
-from playground.core.policy import RECIPES, recipe
-from playground.core.settings import defaults, settings
+from playground.core.formats.dtypes import FORMATS
+from playground.core.recipes.registry import RECIPES, recipe
+from playground.core.settings.settings import defaults, settings
 from playground.views.export import EXPORTED_FIELDS, FRAMEWORKS
 
 ROWS = covering_rows()

@@ -11,8 +11,8 @@ from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS, _select_tab
 
 from browser_waits import wait_for_headline
-from playground.core.report import run_report
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
+from playground.core.step.report import run_report
 from playground.sections.dynamics.summary import dynamics_reading
 from scenarios import TINY_FLOAT16
 
@@ -145,7 +145,7 @@ def test_a_nan_curve_ends_with_a_marker_naming_its_step_and_cause(browser, app_u
 def test_a_run_on_an_upload_is_current_until_the_upload_goes(browser, app_url, tmp_path):
     import numpy as np
 
-    from playground.core.user_data import UserData
+    from playground.core.data.user_data import UserData
 
     rows = np.random.default_rng(5).standard_normal((24, 4)).round(4)
     path = tmp_path / "four.csv"

@@ -50,7 +50,7 @@ from http_calls import (
     request_body,
     visitor,
 )
-from playground.core.settings import ConfigError, StepConfig, defaults
+from playground.core.settings.settings import ConfigError, StepConfig, defaults
 from playground.ui.arguments import STEP
 from playground.ui.fair_use import trusted_proxies
 from playground.ui.fair_use import visitor as visitor_key
@@ -87,7 +87,7 @@ HONEST_LIMIT = 3.0
 SWEEP_LIMIT = 30.0
 SHARE_TEXT = "at most 4 requests queued or running per visitor"
 HEAVY_TEXT = "one heavy run at a time"
-# Just over 2^30 multiply-adds (1.26 x, by core.cost): large work, a few tens of ms warm.
+# Just over 2^30 multiply-adds (1.26 x, by core.settings.cost): large work, a few tens of ms warm.
 CROWD_STEP = [0, 1024, 512, 512, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
 CROWD_NETWORKS = ("192.0.2", "198.51.100", "203.0.113")
 CROWD_ADDRESSES = [f"{net}.{host}" for net in CROWD_NETWORKS for host in range(120, 144)][:70]

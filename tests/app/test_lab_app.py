@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from playground.core.settings import defaults
+from playground.core.settings.settings import defaults
 from playground.ui.arguments import DYNAMICS, STEP
 from playground.ui.downloads_input import position
 from playground.ui.tabs.dynamics import run_dynamics_event
@@ -108,9 +108,7 @@ def test_dynamics_endpoint_matches_the_in_process_handler(client):
     assert [_figure(p) for p in plots] == [_figure(p) for p in expected_plots]
 
 
-@pytest.mark.parametrize(
-    "value", [1e-9, 1 + 1e-4, 65520.0, "nan", "65519.99998", "0x3c00:float16"]
-)
+@pytest.mark.parametrize("value", [1e-9, 1 + 1e-4, 65520.0, "nan", "65519.99998", "0x3c00:float16"])
 def test_inspect_endpoint_matches_the_in_process_handler(client, value):
     # The API's one input also reads the page's text (nan, exact decimals, a format's bits).
     # gr.Markdown strips the trailing newline; the table itself arrives unchanged.

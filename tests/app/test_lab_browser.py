@@ -14,10 +14,10 @@ from test_browser import ARTIFACTS, TIMEOUT_MS, _expected, _open, _select_tab
 
 from browser_waits import wait_for_headline
 from playground import StepConfig
-from playground.core.dtypes import DTYPES
-from playground.core.settings import defaults
-from playground.core.sweep import run_sweep
-from playground.core.train import run_dynamics
+from playground.core.formats.dtypes import DTYPES
+from playground.core.runs.sweep import run_sweep
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import defaults
 from playground.sections.dynamics.charts import (
     dynamics_loss_figure,
     lost_update_figure,

@@ -8,9 +8,9 @@ from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import wait_for_headline
 from playground.core.lessons import DYNAMICS_LESSONS
-from playground.core.report import run_report
-from playground.core.settings import StepConfig
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import StepConfig
+from playground.core.step.report import run_report
 from playground.sections.dynamics.summary import dynamics_reading
 
 RUN_TIMEOUT_MS = 3 * TIMEOUT_MS  # the lesson's run compiles its program the first time

@@ -10,9 +10,9 @@ from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import wait_for_headline, wait_in_view
-from playground.core.precision_lessons import PRECISION_LESSONS, layernorm_overflow
-from playground.core.report import run_report
-from playground.core.settings import StepConfig, defaults
+from playground.core.lessons.precision import PRECISION_LESSONS, layernorm_overflow
+from playground.core.settings.settings import StepConfig, defaults
+from playground.core.step.report import run_report
 from playground.ui.examples import LESSONS
 
 RUN_TIMEOUT_MS = 3 * TIMEOUT_MS  # a lesson's first run compiles its programs

@@ -22,7 +22,7 @@ import pytest
 
 from app_server import REPO_ROOT
 from http_calls import call
-from playground.core.settings import defaults
+from playground.core.settings.settings import defaults
 from playground.ui.arguments import STEP
 
 FILE_META = {"_type": "gradio.FileData"}

@@ -25,7 +25,7 @@ from test_browser import ARTIFACTS, TIMEOUT_MS, _expected
 
 from browser_waits import headline, wait_for_headline, wait_for_notice_or_headline, wait_in_view
 from playground import StepConfig, run_report
-from playground.core.settings import ConfigError, check_setting, defaults, settings
+from playground.core.settings.settings import ConfigError, check_setting, defaults, settings
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
 from playground.ui.examples import LESSONS, caption_text

@@ -40,7 +40,7 @@ from http_calls import (
     send_body,
     visitor,
 )
-from playground.core.settings import StepConfig
+from playground.core.settings.settings import StepConfig
 from playground.ui.upload_guard import MAX_BODY_BYTES
 
 HEAVY_REFUSAL = "one heavy run at a time"

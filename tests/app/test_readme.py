@@ -79,7 +79,7 @@ def test_readme_precision_claims_hold_on_this_backend():
     import numpy as np
 
     from playground import StepConfig, run_report
-    from playground.core.settings import settings
+    from playground.core.settings.settings import settings
 
     # float16: a value at or below 2^-25 (about 2.98e-8) rounds to zero, one just above does not.
     assert "2^-25 (about 2.98e-8" in README
@@ -178,7 +178,7 @@ def test_readme_inspector_examples_hold():
     through float32 first it becomes inf; 0x3c00:float16 is 1."""
     import numpy as np
 
-    from playground.core.inspector import bit_view
+    from playground.core.inspector.inspector import bit_view
 
     text = _flat(README)
     assert "65519.99998 is 65504 in float16" in text and "(65520) would tie up to inf" in text
@@ -192,10 +192,10 @@ def test_readme_inspector_examples_hold():
 
 
 def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
-    from playground.core import block_formats as blocks
-    from playground.core.op_policy import PRESETS, TORCH_VERSION
-    from playground.core.precision_lessons import PRECISION_LESSONS
-    from playground.core.settings import StepConfig, settings
+    from playground.core.lessons.precision import PRECISION_LESSONS
+    from playground.core.model.op_policy import PRESETS, TORCH_VERSION
+    from playground.core.recipes import block_formats as blocks
+    from playground.core.settings.settings import StepConfig, settings
     from playground.sections.dynamics.pins import MAX_PINS
     from playground.views.export_text import MAX_SCRIPT_BYTES
 
@@ -278,7 +278,7 @@ def test_readme_input_orders_are_the_endpoints_signatures():
 
 def test_readme_json_keys_are_in_the_summaries():
     from playground import StepConfig, run_report
-    from playground.core.train import run_dynamics
+    from playground.core.runs.train import run_dynamics
     from playground.sections.dynamics.summary import dynamics_summary
     from playground.sections.step.summary import summarize
 
@@ -308,7 +308,7 @@ def test_readme_json_keys_are_in_the_summaries():
 def test_readme_element_ids_are_the_pages():
     """Every `#id` the README names is an elem_id the page sets: a literal, an indexed one
     (`<i>` for ``{index}``) or a control's field name."""
-    from playground.core.settings import settings
+    from playground.core.settings.settings import settings
     from playground.sections.step.notes import NOTES, note_id
 
     source = "\n".join(path.read_text() for path in (ROOT / "playground" / "ui").rglob("*.py"))
@@ -323,8 +323,8 @@ def test_readme_element_ids_are_the_pages():
 def test_readme_first_call_caps_are_the_cost_models():
     """The 'Running it in public' table's training steps (the warm cap: a compile caps
     nothing) and the compile seconds that make a /step large work are the cost model's."""
-    from playground.core import compile_cost
-    from playground.core.settings import StepConfig
+    from playground.core.settings import compile_cost
+    from playground.core.settings.settings import StepConfig
 
     text = _flat(README)
     said = re.search(

@@ -25,7 +25,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from http_calls import FIELDS, call
-from playground.core.settings import StepConfig, defaults
+from playground.core.settings.settings import StepConfig, defaults
 from playground.ui.fair_use import HEAVY_REFUSAL
 
 FILE_META = {"_type": "gradio.FileData"}

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from playground import StepConfig, run_report
-from playground.core.settings import ConfigError
-from playground.core.user_data import UserData, parse_csv
+from playground.core.data.user_data import UserData, parse_csv
+from playground.core.settings.settings import ConfigError
 
 ROWS = np.random.default_rng(7).standard_normal((40, 6)).round(5)
 
@@ -169,7 +169,7 @@ def test_a_path_outside_the_upload_folder_is_refused(app_url):
 
     import httpx
 
-    from playground.core.settings import defaults
+    from playground.core.settings.settings import defaults
     from playground.ui.arguments import STEP
 
     payload = {"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}
@@ -206,7 +206,7 @@ def _payload(path: Path, name: str | None = None) -> dict:
 
 
 def test_an_upload_refused_for_its_size_is_deleted():
-    from playground.core.user_data import MAX_BYTES
+    from playground.core.data.user_data import MAX_BYTES
     from playground.ui.uploads import admit
 
     path = _recorded_upload("192.0.2.1", "large.csv", b"1,2\n" * (MAX_BYTES // 4 + 1))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from playground import StepConfig, run_report
-from playground.core.compiled import freeze
-from playground.core.user_data import UserData
+from playground.core.data.user_data import UserData
+from playground.core.frozen import freeze
 
 LABELS = [2, 0, 1, 2, 1, 0, 0, 2]
 
@@ -29,9 +29,7 @@ def test_a_class_column_upload_runs_a_classification_step_and_names_a_bad_class(
     from gradio_client.exceptions import AppError
 
     upload = handle_file(_write(tmp_path / "classes.csv", LABELS))
-    _, summary, *_ = client.predict(
-        d_out=3, task="classification", data=upload, api_name="/step"
-    )
+    _, summary, *_ = client.predict(d_out=3, task="classification", data=upload, api_name="/step")
     assert summary["config"]["task"] == "classification"
     assert (summary["config"]["n"], summary["config"]["d_in"]) == (8, 2)
     assert summary["operations"]["rows"][-1]["operation"] == "softmax cross-entropy"

@@ -10,7 +10,7 @@ import pytest
 
 from browser_waits import headline, wait_for_headline
 from playground import StepConfig, run_report
-from playground.core.settings import ConfigError, check_setting, defaults, settings
+from playground.core.settings.settings import ConfigError, check_setting, defaults, settings
 from playground.ui.url_state import WRITE_DELAY_MS, read_query
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"

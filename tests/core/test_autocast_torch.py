@@ -14,12 +14,12 @@ F = torch.nn.functional
 
 from traced_step import traced_step  # noqa: E402
 
-from playground.core.data import make_batch  # noqa: E402
-from playground.core.models import build_model  # noqa: E402
-from playground.core.op_policy import TORCH_AUTOCAST, TORCH_VERSION  # noqa: E402
-from playground.core.optimizers import build_optimizer  # noqa: E402
-from playground.core.policy import Policy  # noqa: E402
-from playground.core.settings import StepConfig  # noqa: E402
+from playground.core.data.synthetic import make_batch  # noqa: E402
+from playground.core.model.models import build_model  # noqa: E402
+from playground.core.model.op_policy import TORCH_AUTOCAST, TORCH_VERSION  # noqa: E402
+from playground.core.model.optimizers import build_optimizer  # noqa: E402
+from playground.core.settings.settings import StepConfig  # noqa: E402
+from playground.core.step.policy import Policy  # noqa: E402
 
 LOW = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 WEIGHT = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))

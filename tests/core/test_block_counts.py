@@ -12,10 +12,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from playground.core.block_formats import FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
-from playground.core.block_report import block_report
-from playground.core.block_stats import per_tensor_float8_stats, recipe_operand_stats
-from playground.core.policy import recipe
+from playground.core.recipes.block_formats import FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
+from playground.core.recipes.block_report import block_report
+from playground.core.recipes.block_stats import per_tensor_float8_stats, recipe_operand_stats
+from playground.core.recipes.registry import recipe
 
 FORMATS = {NVFP4: ml_dtypes.float4_e2m1fn}  # E4M3 elsewhere
 # The tiles each recipe quantizes x (input) and the kernel with in the forward matmul.

@@ -15,8 +15,8 @@ import pytest
 import scipy.linalg
 from flax import nnx
 
-from playground.core.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
-from playground.core.block_matmul import (
+from playground.core.recipes.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
+from playground.core.recipes.block_matmul import (
     SIGNS,
     block_dot_general,
     block_matmul,
@@ -96,7 +96,7 @@ def padded(values: np.ndarray, tile) -> np.ndarray:
 
 
 def reference_matmul(x, w, g, recipe, key, hadamard):
-    """(out, d_x, d_w) by the rule of ``core.block_matmul``, in numpy."""
+    """(out, d_x, d_w) by the rule of ``core.recipes.block_matmul``, in numpy."""
     key = gradient_key(key, jnp.asarray(g))  # the backward's draws: an input of the rule
     n, k = x.shape
     m = w.shape[1]

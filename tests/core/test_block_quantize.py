@@ -28,7 +28,7 @@ import pytest
 import scipy.linalg
 from jax._src.cudnn.scaled_matmul_stablehlo import quantize as jax_quantize
 
-from playground.core.block_formats import (
+from playground.core.recipes.block_formats import (
     FP8_BLOCK,
     MXFP8,
     MXFP8_OCP,
@@ -36,14 +36,14 @@ from playground.core.block_formats import (
     e8m0_exponent,
     element_facts,
 )
-from playground.core.block_quantize import (
+from playground.core.recipes.block_quantize import (
     hadamard_matrix,
     last_block_size,
     random_hadamard,
     round_to_nearest,
     stochastic_round,
 )
-from playground.core.block_quantize import quantize as quantize_eagerly
+from playground.core.recipes.block_quantize import quantize as quantize_eagerly
 
 # One compiled program per case, rather than one per operation run eagerly.
 quantize = jax.jit(quantize_eagerly, static_argnums=(1, 2))

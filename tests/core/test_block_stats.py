@@ -14,21 +14,21 @@ import pytest
 from block_reference import relative_error, row_errors
 from test_block_matmul import reference_quantize
 
-from playground.core import report as report_module
-from playground.core.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
-from playground.core.block_outliers import add_outliers, outlier_count, outlier_lesson
-from playground.core.block_stats import (
+from playground.core.data.synthetic import make_batch
+from playground.core.model.models import initial_state
+from playground.core.recipes.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
+from playground.core.recipes.block_outliers import add_outliers, outlier_count, outlier_lesson
+from playground.core.recipes.block_stats import (
     per_tensor_float8_stats,
     recipe_comparison,
     recipe_operand_stats,
     row_norms,
 )
-from playground.core.data import make_batch
-from playground.core.models import initial_state
-from playground.core.operations_report import step_operations
-from playground.core.policy import policy_for
-from playground.core.report import run_report
-from playground.core.settings import StepConfig
+from playground.core.settings.settings import StepConfig
+from playground.core.step import report as report_module
+from playground.core.step.operations_report import step_operations
+from playground.core.step.policy import policy_for
+from playground.core.step.report import run_report
 
 E4M3 = ml_dtypes.float8_e4m3fn
 SMALLEST_NORMAL_E4M3 = float(ml_dtypes.finfo(E4M3).smallest_normal)

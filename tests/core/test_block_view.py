@@ -8,8 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from playground.core.block_formats import MXFP8, MXFP8_OCP, NVFP4
-from playground.core.block_view import MAX_VALUES, block_view
+from playground.core.recipes.block_formats import MXFP8, MXFP8_OCP, NVFP4
+from playground.core.recipes.block_view import MAX_VALUES, block_view
 
 E4M3, E2M1 = ml_dtypes.float8_e4m3fn, ml_dtypes.float4_e2m1fn
 

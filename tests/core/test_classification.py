@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from playground.core.data import class_targets, make_batch
-from playground.core.report import run_report
-from playground.core.settings import ConfigError, StepConfig
+from playground.core.data.synthetic import class_targets, make_batch
+from playground.core.settings.settings import ConfigError, StepConfig
+from playground.core.step.report import run_report
 
 
 def test_labels_are_the_teachers_class_drawn_from_the_data_seed():

@@ -1,4 +1,4 @@
-"""Compiled programs on disk (``playground.core.compile_cache``): saved, bounded, read back."""
+"""Compiled programs on disk (``playground.core.step.compile_cache``): saved, bounded, read back."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pathlib
 import subprocess
 import sys
 
-from playground.core import compile_cache
+from playground.core.step import compile_cache
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # A fresh process compiles a program of the table, forgets it (as an evicted program), and runs
@@ -16,7 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = """
 import json, sys
 import jax, numpy as np
-from playground.core import compile_cache, compiled
+from playground.core.step import compile_cache
+from playground.core.step import compiled
 hits = []
 jax.monitoring.register_event_listener(
     lambda event, **kw: hits.append(event) if event.endswith("cache_hits") else None

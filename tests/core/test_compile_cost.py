@@ -1,4 +1,4 @@
-"""The first call's compile in the cost model (``playground.core.compile_cost``), by hand.
+"""The first call's compile in the cost model (``playground.core.settings.compile_cost``), by hand.
 
 Each expected price is written out here from the module's measured constants (seconds per
 endpoint and dense layer, the recipe's factor, each endpoint's rate). The rule checked: a
@@ -16,11 +16,11 @@ import itertools
 import pytest
 from cost_by_hand import compile_work_by_hand, seconds_by_hand
 
-from playground.core import compile_cost as cc
-from playground.core.models import MODELS
-from playground.core.policy import COMPUTE_DTYPES, recipe
-from playground.core.settings import StepConfig, defaults, settings
-from playground.core.sweep import check_sweep_work, sweep_exponents
+from playground.core.model.models import MODELS
+from playground.core.recipes.registry import COMPUTE_DTYPES, recipe
+from playground.core.runs.sweep import check_sweep_work, sweep_exponents
+from playground.core.settings import compile_cost as cc
+from playground.core.settings.settings import StepConfig, defaults, settings
 
 MIB = 1024 * 1024
 

@@ -1,4 +1,4 @@
-"""The table of compiled programs (``playground.core.compiled``): least recently used out, alone."""
+"""The table of compiled programs (``core.step.compiled``): least recently used out, alone."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 import pytest
 
-from playground.core import compiled
+from playground.core.step import compiled
 
 
 @compiled.program(static_argnames=("power",))

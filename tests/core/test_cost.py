@@ -1,4 +1,4 @@
-"""The cost model (``playground.core.cost``) against counts written out here by hand.
+"""The cost model (``playground.core.settings.cost``) against counts written out here by hand.
 
 Each expected number is counted from the layers' shapes in the test itself (kernel a x b plus
 bias b per dense layer; N multiply-adds per kernel entry and pass; two passes a step), never
@@ -15,11 +15,11 @@ import jax.numpy as jnp
 import pytest
 from cost_by_hand import run_steps_by_hand
 
-from playground.core import cost
-from playground.core.models import ModelChoice
-from playground.core.optimizers import OPTIMIZERS, build_optimizer
-from playground.core.policy import COMPUTE_DTYPES, recipe
-from playground.core.settings import ConfigError, StepConfig
+from playground.core.model.models import ModelChoice
+from playground.core.model.optimizers import OPTIMIZERS, build_optimizer
+from playground.core.recipes.registry import COMPUTE_DTYPES, recipe
+from playground.core.settings import cost
+from playground.core.settings.settings import ConfigError, StepConfig
 
 LARGEST_LINEAR = {"n": 4096, "d_in": 1024, "d_out": 1024}
 WIDE_MLP = {"model": "mlp", "hidden_width": 1024}

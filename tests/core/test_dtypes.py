@@ -1,4 +1,4 @@
-"""Tests for playground.core.dtypes: every expectation comes from the format definitions or JAX.
+"""Tests for core.formats.dtypes: every expectation comes from the format definitions or JAX.
 
 The published bit widths (``reference.WIDTHS``: IEEE 754 binary32 and binary16, Google's
 bfloat16, the OCP FP8 formats) are the only facts typed in; the limits are derived from them,
@@ -10,7 +10,13 @@ import math
 import numpy as np
 import pytest
 
-from playground.core.dtypes import CLASSES, DTYPES, classify, dtype_facts, log2_magnitude_bands
+from playground.core.formats.dtypes import (
+    CLASSES,
+    DTYPES,
+    classify,
+    dtype_facts,
+    log2_magnitude_bands,
+)
 from reference import FINITE_ONLY, WIDTHS
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import reference
-from playground.core.data import make_batch
-from playground.core.dtypes import cast, dtype_facts, saturating_cast
-from playground.core.float8 import (
+from playground.core.data.synthetic import make_batch
+from playground.core.formats.dtypes import cast, dtype_facts, saturating_cast
+from playground.core.recipes.float8 import (
     ROLE_FORMATS,
     ROLES,
     STATS,
@@ -27,9 +27,9 @@ from playground.core.float8 import (
     quantize,
     scale_from_amax,
 )
-from playground.core.policy import COMPUTE_DTYPES, recipe
-from playground.core.report import run_report
-from playground.core.settings import StepConfig
+from playground.core.recipes.registry import COMPUTE_DTYPES, recipe
+from playground.core.settings.settings import StepConfig
+from playground.core.step.report import run_report
 
 
 def _fresh_meta() -> jax.Array:

@@ -1,4 +1,4 @@
-"""Tests for playground.core.inspector (the number inspector): each value's stored bits and
+"""Tests for core.inspector.inspector (the number inspector): each value's stored bits and
 errors in every dtype, checked against the format definitions, against ml_dtypes' casts from
 float64 where those are exact (values a float32 holds: ml_dtypes 0.6 casts through float32), and
 against a rounding written here by enumerating each format's values.
@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from playground.core.dtypes import DTYPES, FORMATS
-from playground.core.inspector import PRESETS, bit_view, inspect_number
-from playground.core.typed_number import read_number
+from playground.core.formats.dtypes import DTYPES, FORMATS
+from playground.core.inspector.inspector import PRESETS, bit_view, inspect_number
+from playground.core.inspector.typed_number import read_number
 from reference import FINITE_ONLY, WIDTHS
 
 

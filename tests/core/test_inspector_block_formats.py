@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from playground.core.inspector import PRESETS, bit_view, inspect_number
-from playground.core.typed_number import read_number
+from playground.core.inspector.inspector import PRESETS, bit_view, inspect_number
+from playground.core.inspector.typed_number import read_number
 
 E2M1, E8M0 = "float4_e2m1fn", "float8_e8m0fnu"
 PEERS = {E2M1: ml_dtypes.float4_e2m1fn, E8M0: ml_dtypes.float8_e8m0fnu}
@@ -78,8 +78,16 @@ def test_a_typed_fraction_rounds_once_to_the_nearest_value(numerator, power, dty
 
 @pytest.mark.parametrize(
     ("text", "dtype", "expected"),
-    [("0.25", E2M1, 0.0), ("1.25", E2M1, 1.0), ("1.75", E2M1, 2.0), ("5", E2M1, 4.0),
-     ("3", E8M0, 4.0), ("1.5", E8M0, 2.0), ("6", E8M0, 8.0), ("0.375", E8M0, 0.5)],
+    [
+        ("0.25", E2M1, 0.0),
+        ("1.25", E2M1, 1.0),
+        ("1.75", E2M1, 2.0),
+        ("5", E2M1, 4.0),
+        ("3", E8M0, 4.0),
+        ("1.5", E8M0, 2.0),
+        ("6", E8M0, 8.0),
+        ("0.375", E8M0, 0.5),
+    ],
 )
 def test_ties(text, dtype, expected):
     assert bit_view(text, dtype).stored == expected == _nearest(read_number(text).magnitude, dtype)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from stated_figures import states_loss, stopped
 
-from playground.core.loss_figures import final_loss, loss_path, loss_ratio, update_share
-from playground.core.loss_figures import stopped as code_stopped
+from playground.core.lessons.loss_figures import final_loss, loss_path, loss_ratio, update_share
+from playground.core.lessons.loss_figures import stopped as code_stopped
 
 STEPS = np.arange(151, dtype=np.float64)
 # float32 at its floor: it converges by step 60 and then moves only in its last digits.

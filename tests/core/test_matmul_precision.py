@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from playground import StepConfig, float32_step, run_dynamics, run_report, run_sweep
-from playground.core import report, sweep, train
-from playground.core.data import make_batch
+from playground.core.data.synthetic import make_batch
+from playground.core.runs import sweep, train
+from playground.core.step import report
 
 DOT = re.compile(
     r"stablehlo\.dot_general .*?precision = \[(\w+), (\w+)\].*?: "

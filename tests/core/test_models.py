@@ -20,8 +20,8 @@ from playground import (
     run_report,
     summarize,
 )
-from playground.core.models import MODELS, ModelChoice, param_shapes
-from playground.core.settings import settings
+from playground.core.model.models import MODELS, ModelChoice, param_shapes
+from playground.core.settings.settings import settings
 
 # A 4-hidden-layer tanh MLP on tiny float16 data: the gradients shrink as they flow back.
 DEEP_FLOAT16 = StepConfig(

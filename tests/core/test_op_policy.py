@@ -13,21 +13,21 @@ import pytest
 from flax import nnx
 from traced_step import UNOPTIMIZED
 
-from playground.core.data import make_batch
-from playground.core.loss_scale import StaticLossScale
-from playground.core.models import MODELS, ModelChoice, build_model
-from playground.core.op_policy import KINDS, PRESETS, preset, tap
-from playground.core.operations_report import (
+from playground.core.data.synthetic import make_batch
+from playground.core.model.models import MODELS, ModelChoice, build_model
+from playground.core.model.op_policy import KINDS, PRESETS, preset, tap
+from playground.core.model.optimizers import build_optimizer
+from playground.core.settings.settings import StepConfig
+from playground.core.step.loss_scale import StaticLossScale
+from playground.core.step.operations_report import (
     LOSS_SCALE_OPERATION,
     OperationReport,
     first_nonfinite,
     step_operations,
 )
-from playground.core.optimizers import build_optimizer
-from playground.core.policy import Policy
-from playground.core.report import run_report
-from playground.core.settings import StepConfig
-from playground.core.step import step_trace
+from playground.core.step.policy import Policy
+from playground.core.step.report import run_report
+from playground.core.step.step import step_trace
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from playground.core import cost
-from playground.core.models import ModelChoice, param_shapes
-from playground.core.settings import StepConfig
+from playground.core.model.models import ModelChoice, param_shapes
+from playground.core.settings import cost
+from playground.core.settings.settings import StepConfig
 
 MLP = {"n": 100, "d_in": 10, "d_out": 5, "model": "mlp", "hidden_layers": 2, "hidden_width": 20}
 

@@ -17,20 +17,12 @@ import pytest
 from flax import nnx
 
 import reference
-from playground.core import compiled as compiled_programs
-from playground.core.float8 import AmaxHistory
-from playground.core.policy import (
-    COMPUTE_DTYPES,
-    EXERCISE,
-    FLOAT32_TWIN,
-    RECIPES,
-    Policy,
-    policy_for,
-    recipe,
-    recipe_summaries,
-)
-from playground.core.report import _both_steps, run_report
-from playground.core.settings import StepConfig
+from playground.core.recipes.float8 import AmaxHistory
+from playground.core.recipes.registry import COMPUTE_DTYPES, RECIPES, recipe, recipe_summaries
+from playground.core.settings.settings import StepConfig
+from playground.core.step import compiled as compiled_programs
+from playground.core.step.policy import EXERCISE, FLOAT32_TWIN, Policy, policy_for
+from playground.core.step.report import _both_steps, run_report
 
 WIDTH = 16
 # Every format a recipe may name, as numpy types (ml_dtypes for the ones numpy lacks).

@@ -6,15 +6,15 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from playground.core.data import make_batch
-from playground.core.precision_lessons import (
+from playground.core.data.synthetic import make_batch
+from playground.core.lessons.precision import (
     PRECISION_LESSONS,
     classification_rounding,
     layernorm_overflow,
     loss_steps,
     step_loss_curve,
 )
-from playground.core.report import run_report
+from playground.core.step.report import run_report
 
 LESSONS = {lesson.claim_on: lesson for lesson in PRECISION_LESSONS}
 
@@ -47,6 +47,7 @@ def test_the_classification_lesson_holds_on_its_logits():
     assert claim.holds, claim.condition
     low = report.mixed_initial_loss_in_compute_dtype
     high = report.mixed_initial_loss_in_float32
+
     # The float32 loss of the logits, recomputed here in float64 from bfloat16-rounded operands.
     def bf16(values):
         return np.asarray(values, np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)

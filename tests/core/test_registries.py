@@ -24,9 +24,8 @@ from test_block_matmul import reference_quantize
 from traced_step import PARAM_FIELDS, traced_step
 
 import reference
-from playground.core.block_formats import BLOCK_RECIPES
-from playground.core.losses import TASKS
-from playground.core.models import (
+from playground.core.model.losses import TASKS
+from playground.core.model.models import (
     ACTIVATIONS,
     MODELS,
     NORMS,
@@ -34,9 +33,11 @@ from playground.core.models import (
     build_model,
     param_shapes,
 )
-from playground.core.op_policy import PRESETS
-from playground.core.optimizers import OPTIMIZERS, build_optimizer
-from playground.core.policy import FLOAT32_TWIN, RECIPES, Policy
+from playground.core.model.op_policy import PRESETS
+from playground.core.model.optimizers import OPTIMIZERS, build_optimizer
+from playground.core.recipes.block_formats import BLOCK_RECIPES
+from playground.core.recipes.registry import RECIPES
+from playground.core.step.policy import FLOAT32_TWIN, Policy
 
 LR, LOSS_SCALE, SEED = 0.1, 256.0, 3
 SHAPE = (32, 8, 4)

@@ -7,9 +7,9 @@ import pytest
 
 import reference
 from playground import StepConfig, float32_step, make_batch, mixed_precision_step, run_report
-from playground.core import compiled
-from playground.core.report import _both_steps
-from playground.core.settings import LOSS_SCALE_MAX, SEED_MAX
+from playground.core.settings.settings import LOSS_SCALE_MAX, SEED_MAX
+from playground.core.step import compiled
+from playground.core.step.report import _both_steps
 from playground.sections.step.summary import summarize
 
 SMALL = StepConfig(n=32, d_in=8, d_out=4, lr=0.1, loss_scale=1024.0)

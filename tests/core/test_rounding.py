@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from playground.core.rounding import apply_rounded, init_state, kahan_add, stochastic_round
+from playground.core.formats.rounding import apply_rounded, init_state, kahan_add, stochastic_round
 
 BFLOAT16 = ml_dtypes.bfloat16
 SIGMAS = 5

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from playground.core.settings import (
+from playground.core.settings.settings import (
     FLOAT32_MAX,
     SEED_MAX,
     ConfigError,

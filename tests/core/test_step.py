@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 import reference
 from playground import ConfigError, float32_step, mixed_precision_step
-from playground.core.policy import EXERCISE
-from playground.core.step import exercise_trace as step_trace
-from playground.core.step import low_precision_loss
+from playground.core.step.policy import EXERCISE
+from playground.core.step.step import exercise_trace as step_trace
+from playground.core.step.step import low_precision_loss
 
 BF16_EPS = float(jnp.finfo(jnp.bfloat16).eps)
 

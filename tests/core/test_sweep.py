@@ -3,9 +3,9 @@ import math
 import numpy as np
 
 from playground import StepConfig, run_report
-from playground.core.dtypes import dtype_facts
-from playground.core.settings import LOSS_SCALE_MAX
-from playground.core.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+from playground.core.formats.dtypes import dtype_facts
+from playground.core.runs.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+from playground.core.settings.settings import LOSS_SCALE_MAX
 from scenarios import TINY_FLOAT16
 
 

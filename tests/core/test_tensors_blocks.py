@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from playground.core.policy import RECIPES
+from playground.core.recipes.registry import RECIPES
 from playground.core.tensors.blocks import SLICE_ROWS, SLICES, block_shares
 
 BLOCK_RECIPES = {name: entry.block for name, entry in RECIPES.items() if entry.block is not None}

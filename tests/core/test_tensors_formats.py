@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from playground.core.caps import LOSS_SCALE_MAX, LOSS_SCALE_MIN
-from playground.core.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES
+from playground.core.formats.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES
 from playground.core.tensors.formats import cast_shares, magnitudes, scale_window
 
 FORMATS = DTYPES + BLOCK_ELEMENT_FORMATS

@@ -4,8 +4,8 @@ from cost_by_hand import run_steps_by_hand
 
 import reference
 from playground import ConfigError, StepConfig, make_batch
-from playground.core.compiled import compiles
-from playground.core.train import _three_runs, run_dynamics
+from playground.core.runs.train import _three_runs, run_dynamics
+from playground.core.step.compiled import compiles
 
 WELL_SCALED = StepConfig(n=64, d_in=16, d_out=4, lr=0.1)
 
@@ -103,8 +103,8 @@ def test_steps_are_one_compiled_call_reused_across_rates_and_scales():
 
 def test_work_cap_scales_the_step_limit_with_the_shape():
     largest = StepConfig(n=4096, d_in=1024, d_out=1024)
-    # steps x (N x D_in x D_out + 480 per parameter entry + 2^23) <= 2^35 (core.cost): a few
-    # seconds of training on 2 vCPUs (the run's compile is a one-off and caps nothing).
+    # steps x (N x D_in x D_out + 480 per parameter entry + 2^23) <= 2^35 (core.settings.cost): a
+    # few seconds of training on 2 vCPUs (the run's compile is a one-off and caps nothing).
     medium = 1024 * 256 * 128 + (256 * 128 + 128) * 480 + 2**23
     medium_config = StepConfig(n=1024, d_in=256, d_out=128)
     assert medium_config.max_steps == run_steps_by_hand(medium) >= 250

@@ -10,10 +10,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from playground.core.data import make_batch
-from playground.core.policy import RECIPES
-from playground.core.settings import StepConfig
-from playground.core.train import run_dynamics
+from playground.core.data.synthetic import make_batch
+from playground.core.recipes.registry import RECIPES
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import StepConfig
 from playground.sections.dynamics.summary import dynamics_reading
 
 BLOCK = [name for name, entry in RECIPES.items() if entry.block is not None]

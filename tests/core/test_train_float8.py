@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
 from scenarios import FLOAT8_SPIKES
 
 # Dynamic loss scaling doubles S after every 5 finite steps. The gradient arriving at the

@@ -1,5 +1,5 @@
 """The lost-update meter's two counts: updates zero because their gradient flushed to zero, and
-nonzero updates rounded away when added to the stored weight (playground.core.train)."""
+nonzero updates rounded away when added to the stored weight (playground.core.runs.train)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Tests for playground.core.typed_number: the inspector's text read exactly, or refused naming
+"""Tests for core.inspector.typed_number: the inspector's text read exactly, or refused naming
 the field ``number``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from playground.core.bounds import ConfigError
-from playground.core.typed_number import MAX_LENGTH, bits_text, read_number
+from playground.core.inspector.typed_number import MAX_LENGTH, bits_text, read_number
 
 
 @pytest.mark.parametrize(

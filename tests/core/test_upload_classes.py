@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from playground import StepConfig, run_report
-from playground.core.settings import ConfigError
-from playground.core.user_data import parse_csv
+from playground.core.data.user_data import parse_csv
+from playground.core.settings.settings import ConfigError
 
 RNG = np.random.default_rng(11)
 INPUTS = RNG.standard_normal((30, 3)).round(4)
@@ -18,8 +18,10 @@ LABELS = RNG.integers(0, 4, 30)
 
 def _csv(labels, header: str | None = "a,y,c,label") -> bytes:
     """INPUTS beside ``labels`` (cells as written), with ``header`` (or none)."""
-    rows = [",".join([*(repr(float(v)) for v in row), str(label)]) for row, label in
-            zip(INPUTS, labels, strict=True)]
+    rows = [
+        ",".join([*(repr(float(v)) for v in row), str(label)])
+        for row, label in zip(INPUTS, labels, strict=True)
+    ]
     return "\n".join(([header] if header else []) + rows).encode() + b"\n"
 
 

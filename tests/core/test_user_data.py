@@ -8,8 +8,8 @@ import csv
 import numpy as np
 import pytest
 
-from playground.core.settings import ConfigError
-from playground.core.user_data import parse_csv
+from playground.core.data.user_data import parse_csv
+from playground.core.settings.settings import ConfigError
 
 
 @pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
@@ -95,7 +95,7 @@ def test_a_d_out_that_leaves_no_input_column_takes_the_last_column_alone(d_out):
 
 
 def test_fit_takes_n_d_in_and_d_out_from_the_data():
-    from playground.core.settings import StepConfig
+    from playground.core.settings.settings import StepConfig
 
     data = parse_csv(_text(["a", "b", "y1", "c", "y2"], TABLE), d_out=16)
     fitted = data.fit(StepConfig())  # the defaults: N = 256, D_in = 64, D_out = 16
@@ -104,7 +104,7 @@ def test_fit_takes_n_d_in_and_d_out_from_the_data():
 
 
 def test_caps_are_still_refused_naming_the_field():
-    from playground.core.settings import settings
+    from playground.core.settings.settings import settings
 
     max_in, max_out = int(settings()["d_in"].high), int(settings()["d_out"].high)
     wide = np.ones((2, max_in + 2))

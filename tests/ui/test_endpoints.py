@@ -11,9 +11,9 @@ import pytest
 from gradio.components.plot import PlotData
 
 from playground import StepConfig, run_report
-from playground.core.dtypes import dtype_facts
-from playground.core.policy import recipe
-from playground.core.settings import defaults
+from playground.core.formats.dtypes import dtype_facts
+from playground.core.recipes.registry import recipe
+from playground.core.settings.settings import defaults
 from playground.ui.arguments import STEP
 from playground.ui.endpoints import FIGURE_LABELS, run_step
 from playground.ui.examples import EXAMPLES

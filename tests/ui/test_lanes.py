@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 from cost_by_hand import compile_work_by_hand
 
-from playground.core.cost import step_work
-from playground.core.settings import StepConfig
+from playground.core.settings.cost import step_work
+from playground.core.settings.settings import StepConfig
 from playground.ui.launch import LARGE_WORK, event_work
 
 DEEP = {"n": 8, "d_in": 8, "d_out": 4, "model": "mlp", "hidden_layers": 8, "hidden_width": 8}

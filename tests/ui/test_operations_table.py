@@ -9,9 +9,9 @@ import re
 import ml_dtypes
 import numpy as np
 
-from playground.core.data import make_batch
-from playground.core.precision_lessons import PRECISION_LESSONS
-from playground.core.settings import StepConfig
+from playground.core.data.synthetic import make_batch
+from playground.core.lessons.precision import PRECISION_LESSONS
+from playground.core.settings.settings import StepConfig
 from playground.ui import page_events
 from playground.ui.arguments import STEP
 from playground.ui.components import Control

@@ -102,5 +102,3 @@ def test_analytics_are_bounded_unless_the_operator_chose(monkeypatch):
     monkeypatch.setenv("GRADIO_ANALYTICS_MAX_EVENTS", "77")
     queue_records.bound_analytics()
     assert gr.Blocks().queue()._queue.ANALYTICS_MAX_EVENTS == 77
-
-

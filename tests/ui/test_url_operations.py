@@ -3,7 +3,7 @@ rule (a norm only for a model with hidden activations) drops the norm with the c
 
 from __future__ import annotations
 
-from playground.core.settings import settings
+from playground.core.settings.settings import settings
 from playground.ui.url_state import read_query
 
 FIELDS = list(settings())

@@ -9,9 +9,9 @@ import os
 import threading
 from types import SimpleNamespace
 
-from playground.core.models import MODELS
-from playground.core.policy import COMPUTE_DTYPES
-from playground.core.settings import StepConfig
+from playground.core.model.models import MODELS
+from playground.core.recipes.registry import COMPUTE_DTYPES
+from playground.core.settings.settings import StepConfig
 from playground.ui import warm_up
 
 

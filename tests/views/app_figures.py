@@ -14,10 +14,10 @@ import functools
 import numpy as np
 
 from playground import StepConfig, run_report
-from playground.core.policy import COMPUTE_DTYPES
-from playground.core.report import LOG2_HIGH, LOG2_LOW, ActivationReport
-from playground.core.sweep import run_sweep
-from playground.core.train import run_dynamics
+from playground.core.recipes.registry import COMPUTE_DTYPES
+from playground.core.runs.sweep import run_sweep
+from playground.core.runs.train import run_dynamics
+from playground.core.step.report import LOG2_HIGH, LOG2_LOW, ActivationReport
 from playground.sections.dynamics.charts import DYNAMICS_FIGURES
 from playground.sections.lab.charts import activation_histogram, magnitude_histogram, sweep_figure
 from playground.sections.step.charts import FIGURES

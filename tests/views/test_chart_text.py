@@ -77,8 +77,9 @@ def test_every_text_colour_reads_on_its_theme_at_4_5_to_1():
 def test_the_magnitude_axis_is_the_same_for_every_dtype_and_scale():
     ranges = set()
     for dtype, scale in (("bfloat16", 1.0), ("float16", 2.0**15), ("float8", 1.0)):
-        figure = magnitude_histogram(run_report(StepConfig(**SMALL, compute_dtype=dtype,
-                                                           loss_scale=scale)))
+        figure = magnitude_histogram(
+            run_report(StepConfig(**SMALL, compute_dtype=dtype, loss_scale=scale))
+        )
         ranges.add(tuple(figure["layout"]["xaxis"]["range"]))
     assert len(ranges) == 1
     (first, last), (low, high) = ranges.pop(), fixed_binade_span()

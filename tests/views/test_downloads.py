@@ -25,7 +25,7 @@ from playground import (
     summarize,
     sweep_summary,
 )
-from playground.core import cost
+from playground.core.settings import cost
 from playground.views import downloads, file_store
 
 # One compiled program serves every float16 report at this shape: S is traced.

@@ -25,9 +25,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from playground import StepConfig, make_batch, run_report
-from playground.core.settings import FLOAT32_MAX, LOSS_SCALE_MAX, LOSS_SCALE_MIN, ConfigError
-from playground.core.train import run_dynamics
-from playground.core.user_data import UserData, parse_csv
+from playground.core.data.user_data import UserData, parse_csv
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import (
+    FLOAT32_MAX,
+    LOSS_SCALE_MAX,
+    LOSS_SCALE_MIN,
+    ConfigError,
+)
 from playground.views import export, export_text
 from playground.views.export import EXPORTED_FIELDS, export_filename, export_script
 
@@ -507,7 +512,7 @@ def test_a_template_out_of_shape_is_refused(monkeypatch):
 
 def test_the_package_never_imports_the_template():
     """It is read as text: no module of the package imports it (so it can stay a plain script)."""
-    template = "playground.core.export_script"
+    template = "playground.core.export.jax_script"
     for path in (ROOT / "playground").rglob("*.py"):
         package = ".".join(path.relative_to(ROOT).parent.parts)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

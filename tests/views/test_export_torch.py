@@ -22,9 +22,9 @@ import pytest
 from flax import nnx
 
 from playground import StepConfig, run_report
-from playground.core.export_autocast import autocast_new_loss
-from playground.core.settings import ConfigError
-from playground.core.train import run_dynamics
+from playground.core.export.autocast import autocast_new_loss
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import ConfigError
 from playground.views.export import export_filename, export_script
 from playground.views.export_note import FLOAT32_AGREEMENT, agreement_bound, estimate_bound
 from playground.views.export_text import MAX_SCRIPT_BYTES
@@ -269,7 +269,7 @@ def test_the_page_note_s_bounds_hold(name, differences):
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_pytorch_s_step_is_near_the_page_s_autocast_estimate(name, differences):
-    """The note's measured line: core.export_autocast's estimate of PyTorch's loss after the
+    """The note's measured line: core.export.autocast's estimate of PyTorch's loss after the
     step, which PyTorch itself matches within estimate_bound (a quarter of the dtype's eps)."""
     found, dtype = differences[name], CONFIGS[name].compute_dtype
     if not found["page step overflowed"]:

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from playground.core.report import StepReport, run_report
-from playground.core.settings import StepConfig, settings
-from playground.core.train import DynamicsReport, run_dynamics
+from playground.core.runs.train import DynamicsReport, run_dynamics
+from playground.core.settings.settings import StepConfig, settings
+from playground.core.step.report import StepReport, run_report
 
 # The section tab that shows a training run (the page's tab label).
 DYNAMICS_TAB = "Training dynamics"

@@ -20,10 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from playground.core.dtypes import dtype_facts
+from playground.core.formats.dtypes import dtype_facts
 from playground.core.lessons.claim import Claim, DynamicsLesson, checked
-from playground.core.loss_figures import final_loss, loss_path, loss_ratio, stopped, update_share
-from playground.core.train import DynamicsReport
+from playground.core.lessons.loss_figures import (
+    final_loss,
+    loss_path,
+    loss_ratio,
+    stopped,
+    update_share,
+)
+from playground.core.runs.train import DynamicsReport
 
 FLOAT16_STORY = {
     "n": 4096,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from playground.core.dtypes import classify, dtype_facts
+from playground.core.formats.dtypes import classify, dtype_facts
 from playground.core.lessons.blocks import ONE_OUTLIER, outlier_claim
 from playground.core.lessons.claim import Claim, StepLesson, checked
-from playground.core.report import StepReport
+from playground.core.step.report import StepReport
 
 TINY = 2.0**-11  # input and target scale of the tiny-data lessons
 

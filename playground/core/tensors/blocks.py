@@ -3,7 +3,8 @@
 Rule: the tensor is read as float32 (numpy's exact cast) and as rows along its last axis (a
 scalar is 1 x 1, a vector one row), as the matmul of a PyTorch ``nn.Linear`` contracts its
 input and its weight. Each row is cut into the recipe's 1-D blocks (``block`` values, the
-row's last block zero-padded), and every block is quantized by ``core.block_quantize.quantize``
+row's last block zero-padded), and every block is quantized by
+``core.recipes.block_quantize.quantize``
 with the recipe's block scale (and NVFP4's tensor scale, from the whole tensor's amax), rounded
 to nearest (the forward cast: no stochastic rounding, no Hadamard rotation). Over the tensor's
 finite nonzero entries, as for a plain cast (``core.tensors.formats``)::
@@ -33,8 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from playground.core.block_formats import BlockRecipe, element_facts
-from playground.core.block_quantize import quantize
+from playground.core.recipes.block_formats import BlockRecipe, element_facts
+from playground.core.recipes.block_quantize import quantize
 from playground.core.tensors.formats import Shares, rel_error, share
 
 SLICE_ROWS = 16

@@ -18,8 +18,8 @@ formats), over the tensor's finite nonzero entries (``nonzero`` of them)::
                window is [low, high] (None when no S keeps both ends: the tensor's range is
                wider than F's)
 
-The casts are numpy's and ml_dtypes' (``core.dtypes.cast``), on the host: exact, with no flush
-of subnormals (XLA on CPU would flush float32's and bfloat16's). A float64 tensor is cast as
+The casts are numpy's and ml_dtypes' (``core.formats.dtypes.cast``), on the host: exact, with no
+flush of subnormals (XLA on CPU would flush float32's and bfloat16's). A float64 tensor is cast as
 ml_dtypes casts it, which rounds through float32 first for the narrow formats (a second
 rounding only on a tie of float32's rounding).
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from playground.core.caps import LOSS_SCALE_MAX, LOSS_SCALE_MIN
-from playground.core.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES, cast, dtype_facts
+from playground.core.formats.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES, cast, dtype_facts
 
 VALUE_FORMATS = DTYPES + BLOCK_ELEMENT_FORMATS
 LOSS_SCALE_EXPONENTS = range(

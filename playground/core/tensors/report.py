@@ -27,8 +27,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from playground.core.block_formats import BlockRecipe
-from playground.core.policy import RECIPES
+from playground.core.recipes.block_formats import BlockRecipe
+from playground.core.recipes.registry import RECIPES
 from playground.core.tensors.blocks import block_shares
 from playground.core.tensors.formats import (
     VALUE_FORMATS,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.train import DynamicsReport
+from playground.core.runs.train import DynamicsReport
 from playground.sections.dynamics.curves import RunCurves, as_curves
 from playground.sections.dynamics.overlay import nan_traces, overlay
 from playground.sections.dynamics.pins import same_curve

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.policy import recipe
-from playground.core.train import DynamicsReport
+from playground.core.recipes.registry import recipe
+from playground.core.runs.train import DynamicsReport
 
 SYNTHETIC = "synthetic"
 

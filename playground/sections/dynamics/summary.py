@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.loss_figures import final_loss, loss_path, loss_ratio, update_share
-from playground.core.policy import recipe
-from playground.core.train import DynamicsReport
+from playground.core.lessons.loss_figures import final_loss, loss_path, loss_ratio, update_share
+from playground.core.recipes.registry import recipe
+from playground.core.runs.train import DynamicsReport
 from playground.views.numbers import json_number
 
 # The pure run's rounding by name, and how it stores p + update, as the reading says them.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from playground.core.train import DynamicsReport
+from playground.core.runs.train import DynamicsReport
 from playground.sections.dynamics.charts import (
     dynamics_loss_figure,
     lost_update_figure,

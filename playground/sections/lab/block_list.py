@@ -2,7 +2,7 @@
 
 Rule: the list (numbers separated by commas, each read as the inspector reads one, at most
 ``block_view.MAX_VALUES``) is one row quantized by each recipe of LIST_RECIPES
-(``core.block_view``: blocks of the recipe's 1-D size, round to nearest, the last block
+(``core.recipes.block_view``: blocks of the recipe's 1-D size, round to nearest, the last block
 zero-padded). Above the table, per recipe, its formats, each block's scale (and its power of two
 when the scale is one) and NVFP4's float32 tensor scale; in the table (HTML), per typed value, each
 recipe's stored value (element x block scale x tensor scale) and what became of it (kept,
@@ -14,10 +14,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from playground.core.block_view import MAX_VALUES, block_view
 from playground.core.bounds import ConfigError, shown
-from playground.core.policy import recipe
-from playground.core.typed_number import read_number
+from playground.core.inspector.typed_number import read_number
+from playground.core.recipes.block_view import MAX_VALUES, block_view
+from playground.core.recipes.registry import recipe
 
 LIST_RECIPES = ("mxfp8", "nvfp4")
 DEFAULT_LIST = "0.001, 0.02, 0.3, 1, 5, 40, 1000"

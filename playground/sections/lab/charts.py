@@ -7,10 +7,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from playground.core.dtypes import log2_magnitude_bands
-from playground.core.policy import RECIPES, recipe
-from playground.core.report import LOG2_LOW, StepReport
-from playground.core.sweep import SweepReport
+from playground.core.formats.dtypes import log2_magnitude_bands
+from playground.core.recipes.registry import RECIPES, recipe
+from playground.core.runs.sweep import SweepReport
+from playground.core.step.report import LOG2_LOW, StepReport
 from playground.sections.lab.notes import activation_note, sweep_gap_notes
 from playground.views.plotly import (
     BAND_COLORS,

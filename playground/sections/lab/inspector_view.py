@@ -19,8 +19,8 @@ from fractions import Fraction
 from typing import Any
 
 from playground.core.bounds import ConfigError
-from playground.core.inspector import BitView, inspect_number
-from playground.core.typed_number import SYNTAX, TypedNumber, read_number
+from playground.core.inspector.inspector import BitView, inspect_number
+from playground.core.inspector.typed_number import SYNTAX, TypedNumber, read_number
 
 # Rows of the table: (name, cell of one format's view). "stored value" is the plain rounding
 # (what astype does); the float8 step saturates instead.

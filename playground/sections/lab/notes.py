@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.dtypes import dtype_facts
-from playground.core.policy import recipe
-from playground.core.step_report import StepReport
-from playground.core.sweep import SweepReport
+from playground.core.formats.dtypes import dtype_facts
+from playground.core.recipes.registry import recipe
+from playground.core.runs.sweep import SweepReport
+from playground.core.step.step_report import StepReport
 from playground.views.plotly import WARNING_TEXT_COLOR, true_runs
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.sweep import SAFE_FACTOR, SweepReport
+from playground.core.runs.sweep import SAFE_FACTOR, SweepReport
 from playground.views.numbers import json_number
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.core.settings import ConfigError, check_setting, settings
+from playground.core.settings.settings import ConfigError, check_setting, settings
 
 RERUN_LABEL = "Sweep again with the current settings"
 

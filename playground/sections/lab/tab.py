@@ -12,16 +12,16 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from playground.core.dtypes import (
+from playground.core.formats.dtypes import (
     BLOCK_ELEMENT_FORMATS,
     BLOCK_SCALE_FORMATS,
     FORMATS,
     dtype_facts,
 )
-from playground.core.inspector import PRESETS, bit_view
-from playground.core.policy import COMPUTE_DTYPES, recipe
-from playground.core.step_report import StepReport
-from playground.core.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
+from playground.core.inspector.inspector import PRESETS, bit_view
+from playground.core.recipes.registry import COMPUTE_DTYPES, recipe
+from playground.core.runs.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
+from playground.core.step.step_report import StepReport
 from playground.sections.lab.charts import (
     SCALED_LABEL,
     activation_histogram,

@@ -1,6 +1,6 @@
 """The block-scaling panel: what a block-scaled recipe did to the first layer's operands.
 
-Rule: everything here is read from ``StepReport.blocks`` (``core.block_report``: the first
+Rule: everything here is read from ``StepReport.blocks`` (``core.recipes.block_report``: the first
 matmul's input x and kernel as the step starts) and ``StepReport.float8`` (every quantized
 tensor's counts); nothing is computed beyond shares, maxima and minima. A report of another
 recipe has no block report: the JSON's ``recipe_comparison`` then holds nulls, the note says
@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.block_report import BlockReport
-from playground.core.block_stats import CLASSES, COMPARISON_KEYS, OperandStats
-from playground.core.policy import RECIPES
-from playground.core.step_report import StepReport
+from playground.core.recipes.block_report import BlockReport
+from playground.core.recipes.block_stats import CLASSES, COMPARISON_KEYS, OperandStats
+from playground.core.recipes.registry import RECIPES
+from playground.core.step.step_report import StepReport
 from playground.views.numbers import json_number
 
 # The tab's label (its id too), and the element a lesson brings into view.
@@ -65,7 +65,7 @@ def _operand(blocks: BlockReport, role: str) -> dict[str, Any]:
 
 def recipe_comparison(report: StepReport) -> dict[str, Any]:
     """The JSON summary's ``recipe_comparison``: the relative errors of the first layer's
-    forward output (``core.block_stats.COMPARISON_KEYS``: ``output_rel_error`` and
+    forward output (``core.recipes.block_stats.COMPARISON_KEYS``: ``output_rel_error`` and
     ``per_tensor_float8_output_rel_error`` in norm, the two medians of the rows' own), and the
     recipe, the kernel its matmuls ran (``kernel``: a sentence, never under a key ``path``,
     which gradio_client would take for a file to download), the last block's size and each
@@ -155,8 +155,8 @@ def _tensor_rows(report: StepReport) -> list[str]:
 
 
 def _error_sentences(recipe: str, comparison: dict[str, float]) -> str:
-    """The comparison's errors (``core.block_stats``' rule), and, when the norm and the typical
-    row rank the two recipes differently, why they can."""
+    """The comparison's errors (``core.recipes.block_stats``' rule), and, when the norm and the
+    typical row rank the two recipes differently, why they can."""
     norm = (comparison["output_rel_error"], comparison["per_tensor_float8_output_rel_error"])
     row = (comparison["median_row_rel_error"], comparison["per_tensor_float8_median_row_rel_error"])
     text = (

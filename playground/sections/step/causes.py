@@ -15,10 +15,11 @@ import math
 
 import numpy as np
 
-from playground.core.dtypes import dtype_facts, subnormals_flushed_here
-from playground.core.losses import LOSS_NAMES
-from playground.core.policy import policy_for, recipe
-from playground.core.report import ParamReport, StepReport
+from playground.core.formats.dtypes import dtype_facts, subnormals_flushed_here
+from playground.core.model.losses import LOSS_NAMES
+from playground.core.recipes.registry import recipe
+from playground.core.step.policy import policy_for
+from playground.core.step.report import ParamReport, StepReport
 
 CAUSES = (
     "data_overflow",
@@ -30,8 +31,8 @@ CAUSES = (
 
 
 # Why an operation's result is not finite while every earlier one's was: each operation casts its
-# inputs to its kind's dtype on entry (core.op_policy), so a value past that dtype's largest one
-# is a cast operand or its own arithmetic. A layer norm's result is within sqrt(width) of its
+# inputs to its kind's dtype on entry (core.model.op_policy), so a value past that dtype's largest
+# one is a cast operand or its own arithmetic. A layer norm's result is within sqrt(width) of its
 # bias at the step's initial scale 1 when its variance is finite, so its check fails through the
 # variance: the mean of squares E[x^2], whose squares overflow once |x| passes sqrt(max). A loss
 # is named by what it holds in its dtype: the MSE its squared residuals, the max-subtracted

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from playground.core.report import StepReport
+from playground.core.step.report import StepReport
 from playground.views.plotly import (
     COUNT_FORMAT,
     ERROR_COLOR,

@@ -1,6 +1,6 @@
 """A float8 step in words: the recipe, the scaling used, what saturated or flushed.
 
-Rule: every number is read from the report's float8 tensors (``core.float8_report``, whose
+Rule: every number is read from the report's float8 tensors (``core.recipes.float8_report``, whose
 summary hook gives the same tensors as JSON) or from the recipe and dtype registries; a report
 without quantized tensors (another recipe's) has nothing to say here.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from playground.core.dtypes import cast, dtype_facts
-from playground.core.float8_report import Float8Tensor
-from playground.core.policy import recipe
-from playground.core.report import StepReport
+from playground.core.formats.dtypes import cast, dtype_facts
+from playground.core.recipes.float8_report import Float8Tensor
+from playground.core.recipes.registry import recipe
+from playground.core.step.report import StepReport
 from playground.sections.step.blocks import block_sentence
 
 ROLE_NAMES = {"input": "input", "kernel": "weights", "gradient": "gradient"}

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from playground.core.report import ParamReport, StepReport
+from playground.core.step.report import ParamReport, StepReport
 from playground.sections.step.blocks import BLOCK_TAB, block_note
 from playground.sections.step.causes import causes, forward_failure
 from playground.sections.step.charts import shown_params

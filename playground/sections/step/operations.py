@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.core.policy import policy_for
-from playground.core.report import StepReport
+from playground.core.step.policy import policy_for
+from playground.core.step.report import StepReport
 from playground.views.numbers import json_number
 
 HEADER = "| operation | kind | dtype | result | gradient at result | parameter gradients |"

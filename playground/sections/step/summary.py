@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.dtypes import dtype_facts
-from playground.core.policy import recipe, recipe_summaries
-from playground.core.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
+from playground.core.formats.dtypes import dtype_facts
+from playground.core.recipes.registry import recipe, recipe_summaries
+from playground.core.step.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
 from playground.sections.step.blocks import recipe_comparison
 from playground.sections.step.causes import (
     cause_sentence,

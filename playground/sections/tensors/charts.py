@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from playground.core.dtypes import log2_magnitude_bands
-from playground.core.policy import RECIPES
+from playground.core.formats.dtypes import log2_magnitude_bands
+from playground.core.recipes.registry import RECIPES
 from playground.core.tensors.formats import VALUE_FORMATS
 from playground.core.tensors.report import TensorReport
 from playground.sections.lab.charts import FIGURE_HEIGHT, binade_axis

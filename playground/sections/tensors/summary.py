@@ -20,7 +20,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from playground.core.dtypes import dtype_facts
+from playground.core.formats.dtypes import dtype_facts
 from playground.core.tensors.formats import VALUE_FORMATS, Shares
 from playground.core.tensors.report import BLOCK_RECIPES, TensorReport, TensorsReport
 

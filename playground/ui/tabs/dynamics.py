@@ -33,8 +33,8 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.settings import ConfigError, StepConfig, check_setting, settings
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import ConfigError, StepConfig, check_setting, settings
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.dynamics.curves import RunCurves, curves_of, settings_text
 from playground.sections.dynamics.pins import pinned

@@ -19,8 +19,8 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.inspector import PRESETS
-from playground.core.sweep import run_sweep
+from playground.core.inspector.inspector import PRESETS
+from playground.core.runs.sweep import run_sweep
 from playground.sections.lab import block_list, inspector_view, sweep_status
 from playground.sections.lab import tab as lab_tab
 from playground.ui.arguments import STEP, core_errors, validated, validated_data

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from playground.core.settings import StepConfig
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import StepConfig
 from playground.sections.dynamics.charts import dynamics_loss_figure, loss_ticks
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from playground import StepConfig
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
 from playground.sections.dynamics.charts import dynamics_loss_figure, lost_update_figure
 from scenarios import FLOAT8_SPIKES
 

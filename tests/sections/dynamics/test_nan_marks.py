@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from playground import StepConfig
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
 from playground.sections.dynamics.charts import dynamics_loss_figure
 from playground.sections.dynamics.curves import curves_of
 from playground.sections.dynamics.nan_marks import nan_marks, scale_text

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from playground import StepConfig
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
 from playground.sections.dynamics.charts import (
     dynamics_loss_figure,
     lost_update_figure,

@@ -1,6 +1,6 @@
 """The training-dynamics reading (playground.sections.dynamics.summary)."""
 
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
 from playground.sections.dynamics.summary import dynamics_summary
 from scenarios import FLOAT8_SPIKES
 

@@ -16,9 +16,7 @@ from hypothesis import strategies as st
 
 from playground.sections.lab.block_list import DEFAULT_LIST, block_list_view, read_list
 
-E2M1 = sorted(
-    {abs(float(v)) for v in np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn)}
-)
+E2M1 = sorted({abs(float(v)) for v in np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn)})
 
 
 def _rows(html: str) -> list[list[str]]:
@@ -83,8 +81,11 @@ def test_the_default_list_states_its_scales_and_nvfp4_values_are_e2m1_values_tim
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("", "numbers must hold 1 to 256 numbers; got 0"), ("1, abc", "item 2 is no number"),
-     (", ".join(["1"] * 257), "got 257")],
+    [
+        ("", "numbers must hold 1 to 256 numbers; got 0"),
+        ("1, abc", "item 2 is no number"),
+        (", ".join(["1"] * 257), "got 257"),
+    ],
 )
 def test_a_list_it_cannot_read_is_refused_naming_the_field(text, message):
     html = block_list_view(text)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from playground import StepConfig, run_report
-from playground.core.dtypes import DTYPES
-from playground.core.report import LOG2_HIGH, LOG2_LOW, ActivationReport
+from playground.core.formats.dtypes import DTYPES
+from playground.core.step.report import LOG2_HIGH, LOG2_LOW, ActivationReport
 from playground.sections.lab.charts import (
     SCALED_LABEL,
     UNSCALED_LABEL,

@@ -11,8 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from playground.core.dtypes import FORMATS, dtype_facts, numpy_dtype
-from playground.core.typed_number import read_number
+from playground.core.formats.dtypes import FORMATS, dtype_facts, numpy_dtype
+from playground.core.inspector.typed_number import read_number
 from playground.sections.lab.inspector_view import inspection, inspector_views
 
 
@@ -47,9 +47,14 @@ class _Buttons(HTMLParser):
 
 @pytest.mark.parametrize(
     ("text", "shown"),
-    [("1e-8", "Typed: **1e-08**"), ("0x1p-24", "Typed: **5.960464477539063e-08**"),
-     ("inf", "Typed: **inf**"), ("-inf", "Typed: **-inf**"), ("nan", "Typed: **nan**"),
-     ("0x3c00:float16", "Typed: **0x3c00:float16**, the float16 bits of 1.0")],
+    [
+        ("1e-8", "Typed: **1e-08**"),
+        ("0x1p-24", "Typed: **5.960464477539063e-08**"),
+        ("inf", "Typed: **inf**"),
+        ("-inf", "Typed: **-inf**"),
+        ("nan", "Typed: **nan**"),
+        ("0x3c00:float16", "Typed: **0x3c00:float16**, the float16 bits of 1.0"),
+    ],
 )
 def test_the_page_inspector_reads_decimal_hex_specials_and_bits(text, shown):
     table, bits = inspector_views(text)
@@ -120,8 +125,10 @@ def test_the_intro_states_the_block_formats_rules_as_ml_dtypes_casts():
         clipped = float(np.asarray([7.0, np.inf], np.float32).astype(e2m1).astype(float).max())
         assert clipped == largest and f"clips anything past {largest:g}" in text
         assert float(np.asarray(np.nan, np.float32).astype(e2m1)) == 0  # "NaN as a zero"
-        low, high = (int(math.log2(float(x))) for x in (ml_dtypes.finfo(e8m0).tiny,
-                                                       ml_dtypes.finfo(e8m0).max))
+        low, high = (
+            int(math.log2(float(x)))
+            for x in (ml_dtypes.finfo(e8m0).tiny, ml_dtypes.finfo(e8m0).max)
+        )
         assert f"powers of two 2^{low} to 2^{high} and NaN" in text
         three = float(np.asarray(3.0, np.float32).astype(e8m0))
         assert f"(3 is stored as {three:g})" in text

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from playground import run_report
-from playground.core.report import LOG2_HIGH, LOG2_LOW, ActivationReport
-from playground.core.sweep import run_sweep
+from playground.core.runs.sweep import run_sweep
+from playground.core.step.report import LOG2_HIGH, LOG2_LOW, ActivationReport
 from playground.sections.lab.charts import activation_histogram, sweep_figure
 from playground.sections.lab.notes import activation_note, magnitude_note, sweep_gap_notes
 from playground.sections.lab.tab import magnitude_table

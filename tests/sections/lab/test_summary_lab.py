@@ -1,6 +1,6 @@
 """Tests for playground.sections.lab.summary: the sweep's reading."""
 
-from playground.core.sweep import run_sweep
+from playground.core.runs.sweep import run_sweep
 from playground.sections.lab.summary import sweep_summary
 from scenarios import TINY_FLOAT16
 

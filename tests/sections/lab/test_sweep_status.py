@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from playground.core.settings import StepConfig, defaults
+from playground.core.settings.settings import StepConfig, defaults
 from playground.sections.lab.sweep_status import RERUN_LABEL, stale_banner, stale_fields
 
 RAN_WITH = StepConfig(**(defaults() | {"compute_dtype": "float16"})).to_dict()

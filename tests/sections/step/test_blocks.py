@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from block_reference import E4M3, mxfp8, per_tensor_float8, relative_error, row_errors
 
-from playground.core.data import make_batch
+from playground.core.data.synthetic import make_batch
 from playground.core.lessons import STEP_LESSONS
 from playground.core.lessons.blocks import outlier_claim
-from playground.core.report import run_report
-from playground.core.settings import StepConfig
+from playground.core.settings.settings import StepConfig
+from playground.core.step.report import run_report
 from playground.sections.step.block_map import MAP_CELLS, block_scale_figure
 from playground.sections.step.blocks import block_note, recipe_comparison
 from playground.sections.step.causes import cause_sentence

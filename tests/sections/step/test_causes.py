@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import reference
-from playground.core.data import make_batch
-from playground.core.report import run_report
-from playground.core.settings import StepConfig
+from playground.core.data.synthetic import make_batch
+from playground.core.settings.settings import StepConfig
+from playground.core.step.report import run_report
 from playground.sections.step.notes import histogram_note, loss_note
 from playground.sections.step.summary import summarize
 

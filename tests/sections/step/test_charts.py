@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import pytest
 
 from playground import StepConfig, run_report
-from playground.core.settings import LOSS_SCALE_MAX
+from playground.core.settings.settings import LOSS_SCALE_MAX
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step.charts import (
     FIGURES,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from playground.core.report import run_report
-from playground.core.settings import StepConfig
+from playground.core.settings.settings import StepConfig
+from playground.core.step.report import run_report
 from playground.sections.step.operations import (
     operation_losses,
     operations_markdown,

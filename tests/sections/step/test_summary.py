@@ -5,8 +5,8 @@ import ml_dtypes
 import numpy as np
 
 from playground import StepConfig, run_report, summarize
-from playground.core.data import make_batch
-from playground.core.settings import LOSS_SCALE_MAX
+from playground.core.data.synthetic import make_batch
+from playground.core.settings.settings import LOSS_SCALE_MAX
 
 
 def test_summary_is_strict_json_with_the_report_numbers():

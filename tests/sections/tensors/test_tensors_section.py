@@ -12,8 +12,8 @@ import ml_dtypes
 import numpy as np
 from safetensors.numpy import save
 
-from playground.core.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES
-from playground.core.policy import RECIPES
+from playground.core.formats.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES
+from playground.core.recipes.registry import RECIPES
 from playground.core.tensors.report import analyse_file
 from playground.sections.lab.charts import fixed_binade_span
 from playground.sections.tensors.charts import tensor_figure

@@ -10,8 +10,8 @@ import pytest
 from gradio.components.plot import PlotData
 
 from playground import StepConfig
-from playground.core.settings import defaults
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import defaults
 from playground.ui.arguments import DYNAMICS, STEP
 from playground.ui.tabs.dynamics import run_dynamics_event
 

@@ -7,8 +7,8 @@ import json
 import gradio as gr
 import pytest
 
-from playground.core.settings import StepConfig, defaults
-from playground.core.train import run_dynamics
+from playground.core.runs.train import run_dynamics
+from playground.core.settings.settings import StepConfig, defaults
 from playground.sections.dynamics.pins import MAX_PINS
 from playground.ui.tabs.dynamics import (
     after_run,

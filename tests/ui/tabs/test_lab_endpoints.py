@@ -15,8 +15,8 @@ import pytest
 from gradio.components.plot import PlotData
 
 from playground import StepConfig
-from playground.core.dtypes import dtype_facts
-from playground.core.settings import defaults
+from playground.core.formats.dtypes import dtype_facts
+from playground.core.settings.settings import defaults
 from playground.ui.arguments import STEP
 from playground.ui.endpoints import FIGURE_LABELS, run_step
 from playground.ui.tabs.lab import inspect_event, run_sweep_event

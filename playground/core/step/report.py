@@ -1,0 +1,300 @@
+"""The step report: the mixed step, its float32 twin and their comparison, in one compiled call.
+
+Rule::
+
+    x, y      = make_batch(config)
+    mixed     = step_trace(model(model_seed), sgd(lr), x, y, StaticLossScale(S), policy_for(config))
+    baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), FLOAT32_TWIN)
+    per parameter p (by path name): statistics of mixed.grads[p] against baseline.grads[p]
+    a quantizing recipe (float8) only: per matmul, the statistics of its quantized tensors
+
+The two steps run in ``_both_steps``, jitted with the seed, lr and S traced and the precision
+policy static: JAX compiles it once per (shapes, policy). Its outputs come back in one transfer; the
+statistics are then computed in numpy on the host and everything is frozen into a StepReport, so
+no JAX state leaks into the views.
+"""
+
+from __future__ import annotations
+
+# The report classes live in core.step.step_report; they are re-exported here, where callers meet
+# them.
+import dataclasses
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import jax.numpy as jnp
+import numpy as np
+
+from playground.core.data.synthetic import make_batch
+from playground.core.data.user_data import UserData, fitted
+from playground.core.formats import metrics
+from playground.core.frozen import freeze
+from playground.core.model.models import (
+    ModelChoice,
+    initial_state,
+    param_arrays,
+    param_shapes,
+    rebuilt,
+)
+from playground.core.model.op_policy import KINDS
+from playground.core.model.optimizers import build_optimizer
+from playground.core.recipes.block_report import measure, report_from
+from playground.core.recipes.block_stats import comparison_measure
+from playground.core.recipes.float8 import ROLES, STATS
+from playground.core.recipes.float8_report import float8_tensors
+from playground.core.settings.settings import StepConfig
+from playground.core.step.activation_counts import activation_counts
+from playground.core.step.compiled import program, run_compiled
+from playground.core.step.loss_scale import NoOpLossScale, StaticLossScale
+from playground.core.step.operations_report import operation_reports, step_operations
+from playground.core.step.policy import FLOAT32_TWIN, Policy, policy_for
+from playground.core.step.step import step_trace
+from playground.core.step.step_report import (
+    LOG2_HIGH,
+    LOG2_LOW,
+    ActivationReport,
+    ParamReport,
+    StepReport,
+)
+
+__all__ = [
+    "LOG2_HIGH",
+    "LOG2_LOW",
+    "ActivationReport",
+    "ParamReport",
+    "StepReport",
+    "run_report",
+]
+
+# The per-parameter arrays of _both_steps's packed output, in row order.
+ROWS = (
+    "before",
+    "mixed_after",
+    "float32_after",
+    "scaled_grads",
+    "mixed_grads",
+    "float32_grads",
+    "updates",
+)
+LOSSES = (
+    "mixed_initial_loss",
+    "mixed_new_loss",
+    "float32_initial_loss",
+    "float32_new_loss",
+    "mixed_initial_loss_in_compute_dtype",
+    "mixed_initial_loss_in_float32",
+)
+
+
+# The first call at a new shape is what a visitor waits for (a never-used batch size compiles
+# this program), so it is compiled for a short compile at nearly the same run time; measured on
+# a 2-vCPU machine:
+#   xla_backend_optimization_level 1  compiles 20% faster than the default level (526 -> 430 ms
+#                                     at 48x8x4) and runs as fast (182 -> 184 ms at 4096x1024^2);
+#   xla_cpu_use_fusion_emitters off   XLA's older loop emitters: 0.60 -> 0.38 s to compile at
+#                                     333x64x16; 8% slower at 4096x1024x1024 (645 -> 700 ms).
+# The exported script compiles its steps with the same options (and takes the parameters as an
+# argument too), so it prints the page's two losses bit for bit.
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
+
+
+@program(
+    static_argnames=("precision", "model", "optimizer", "watch"),
+    compiler_options=COMPILER_OPTIONS,
+)
+def _both_steps(
+    model_seed,
+    x,
+    y,
+    lr,
+    loss_scale,
+    initial,
+    *,
+    precision: Policy,
+    model: ModelChoice,
+    optimizer: str,
+    watch: int,
+):
+    """Both steps, packed into six outputs (each output is one transfer).
+
+    Both start from ``initial``, the Params ``models.initial_state`` draws from ``model_seed``
+    (compiled apart, so a new batch size compiles only the steps; the seed is not used here).
+
+    Returns the losses (LOSSES order), a (len(ROWS), parameter count) float32 array (one
+    row per ROWS entry, each row the parameters flattened in path-name order), the
+    activation gradients' counts (``core.step.activation_counts``), the float8 statistics
+    (matmuls, roles, STATS), empty unless the recipe quantizes, the mixed step's ``watch``
+    operations' flags (2, watch): forward finiteness, backward non-finiteness, and a block
+    recipe's comparison row norms (``core.recipes.block_stats.comparison_measure``; else (3, 0)).
+    """
+    d_in, d_out = x.shape[-1], y.shape[-1]
+
+    def trace(scaling, policy, hidden=(0, 0), watch=0):
+        network = rebuilt(model, d_in, d_out, initial)
+        tx = build_optimizer(optimizer, lr)
+        return step_trace(network, tx, x, y, scaling, policy, hidden, watch=watch)
+
+    hidden = (model.hidden_count, model.hidden_width)
+    mixed = trace(StaticLossScale(loss_scale), precision, hidden, watch)
+    # The twin computes the task's loss in float32 throughout (its every operation is float32).
+    baseline = trace(NoOpLossScale(), dataclasses.replace(FLOAT32_TWIN, task=precision.task))
+    losses = jnp.concatenate(
+        [
+            mixed.initial_loss,
+            mixed.new_loss,
+            baseline.initial_loss,
+            baseline.new_loss,
+            mixed.loss_in_compute_dtype,
+            mixed.loss_in_float32,
+        ]
+    )
+    rows = (
+        mixed.params_before,
+        mixed.params_after,
+        baseline.params_after,
+        mixed.scaled_grads,
+        mixed.grads,
+        baseline.grads,
+        mixed.updates,
+    )
+    flat = jnp.stack([jnp.concatenate([leaf.ravel() for leaf in row.values()]) for row in rows])
+    float8 = mixed.float8_stats
+    if float8 is None:
+        float8 = jnp.zeros((0, len(ROLES), len(STATS)), jnp.float32)
+    flags = jnp.stack([mixed.forward_finite.astype(jnp.float32), mixed.backward_nonfinite])
+    # A block recipe's comparison of the first products: XLA shares the step's own two.
+    norms = jnp.zeros((3, 0), jnp.float32)
+    if precision.compute.block is not None:
+        first = param_arrays(initial)[_kernels(param_shapes(model, d_in, d_out))[0]]
+        norms = comparison_measure(x, first, precision.compute.block)
+    return losses, flat, activation_counts(mixed.activation_grads), float8, flags, norms
+
+
+def _kernels(shapes: dict[str, tuple[int, ...]]) -> list[str]:
+    """The matmuls' kernels among the parameters, in path-name order (the first layer's first)."""
+    return [name for name in shapes if name.endswith("kernel")]
+
+
+def _param_reports(flat: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict[str, ParamReport]:
+    """A ParamReport per parameter from _both_steps's flat rows; statistics as documented.
+
+    The statistics run in numpy on the host, for all parameters at once (one numpy call per
+    statistic, split by ``reduceat`` at the parameter boundaries): they are O(parameters)
+    reductions that cost the same here as in XLA, while computing them in the jitted program
+    added about 200 ms to its compilation at every new shape (4096 x 1024 x 1024, 2 vCPUs).
+    Overflowed gradients make inf and NaN on purpose, so floating-point warnings are silenced.
+    """
+    sizes = [math.prod(shape) for shape in shapes.values()]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    row = dict(zip(ROWS, flat, strict=True))
+    before, updates = row["before"], row["updates"]
+    base, mixed = row["float32_grads"], row["mixed_grads"]
+    with np.errstate(all="ignore"):
+        rel_error = np.abs(mixed - base) / np.abs(base)
+        rel_error[base == 0] = np.nan
+        squares = np.add.reduceat(before.astype(np.float64) ** 2, starts)
+        tensor_rms = np.sqrt(squares / sizes)
+        model_rms = np.sqrt(squares.sum() / before.size)
+        typical = np.where(tensor_rms > 0, tensor_rms, model_rms)
+        update_ratio = (np.abs(updates) / np.repeat(typical, sizes)).astype(np.float32)
+        # fmax ignores NaN (undefined entries) and gives NaN only when every entry is NaN.
+        max_rel_error = np.fmax.reduceat(rel_error, starts)
+        pair = np.stack([base, mixed - base]).astype(np.float64) ** 2
+        base_norm, difference_norm = np.sqrt(np.add.reduceat(pair, starts, axis=1))
+        norm_rel_error = metrics.norm_ratio(difference_norm, base_norm)
+    masks = np.stack(
+        [
+            metrics.underflow_mask(mixed, base),
+            metrics.nonfinite_mask(row["scaled_grads"]),
+            metrics.nonfinite_mask(mixed),
+            metrics.lost_update_mask(before, row["mixed_after"], updates),
+        ]
+    )
+    counts = np.add.reduceat(masks, starts, axis=1, dtype=np.int64)
+    derived = freeze({"rel_error": rel_error, "update_ratio": update_ratio})
+    reports = {}
+    for index, (name, shape) in enumerate(shapes.items()):
+        part = slice(starts[index], starts[index] + sizes[index])
+        # Views into the transferred rows and the two derived arrays: nothing is copied.
+        arrays = {field: values[part].reshape(shape) for field, values in (row | derived).items()}
+        reports[name] = ParamReport(
+            name=name,
+            **arrays,
+            norm_rel_error=float(norm_rel_error[index]),
+            max_rel_error=float(max_rel_error[index]),
+            underflow_count=int(counts[0, index]),
+            nonfinite_scaled_count=int(counts[1, index]),
+            nonfinite_count=int(counts[2, index]),
+            lost_update_count=int(counts[3, index]),
+        )
+    return reports
+
+
+def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
+    """Run the mixed step and its float32 twin for ``config`` and compare them.
+
+    Args:
+      config: a validated StepConfig.
+      data: a visitor's own batch, used instead of the synthetic one (N and D_in follow it).
+
+    Returns:
+      A StepReport of numpy arrays and Python numbers. Overflow and underflow are results, not
+      errors: they show up as counts and non-finite values.
+    """
+    config, batch = fitted(config, data)
+    initial = initial_state(
+        np.uint32(config.model_seed),
+        choice=config.model_choice,
+        d_in=config.d_in,
+        d_out=config.d_out,
+    )
+    precision = policy_for(config)
+    compute = precision.compute
+    operations = step_operations(config.model_choice, config.task)
+    # A block recipe's report reads only the batch and the first kernel as the step starts: it
+    # is measured beside the step, so that on a first call the two compile on both cores at
+    # once; its comparison of the first products is measured in the step's program.
+    shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
+    kernels = _kernels(shapes)
+    if compute.block is not None:
+        pool = ThreadPoolExecutor(1, thread_name_prefix="block-report")
+        first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
+        measured = pool.submit(measure, compute, *first, compare=False)
+        pool.shutdown(wait=False)  # its one thread ends with its one task
+    losses, flat, activations, float8, flags, norms = run_compiled(
+        _both_steps,
+        config,
+        initial,
+        batch=batch,
+        precision=precision,
+        model=config.model_choice,
+        optimizer=config.optimizer,
+        watch=len(operations),
+    )
+    params = _param_reports(flat, shapes)
+    dtypes = {kind: precision.op_dtype(kind) for kind in KINDS}
+    if precision.compute.quantizes:
+        dtypes["matmul"] = f"{precision.compute.forward_format} (scaled)"
+    nonfinite = {name: p.nonfinite_scaled_count for name, p in params.items()}
+    return StepReport(
+        config=config,
+        **{field: float(value) for field, value in zip(LOSSES, losses, strict=True)},
+        params=params,
+        activations=tuple(
+            ActivationReport(
+                layer=layer,
+                zero_count=int(counts[-2]),
+                nonfinite_count=int(counts[-1]),
+                size=config.n * config.hidden_width,
+                log2_counts=counts[:-2],
+            )
+            for layer, counts in enumerate(activations)
+        ),
+        float8=float8_tensors(
+            float8, kernels, (*[compute.forward_format] * 2, compute.gradient_format)
+        )
+        if len(float8)
+        else (),
+        operations=operation_reports(operations, dtypes, flags, nonfinite),
+        blocks=report_from(compute, measured.result(), norms) if compute.block else None,
+    )
