@@ -29,7 +29,7 @@ def limit_malloc_arenas() -> bool:
 
 limit_malloc_arenas()
 
-from playground.core import compile_cache  # noqa: E402
+from playground.core.step import compile_cache  # noqa: E402
 
 compile_cache.enable()  # before any program compiles, so every one is saved and read back
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax  # noqa: E402
 
-from playground.core import compile_cost  # noqa: E402
+from playground.core.settings import compile_cost  # noqa: E402
 from playground.core.settings.settings import StepConfig  # noqa: E402
 from playground.ui.warm_up import run as call  # noqa: E402  (the step via its endpoint)
 
