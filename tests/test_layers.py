@@ -355,3 +355,16 @@ def test_every_module_imports_alone():
     assert not failures, "modules that fail to import alone:\n" + "\n".join(
         f"{name}: {error}" for name, error in failures.items()
     )
+
+
+def test_readme_architecture_names_every_core_sub_package_and_module():
+    """The README's "How it is built" tree is the package's: every core sub-package (as
+    ``name/``) and every core module's file name appear in it, in CORE_ORDER."""
+    readme = (ROOT / "README.md").read_text()
+    tree = readme[readme.index("## How it is built") :]
+    tree = tree[tree.index("  core/") : tree.index("  views/")]
+    order = [tree.index(f"    {part}/") for part in CORE_ORDER if part]
+    assert order == sorted(order), "README's core tree is not in CORE_ORDER"
+    files = {modules()[name].name for name in modules() if core_part(name) is not None}
+    missing = sorted(f for f in files - {"__init__.py"} if f not in tree)
+    assert not missing, f"core modules the README's tree does not name: {missing}"

@@ -1,6 +1,6 @@
 """Code export: the page's step and training run as a standalone script, in JAX or PyTorch.
 
-Rule: ``export_script(config, data, framework)`` is a template of ``playground.core`` with the
+Rule: ``export_script(config, data, framework)`` is a template of ``playground.core.export`` with the
 page's settings written in; ``framework`` is ``jax`` (``core/export/jax_script.py``, rendered here)
 or ``pytorch`` (``core/export/torch_script.py``, rendered by ``views.export_torch``). Each
 template is a standalone program that runs and is ruff-checked as it is, read here as text,
@@ -79,7 +79,7 @@ EXPORTED_FIELDS = (
 FRAMEWORKS = ("jax", "pytorch")
 # Compute dtypes the scripts handle: recipes that are a plain cast to their own dtype.
 SCRIPT_DTYPES = tuple(name for name, entry in RECIPES.items() if entry.plain_dtype == name)
-TEMPLATE = "export_script.py"  # in playground.core
+TEMPLATE = "jax_script.py"  # in playground.core.export
 _SETTINGS_BLOCK = re.compile(
     r"^(# --- settings\b.*\n)(?:.*\n)*?(# --- end of settings ---\n)", re.M
 )

@@ -166,6 +166,37 @@ def test_build_demo_wires_the_step_endpoint_to_every_output():
     assert config["title"] == "Mixed-Precision Step Playground"
 
 
+@pytest.mark.parametrize(
+    ("api_name", "box", "results"),
+    [
+        ("sweep", "sweep-progress", "sweep-results"),
+        ("dynamics", "dynamics-progress", "dynamics-results"),
+    ],
+)
+def test_heavy_runs_show_progress_and_refusals_beside_their_results(api_name, box, results):
+    """A sweep's or a training run's progress and refusal go to their own box, outside the
+    column of the results they would otherwise cover (so a refused run leaves them shown)."""
+    config = build_demo().get_config_file()
+    by_id = {c["id"]: c for c in config["components"]}
+    elem = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
+    dependency = next(d for d in config["dependencies"] if d.get("api_name") == api_name)
+    assert [elem[i] for i in dependency["show_progress_on"]] == [box]
+    parents: dict[int, int] = {}
+
+    def walk(node: dict, parent: int | None) -> None:
+        if parent is not None:
+            parents[node["id"]] = parent
+        for child in node.get("children", []):
+            walk(child, node["id"])
+
+    walk(config["layout"], None)
+    chain, at = [], dependency["show_progress_on"][0]
+    while at in parents:
+        at = parents[at]
+        chain.append(elem.get(at))
+    assert results not in chain and by_id[dependency["show_progress_on"][0]]["type"] == "markdown"
+
+
 def test_loss_scale_presets_are_powers_of_two():
     assert len(LOSS_SCALE_PRESETS) >= 3
     for label in LOSS_SCALE_PRESETS:

@@ -10,6 +10,11 @@ committed or the results change, a banner over it names what differs, its result
 (the page's ``stale-banner`` style) and a rerun button shows. The inspector's bit rows are
 buttons: pressing one sends that format's pattern with the bit flipped (``0x3c01:float16``),
 which is typed into the box and inspected, as if it had been typed.
+
+A sweep's progress (its place in the queue, then its time) and a refusal's status show in their
+own box under the button (``#sweep-progress``), never over the shown sweep: a refused sweep
+leaves the last one in place (stale under its banner when the controls changed), and its message
+appears once, in Gradio's error pop-up.
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ class LabTab:
 
     activation_plot: gr.Plot
     sweep_button: gr.Button
+    sweep_progress: gr.Markdown  # where a sweep's progress and a refusal's status show
     sweep_status: gr.Markdown
     sweep_rerun: gr.Button
     sweep_ran_with: gr.State
@@ -127,6 +133,7 @@ def build() -> LabTab:
         activation_plot = plot_slot(lab_tab.ACTIVATION_LABEL)
         gr.Markdown(lab_tab.SWEEP_INTRO)
         sweep_button = gr.Button("Sweep the loss scale", variant="primary")
+        sweep_progress = gr.Markdown(min_height=40, elem_id="sweep-progress")
         # The sweep's results, dimmed under the banner when the controls have moved on.
         with gr.Column(elem_id="sweep-results"):
             sweep_status_md = gr.Markdown(elem_id="sweep-status")
@@ -170,7 +177,8 @@ def build() -> LabTab:
         # Its table scrolls inside its own box on a phone.
         blocks = gr.HTML(elem_id="inspect-blocks", css_template=BLOCKS_CSS, padding=False)
     return LabTab(
-        *(activation_plot, sweep_button, sweep_status_md, sweep_rerun, sweep_ran_with),
+        *(activation_plot, sweep_button, sweep_progress, sweep_status_md, sweep_rerun),
+        sweep_ran_with,
         *(sweep_reading, sweep_chart, sweep_plot, sweep_json, sweep_files, sweep_downloads),
         *(number, number_presets, inspection, bits, inspected, inspect_api, numbers, blocks),
     )
@@ -195,6 +203,7 @@ def wire(page: Page, lab: LabTab) -> None:
         concurrency_limit=1,
         concurrency_id="heavy",  # the sweep and the training run share one lane
         show_progress="full",
+        show_progress_on=[lab.sweep_progress],  # never over the shown sweep (module rule)
         validator=admit(sweep_endpoint),
     ).success(  # a private event, so the sweep endpoint's outputs stay the figure itself
         sweep_done,
