@@ -1,6 +1,6 @@
 """Code export: the page's step and training run as a standalone script, in JAX or PyTorch.
 
-Rule: ``export_script(config, data, framework)`` is a template of ``playground.core.export`` with the
+Rule: ``export_script(config, data, framework)`` is a template of ``core.export`` with the
 page's settings written in; ``framework`` is ``jax`` (``core/export/jax_script.py``, rendered here)
 or ``pytorch`` (``core/export/torch_script.py``, rendered by ``views.export_torch``). Each
 template is a standalone program that runs and is ruff-checked as it is, read here as text,
