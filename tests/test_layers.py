@@ -296,7 +296,9 @@ def core_part(name: str) -> str | None:
 
 def test_core_sub_packages_are_the_known_ones_and_core_top_is_small():
     parts = {core_part(name) for name in modules()} - {None}
-    assert parts == set(CORE_ORDER), f"core sub-packages not in CORE_ORDER: {parts ^ set(CORE_ORDER)}"
+    assert parts == set(CORE_ORDER), (
+        f"core sub-packages not in CORE_ORDER: {parts ^ set(CORE_ORDER)}"
+    )
     top = sorted(name for name in modules() if core_part(name) == "")
     assert len(top) <= MAX_CORE_TOP, f"{len(top)} modules at core's top: {top}"
 
