@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -111,6 +112,13 @@ def test_the_closest_recipe_and_the_sentences(compared):
     assert [s.split(" ")[0] for s in sentences[1 : len(errors)]] == others
     for name, sentence in zip(others, sentences[1:], strict=False):
         assert f"{errors[name] / errors[best]:.3g} times as far" in sentence
+        # what the recipe rounds, and to how many significant bits (ml_dtypes' mantissa + 1)
+        chosen = RECIPES[name]
+        bits = ml_dtypes.finfo(np.dtype(chosen.forward_format)).nmant + 1
+        said = f"{chosen.forward_format} ({bits} significant bits"
+        if "so the difference is rounding" in sentence:
+            assert ("it quantizes only its matmul operands" in sentence) == chosen.quantizes
+            assert said in sentence.split(", while ")[0], sentence
     summary = summarize(comparison)
     assert summary["closest"] == best
     assert [row["recipe"] for row in summary["recipes"]] == list(RECIPES)

@@ -4,7 +4,7 @@ Rule: every number is read from the comparison (``core.compare.comparison``: its
 ledgers) or the registries (a recipe's formats, a format's bits and limits); nothing is typed
 in. The sentences name the recipe closest to float32 here and, for each other recipe, how much
 further it is and why: the non-finite, flushed and saturated gradient entries it has (each
-only when there are some), else the bits its formats keep against the closest's.
+only when there are some), else what it rounds and to how many bits, beside the closest's.
 """
 
 from __future__ import annotations
@@ -86,23 +86,35 @@ def _bits(fmt: str) -> int:
     return dtype_facts(fmt).mantissa_bits + 1
 
 
-def precision_words(name: str) -> str:
-    """What a recipe's formats keep, in words: significant bits forward and backward, and a
-    block recipe's scale per block."""
+def precision_words(name: str, subject: str) -> str:
+    """What recipe ``name`` rounds, as a clause whose subject is ``subject``: a plain cast's
+    parameters and data, or a quantizing recipe's matmul operands only (its formats' significant
+    bits, and its scales), the rest in float32."""
     chosen = recipe(name)
     forward, gradient = chosen.forward_format, chosen.gradient_format
+    if not chosen.quantizes:
+        return (
+            f"{subject} casts its parameters and data to {chosen.cast_dtype} "
+            f"({_bits(chosen.cast_dtype)} significant bits)"
+        )
     if forward == gradient:
-        words = f"its {forward} values keep {_bits(forward)} significant bits"
+        rounded = (
+            f"its matmul operands and the gradients arriving at them, to {forward} "
+            f"({_bits(forward)} significant bits"
+        )
     else:
-        words = (
-            f"its matmul operands keep {_bits(forward)} significant bits ({forward}) and its "
-            f"gradients {_bits(gradient)} ({gradient})"
+        rounded = (
+            f"its matmul operands, to {forward} ({_bits(forward)} significant bits), and the "
+            f"gradients arriving at them, to {gradient} ({_bits(gradient)} significant bits"
         )
     if chosen.block is not None:
-        words += f", one {chosen.block.scale_format} scale per {chosen.block.block} values"
-    elif chosen.quantizes:
-        words += ", one float32 scale per tensor"
-    return words
+        scales = f"one {chosen.block.scale_format} scale per {chosen.block.block} values"
+    else:
+        scales = "one float32 scale per tensor"
+    return (
+        f"{subject} quantizes only {rounded}, {scales}) and computes the rest in "
+        f"{chosen.cast_dtype}"
+    )
 
 
 def _causes(row: RecipeRow) -> list[str]:
@@ -139,7 +151,7 @@ def reading(comparison: Comparison) -> list[str]:
     first = (
         f"Here {closest.recipe} is closest to float32: its gradient differs by "
         f"{closest.grad_rel_error:.3g} in relative norm and its new loss by "
-        f"{closest.loss_rel_error:.3g} relative ({precision_words(closest.recipe)})."
+        f"{closest.loss_rel_error:.3g} relative; {precision_words(closest.recipe, 'it')}."
     )
     sentences = [first]
     others = [row for row in comparison.rows if row is not closest]
@@ -156,8 +168,8 @@ def reading(comparison: Comparison) -> list[str]:
             head = f"{row.recipe} is further from float32 ({row.grad_rel_error:.3g})"
         rounding = (
             "nothing was flushed, clipped or non-finite, so the difference is rounding: "
-            f"{precision_words(row.recipe)}, where {closest.recipe}'s gradients keep "
-            f"{_bits(recipe(closest.recipe).gradient_format)}"
+            f"{precision_words(row.recipe, 'it')}, while "
+            f"{precision_words(closest.recipe, closest.recipe)}"
         )
         causes = _causes(row) or [rounding]
         sentences.append(f"{head}: {'; '.join(causes)}.")
