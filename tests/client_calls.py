@@ -30,7 +30,7 @@ from playground.core.model.op_policy import PRESETS
 from playground.core.model.optimizers import OPTIMIZERS
 from playground.core.recipes.registry import RECIPES
 from playground.core.runs.sweep import check_sweep_work, sweep_exponents
-from playground.core.settings.cost import check_downloads
+from playground.core.settings.cost import check_compare, check_downloads
 from playground.core.settings.settings import StepConfig, defaults
 
 # The suite's most compiled small shape, an MLP of one narrow hidden layer, a short run.
@@ -116,8 +116,9 @@ def non_defaults(settings: dict[str, Any]) -> set[str]:
 
 def refusal(endpoint: str, settings: dict[str, Any]) -> str | None:
     """The message of the ConfigError the core raises for ``settings`` at ``endpoint`` (the
-    step's work and memory, the downloads' rows, the sweep's and the run's caps, first call
-    included), or None when the core accepts them: what the app must answer with."""
+    step's work and memory, the downloads' rows, the sweep's, the run's and the comparison's
+    caps, first call included), or None when the core accepts them: what the app must answer
+    with."""
     try:
         config = StepConfig(**settings)
         if endpoint == "downloads":
@@ -126,6 +127,8 @@ def refusal(endpoint: str, settings: dict[str, Any]) -> str | None:
             check_sweep_work(config, sweep_exponents(config.compute_dtype).size)
         elif endpoint == "dynamics":
             config.check_run()
+        elif endpoint == "compare":
+            check_compare(config)
     except ConfigError as error:
         return str(error)
     return None

@@ -46,6 +46,7 @@ CORE_ORDER = (
     "data",
     "step",
     "runs",
+    "compare",
     "inspector",
     "tensors",
     "export",

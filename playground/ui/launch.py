@@ -29,8 +29,8 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from playground.core.runs.sweep import sweep_exponents
-from playground.core.settings.compile_cost import first_call_work
-from playground.core.settings.cost import step_work
+from playground.core.settings.compile_cost import compare_first_call_work, first_call_work
+from playground.core.settings.cost import compare_work, step_work
 from playground.core.settings.settings import StepConfig, settings
 from playground.ui import session_order
 from playground.ui.assets import CSS, JS
@@ -126,6 +126,8 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
         return step_work(config) * sweep_exponents(config.compute_dtype).size / 2
     if fn.api_name == "dynamics":
         return step_work(config) * config.steps * 1.5
+    if fn.api_name == "compare":  # every recipe's step, and their compiles
+        return compare_work(config) + compare_first_call_work(config)
     return step_work(config) + first_call_work(config, "step")
 
 

@@ -4,7 +4,8 @@ section's tabs); the JSON, downloads and code.
 
 Rule: the controls column is read from the settings table (each control with its notice); the
 model accordion holds the fields the model registry names as options, between ``model`` and
-``optimizer``; the tabs are each registered section's, in the registry's order. Every component
+``optimizer``; the tabs are each registered section's, in the registry's order, and a section
+without tabs follows them. Every component
 the events need comes back by name in a typed record.
 """
 
@@ -144,8 +145,12 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
             caption = gr.Markdown(elem_id="example-caption", visible=False)
             with gr.Tabs(elem_id="sections", overflow_behavior="wrap") as tabs:
                 for section in SECTIONS:
+                    if section.tabs:
+                        sections[section.label] = section.build()
+                        charts |= sections[section.label].charts
+            for section in SECTIONS:
+                if not section.tabs:  # a section of its own under the tabs
                     sections[section.label] = section.build()
-                    charts |= sections[section.label].charts
     with gr.Accordion("All numbers (JSON, as returned by the API) and downloads", open=False):
         summary = gr.JSON(label="summary")
         prepare = gr.Button("Prepare the gradients CSV and the JSON summary")

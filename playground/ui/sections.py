@@ -3,10 +3,12 @@
 Rule: a section is one ``Section`` entry of SECTIONS, in the order its tabs appear:
 
     label    what the section is called
-    tabs     tab label -> the report's charts it holds (drawn when the tab is on view)
+    tabs     tab label -> the report's charts it holds (drawn when the tab is on view); none
+             for a section laid out under the tabs (the tab bar holds one row at 1400 px)
     figures  chart name -> draw(report) -> Plotly dict, for every chart ``tabs`` names
-    build    lays out its tabs (called inside ``gr.Tabs``); returns its record of components,
-             whose ``charts`` are the report's charts and ``controls`` its own settings
+    build    lays out its tabs (called inside ``gr.Tabs``; a section without tabs under it);
+             returns its record of components, whose ``charts`` are the report's charts and
+             ``controls`` its own settings
     wire     ``wire(page, record)``: its own events and endpoints
 
 Adding a tab is one entry here (and its module under ``ui/tabs``).
@@ -24,7 +26,7 @@ from playground.sections.step import block_map
 from playground.sections.step import blocks as block_section
 from playground.sections.step import tab as step_tab
 from playground.ui.components import Page
-from playground.ui.tabs import blocks, dynamics, lab, step, tensors
+from playground.ui.tabs import blocks, compare, dynamics, lab, step, tensors
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ SECTIONS = (
     ),
     Section("dynamics", {dynamics.TAB_LABEL: ()}, {}, dynamics.build, dynamics.wire),
     Section("tensors", {tensors.TAB_LABEL: ()}, {}, tensors.build, tensors.wire),
+    Section("compare", {}, {}, compare.build, compare.wire),
 )
 # Each tab's charts: tab label -> {chart name: draw(report)}.
 TAB_FIGURES = {

@@ -2,7 +2,8 @@
 
 Rule: at start, a background thread sends one request of each combination a visitor can pick
 without touching a number (every endpoint x model x recipe at the page's defaults: the page's
-own step first, then the other steps, the training runs, the sweeps) through the same code as
+own step first, then the other steps, the training runs, the sweeps; then the comparison of
+every recipe at the defaults, whose steps are compiled by then) through the same code as
 the page's events, then compiles the tensors tab's quantizers, and ends. Their programs stay
 compiled (``core.step.compiled`` keeps the most recently used; ``core.step.compile_cache`` saves
 them on
@@ -38,6 +39,7 @@ from playground.core.settings.settings import StepConfig
 from playground.core.tensors.report import warm_up as warm_tensors
 from playground.ui import endpoints
 from playground.ui.arguments import STEP
+from playground.ui.tabs.compare import COMPARE, run_compare
 
 # Seconds without a visitor's request before the warm-up sends its next one: longer than the
 # gaps inside a page load and between a visitor's commits.
@@ -112,14 +114,17 @@ def requests() -> list[tuple[str, StepConfig]]:
     combinations = [
         StepConfig(model=model, compute_dtype=dtype) for model in MODELS for dtype in COMPUTE_DTYPES
     ]
-    return [(kind, config) for kind in ("step", "dynamics", "sweep") for config in combinations]
+    listed = [(kind, config) for kind in ("step", "dynamics", "sweep") for config in combinations]
+    return [*listed, ("compare", StepConfig())]
 
 
 def run(kind: str, config: StepConfig) -> None:
     """One warm-up request of ``kind``: the step through its endpoint (views and charts)."""
+    values = config.to_dict() | {"data": None, "param_count": 0, "tokens_per_batch": 0}
     if kind == "step":
-        values = config.to_dict()
-        endpoints.run_step(*[None if name == "data" else values[name] for name in STEP.order])
+        endpoints.run_step(*[values[name] for name in STEP.order])
+    elif kind == "compare":
+        run_compare(*[values[name] for name in COMPARE.order])
     elif kind == "dynamics":
         run_dynamics(config)
     else:

@@ -49,6 +49,7 @@ ENDPOINTS = {
     "/inspect",
     "/ping",
     "/tensors",
+    "/compare",
 }
 # /downloads takes /step's inputs; /export /step's, then the run's and the framework (README).
 ORDERS = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from cost_by_hand import compile_work_by_hand
 
 from playground.core.settings.cost import step_work
@@ -30,3 +31,16 @@ def test_a_step_whose_compile_is_long_is_large_work_and_a_short_one_is_not():
     # the page's default step compiles in under a second: its work alone
     fn, inputs = _event("step", {"compute_dtype": "bfloat16"})
     assert event_work(fn, inputs) == step_work(StepConfig())
+
+
+def test_a_comparison_is_every_recipes_step_and_their_compiles_together():
+    """/compare at the page's defaults: each recipe's step compiles in under the first call's
+    3 s, but the six together take longer (by cost_by_hand), so it computes in the large lane."""
+    from playground.core.recipes.registry import RECIPES
+
+    fn, inputs = _event("compare", {"compute_dtype": "bfloat16"})
+    configs = [StepConfig(compute_dtype=name) for name in RECIPES]
+    work = sum(step_work(config) for config in configs)
+    compiles = sum(compile_work_by_hand("step", config) for config in configs)
+    assert event_work(fn, inputs) == pytest.approx(work + compiles)
+    assert work < LARGE_WORK < event_work(fn, inputs)

@@ -17,7 +17,10 @@ from playground.ui import warm_up
 
 def test_the_warm_up_covers_every_default_combination_and_runs_them(monkeypatch):
     listed = warm_up.requests()
-    # every endpoint x model x recipe once, at the page's defaults otherwise, the page's first
+    # every endpoint x model x recipe once, at the page's defaults otherwise, the page's first;
+    # then the comparison of every recipe at the defaults
+    assert listed[-1] == ("compare", StepConfig())
+    listed = listed[:-1]
     combinations = [(kind, c.model, c.compute_dtype) for kind, c in listed]
     expected = {
         (k, m, d) for k in ("step", "dynamics", "sweep") for m in MODELS for d in COMPUTE_DTYPES

@@ -19,6 +19,8 @@ first call runs::
                       0 (``first_call_work``): such a /step is large work (``ui.launch``'s
                       lanes) and computes one at a time, within its visitor's share; sweeps and
                       training runs run one at a time in the heavy lane anyway
+    /compare          every recipe's /step programs: the sum of their compile seconds, priced
+                      as /step's (``compare_first_call_work``)
 
 FIRST_CALL_SECONDS is under 8 x the largest linear /step's warm time (0.39 to 0.55 s measured,
 so 3.1 to 4.4 s). The seconds were measured by ``bench/bench_compile.py``, which prints each
@@ -37,7 +39,7 @@ from typing import NamedTuple, Protocol
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_BUDGET
 from playground.core.model.losses import TASKS
 from playground.core.model.models import NORMS, ModelChoice
-from playground.core.recipes.registry import COMPILE_ENDPOINTS, recipe
+from playground.core.recipes.registry import COMPILE_ENDPOINTS, RECIPES, recipe
 
 
 class CompileSeconds(NamedTuple):
@@ -102,11 +104,11 @@ class Compiled(Protocol):
     def model_choice(self) -> ModelChoice: ...
 
 
-def _seconds(config: Compiled, endpoint: str) -> float:
+def _seconds(config: Compiled, endpoint: str, compute_dtype: str | None = None) -> float:
     choice = config.model_choice
     return compile_seconds(
         endpoint,
-        config.compute_dtype,
+        compute_dtype or config.compute_dtype,
         dense_layers=choice.hidden_count + 1,
         norm=choice.norm != NORMS[0],
         classification=config.task != TASKS[0],
@@ -124,3 +126,10 @@ def first_call_work(config: Compiled, endpoint: str) -> float:
     if _seconds(config, endpoint) < FIRST_CALL_SECONDS:
         return 0.0
     return compile_work(config, endpoint)
+
+
+def compare_first_call_work(config: Compiled) -> float:
+    """The work /compare's first call of ``config`` adds for its lane: the compile work of every
+    recipe's /step programs together when their seconds reach FIRST_CALL_SECONDS, else 0."""
+    seconds = sum(_seconds(config, "step", name) for name in RECIPES)
+    return work_of_seconds("step", seconds) if seconds >= FIRST_CALL_SECONDS else 0.0

@@ -20,6 +20,9 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
                 per parameter entry: each scale's gradients, error norms and masks) <=
                 SWEEP_BUDGET, and its memory (a batch of 8 scales' gradients at once) <=
                 MEMORY_BUDGET (``check_sweep``, from ``core.runs.sweep``)
+    /compare    every recipe's /step of the same settings (``compare_work``, the sum of their
+                ``step_work``) <= COMPARE_BUDGET, each step within /step's own caps, and its
+                memory one step's at a time (``check_compare``)
     /export and /inspect compute nothing: their work is their settings' own caps
     first call  a request's compile is a one-off per program and never refuses it; it decides
                 the request's lane (``core.settings.compile_cost``)
@@ -51,7 +54,7 @@ from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
 from playground.core.model.losses import TASKS
 from playground.core.model.models import MODELS, NORMS, ModelChoice
 from playground.core.model.optimizers import OPTIMIZERS
-from playground.core.recipes.registry import recipe
+from playground.core.recipes.registry import RECIPES, recipe
 
 # Element-wise work per parameter entry and state array of one pass, in multiply-adds.
 ELEMENTWISE = 8
@@ -64,6 +67,8 @@ NORM_ELEMENTWISE = 24
 SOFTMAX_ELEMENTWISE = 16
 # The gradients download has one CSV row per parameter entry (about 107 bytes each).
 MAX_GRADIENT_ROWS = 2**20 + 2**10
+# /compare: every recipe's step in one request, up to two largest /step's work (about 4 s warm).
+COMPARE_BUDGET = 2 * STEP_BUDGET
 # Memory: one request may add at most this much to the server's peak (bytes); the parts of the
 # estimate are upper bounds of the measured ones.
 MEMORY_BUDGET = int(2**30 * WORK_FACTOR)
@@ -230,6 +235,42 @@ def check_step(config: Priced) -> None:
         )
 
 
+def compare_work(config: Priced) -> float:
+    """Multiply-adds of one /compare: every registered recipe's /step of ``config``."""
+    return sum(step_work(_priced(config, compute_dtype=name)) for name in RECIPES)
+
+
+def check_compare(config: Priced) -> None:
+    """ConfigError when /compare of ``config`` is over a cap: a recipe's step over /step's own
+    (``check_step``'s message, naming the field and what fits), or the sum of every recipe's
+    step over COMPARE_BUDGET (naming ``n`` and the largest N that fits). Its steps run one
+    after another, so its memory is one step's."""
+    for name in RECIPES:
+        check_step(_priced(config, compute_dtype=name))
+    work = compare_work(config)
+    if work <= COMPARE_BUDGET:
+        return
+    fits = max(0, math.floor(config.n * COMPARE_BUDGET / work))
+    while fits and compare_work(_priced(config, n=fits)) > COMPARE_BUDGET:
+        fits -= 1
+    cap = f"2^{math.log2(COMPARE_BUDGET):.3g}"
+    if fits == 0:
+        field, label = _size_field(config)
+        raise ConfigError(
+            field,
+            f"{field} ({label}): no N fits a comparison of every recipe on this model: its "
+            f"{len(RECIPES)} steps' parameter work alone exceeds {cap}. Fewer or narrower "
+            "hidden layers, or smaller widths, fit.",
+        )
+    raise ConfigError(
+        "n",
+        f"n (batch rows N) must be at most {fits} to compare every recipe on this model: its "
+        f"{len(RECIPES)} steps (each the mixed step and its float32 twin, {work:,.0f} "
+        f"multiply-adds together) may not exceed {cap}, to keep one request to a few seconds; "
+        f"got {config.n}. A smaller N or smaller widths fit.",
+    )
+
+
 def check_downloads(config: Priced) -> None:
     """ConfigError before any compute when the /downloads request cannot be served: its step
     is over a cap (``check_step``), or its gradients CSV would have more than
@@ -251,7 +292,7 @@ def check_gradient_rows(rows: int) -> None:
         )
 
 
-def _priced(config: Priced, **changes: int) -> Priced:
+def _priced(config: Priced, **changes: int | str) -> Priced:
     """``config`` with some fields replaced, for pricing only: no validation (which would
     price it again)."""
     clone = object.__new__(type(config))
