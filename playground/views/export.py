@@ -79,7 +79,7 @@ EXPORTED_FIELDS = (
 FRAMEWORKS = ("jax", "pytorch")
 # Compute dtypes the scripts handle: recipes that are a plain cast to their own dtype.
 SCRIPT_DTYPES = tuple(name for name, entry in RECIPES.items() if entry.plain_dtype == name)
-TEMPLATE = "export_script.py"  # in playground.core
+TEMPLATE = "jax_script.py"  # in playground.core.export
 _SETTINGS_BLOCK = re.compile(
     r"^(# --- settings\b.*\n)(?:.*\n)*?(# --- end of settings ---\n)", re.M
 )

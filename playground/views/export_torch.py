@@ -33,7 +33,7 @@ from playground.views.export_text import (
     template,
 )
 
-TEMPLATE = "export_torch_script.py"  # in playground.core
+TEMPLATE = "torch_script.py"  # in playground.core.export
 # The settings the template itself holds (its docstring's table): a small linear run.
 TEMPLATE_CONFIG = StepConfig(n=8, d_in=4, d_out=2, steps=20)
 _SETTINGS_BLOCK = re.compile(

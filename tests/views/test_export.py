@@ -37,7 +37,7 @@ from playground.views import export, export_text
 from playground.views.export import EXPORTED_FIELDS, export_filename, export_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "playground" / "core" / "export_script.py"
+TEMPLATE = ROOT / "playground" / "core" / "export" / "jax_script.py"
 MY_FILES = [
     *(ROOT / "playground" / "views" / name for name in ("export.py", "export_text.py")),
     ROOT / "playground" / "views" / "export_torch.py",

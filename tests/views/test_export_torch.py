@@ -33,7 +33,7 @@ from playground.views.export_torch import TEMPLATE_CONFIG
 torch = pytest.importorskip("torch")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "playground" / "core" / "export_torch_script.py"
+TEMPLATE = ROOT / "playground" / "core" / "export" / "torch_script.py"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 # The tolerances: relative difference from the page's loss, by the dtype it was computed in.
 TOLERANCE = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-3}

@@ -66,7 +66,10 @@ X = (
     "xYw/kV51v/gwo79mw66/xLa8v9733T5t/6e+XJF4v/z7oT/YpnY7bISIv45M3T+UG+e+VS5HPd6x"
     "kb/HNK2+hM7Dv/D2UD4="
 )
-Y = "uY0Vvzk0Ez1n2ge993WHvryiXr9cxKG/Qrn7vgQtor6ZRJg+eOH8P+jmNT4uWg8/AOc7vBMgyL6mv4w9YHJRPw=="
+Y = (
+    "uY0Vvzk0Ez1n2ge993WHvryiXr9cxKG/Qrn7vgQtor6ZRJg+eOH8P+jmNT4uWg8/AOc7vBMgyL6m"
+    "v4w9YHJRPw=="
+)
 # --- end of data ---
 
 DTYPE = getattr(torch, COMPUTE_DTYPE)  # autocast's dtype
