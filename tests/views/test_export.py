@@ -42,7 +42,7 @@ MY_FILES = [
     *(ROOT / "playground" / "views" / name for name in ("export.py", "export_text.py")),
     ROOT / "playground" / "views" / "export_torch.py",
     ROOT / "playground" / "views" / "export_note.py",
-    ROOT / "playground" / "core" / "export_autocast.py",
+    ROOT / "playground" / "core" / "export" / "autocast.py",
     ROOT / "playground" / "ui" / "export_panel.py",
     TEMPLATE,
     pathlib.Path(__file__).resolve(),
