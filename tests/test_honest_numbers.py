@@ -36,7 +36,11 @@ from playground import (
     summarize,
     sweep_summary,
 )
+from playground.core.recipes.registry import RECIPES
 from playground.views.numbers import agreeing_digits
+
+# The recipes that are a plain cast (the exercise's kind of step).
+PLAIN_DTYPES = [name for name, entry in RECIPES.items() if entry.plain_dtype is not None]
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 FLOAT32_TINY = float(np.finfo(np.float32).smallest_normal)  # 2^-126
@@ -362,7 +366,7 @@ def configs(draw) -> StepConfig:
         loss_scale=draw(st.one_of(powers_of_two, odd_scales)),
         input_scale=draw(data_scales),
         target_scale=draw(data_scales),
-        compute_dtype=draw(st.sampled_from(("bfloat16", "float16"))),
+        compute_dtype=draw(st.sampled_from(PLAIN_DTYPES)),
     )
 
 

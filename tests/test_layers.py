@@ -12,9 +12,14 @@ Rules, read from the source with ``ast`` (imports inside functions count too):
   in: no page module, no section.
 - Gradio only in ``ui``: never in ``sections`` or ``views``; ``sections`` never import jax, optax
   or flax (they present, never compute); ``core`` never imports gradio or plotly.
-- A compute dtype's name is tested only in the recipe registry (``core/step/policy.py``) and the
-  dtype registry (``core/formats/dtypes.py``); a model's name only in ``core/model/models.py``.
-- No module under playground/ is over 300 lines.
+- A compute dtype's name is tested only in the recipe registry (``core/recipes/registry.py``)
+  and the dtype registry (``core/formats/dtypes.py``); a model's name only in
+  ``core/model/models.py`` and the export templates (standalone scripts that build the models
+  the registry says they export, by name).
+- The page's layers (``ui``, ``sections``, ``views``) name no recipe, model or optimizer: no
+  string in them is a registry's name, and no text of theirs (docstrings and comments too)
+  names a block-scaled recipe. The names are read from the registries.
+- No module under playground/ is over about 600 lines.
 - Every module imports alone: in a fresh interpreter, with every ``playground`` module dropped
   from ``sys.modules`` before each import.
 """
@@ -53,11 +58,37 @@ CORE_ORDER = (
     "lessons",
 )
 MAX_CORE_TOP = 12
-COMPUTE_DTYPE_NAMES = {"bfloat16", "float16", "float8", "mxfp8", "fp8_block", "nvfp4"}
 NAME_OWNERS = {  # the names that only their registries test -> those registries
     "compute dtype": {"playground.core.recipes.registry", "playground.core.formats.dtypes"},
-    "model": {"playground.core.model.models"},
+    "model": {
+        "playground.core.model.models",
+        "playground.core.export.jax_script",
+        "playground.core.export.torch_script",
+    },
 }
+# The layers that present: they read every recipe, model and optimizer from its registry.
+PAGE_LAYERS = ("playground.ui", "playground.sections", "playground.views")
+
+
+@functools.cache
+def registry_names() -> dict[str, frozenset[str]]:
+    """Kind -> the names its registry holds (recipes, models, optimizers)."""
+    from playground.core.model.models import MODELS
+    from playground.core.model.optimizers import OPTIMIZERS
+    from playground.core.recipes.registry import RECIPES
+
+    return {
+        "compute dtype": frozenset(RECIPES),
+        "model": frozenset(MODELS),
+        "optimizer": frozenset(OPTIMIZERS),
+    }
+
+
+@functools.cache
+def block_recipe_names() -> frozenset[str]:
+    from playground.core.recipes.registry import RECIPES
+
+    return frozenset(name for name, entry in RECIPES.items() if entry.block is not None)
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -251,7 +282,10 @@ def name_tests(tree: ast.Module) -> list[tuple[int, str, str]]:
                 if isinstance(operand, ast.Tuple | ast.List | ast.Set):
                     operands += operand.elts
             for operand in operands:
-                if isinstance(operand, ast.Constant) and operand.value in COMPUTE_DTYPE_NAMES:
+                if (
+                    isinstance(operand, ast.Constant)
+                    and operand.value in registry_names()["compute dtype"]
+                ):
                     found.append((node.lineno, "compute dtype", f"compares with {operand.value!r}"))
         if (isinstance(node, ast.Name) and node.id == "FLOAT8") or (
             isinstance(node, ast.Attribute) and node.attr == "FLOAT8"
@@ -275,6 +309,50 @@ def test_only_the_registries_test_a_dtype_or_model_name():
         if name not in NAME_OWNERS[kind]
     ]
     assert not wrong, "names tested outside their registry:\n" + "\n".join(wrong)
+
+
+def page_names(source: str) -> list[tuple[int, str, str]]:
+    """(line, kind, what) wherever a module of the page's layers (its ``source``) names a
+    registry entry: a string that is a recipe's, a model's or an optimizer's name (a key, a
+    choice, a compared value alike), and any line of its text that names a block-scaled recipe
+    (in any case)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for kind, names in registry_names().items():
+                if node.value in names:
+                    found.append((node.lineno, kind, f"names {node.value!r}"))
+    for number, line in enumerate(source.lower().splitlines(), start=1):
+        for recipe_name in sorted(block_recipe_names()):
+            if recipe_name in line:
+                found.append((number, "compute dtype", f"writes {recipe_name!r}"))
+    return sorted(set(found))
+
+
+def in_page_layers(name: str) -> bool:
+    return any(name == top or name.startswith(top + ".") for top in PAGE_LAYERS)
+
+
+def test_the_page_layers_name_no_recipe_model_or_optimizer():
+    wrong = [
+        f"{where(name)}:{line} {what} (a {kind} name: read it from its registry)"
+        for name in modules()
+        if in_page_layers(name)
+        for line, kind, what in page_names(modules()[name].read_text())
+    ]
+    assert not wrong, "registry names in ui, sections or views:\n" + "\n".join(wrong)
+
+
+def test_page_names_finds_every_registry_name_and_a_block_recipe_in_a_comment():
+    chosen = [name for names in registry_names().values() for name in sorted(names)]
+    comments = [f"# {name.upper()} in a comment" for name in sorted(block_recipe_names())]
+    found = page_names("\n".join([f"CHOSEN = {name!r}" for name in chosen] + comments))
+    assert {what for _, _, what in found if what.startswith("names")} == {
+        f"names {name!r}" for name in chosen
+    }
+    assert {kind for _, kind, _ in found} == set(registry_names())
+    comment_lines = set(range(len(chosen) + 1, len(chosen) + len(comments) + 1))
+    assert comment_lines <= {line for line, _, what in found if what.startswith("writes")}
 
 
 def test_no_module_is_over_600_lines():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,44 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
+class Names(Sequence[str]):
+    """The names of a registry (a dict), read from it at every use: the choices of a setting
+    that follow their registry, so an entry added to it later (a test's throwaway recipe) is one
+    of them. Equal to, and hashed as, the tuple of the names the registry holds now.
+
+    Example::
+
+        >>> registry = {"sgd": 0}
+        >>> names = Names(registry)
+        >>> registry["adam"] = 2
+        >>> names, names[0], names == ("sgd", "adam")
+        (Names('sgd', 'adam'), 'sgd', True)
+    """
+
+    def __init__(self, registry: Mapping[str, Any]):
+        self._registry = registry
+
+    def __getitem__(self, index: Any) -> Any:
+        return tuple(self._registry)[index]
+
+    def __len__(self) -> int:
+        return len(self._registry)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._registry
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str) or not isinstance(other, Sequence):
+            return False
+        return tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Names{tuple(self)!r}"
+
+
 @dataclass(frozen=True)
 class Bounds:
     """How one setting is shown and checked: a label, the closed range [low, high], a help line.
@@ -63,7 +102,7 @@ class Bounds:
     help: str
     integer: bool = False
     log: bool = False
-    choices: tuple[str, ...] = ()
+    choices: Sequence[str] = ()
     group: str = "step"
 
     def describe(self) -> str:

@@ -11,12 +11,15 @@ allowed range), without a traceback in the server log.
 
     STEP.order      = (seed, n, ..., compute_dtype, model, ..., optimizer, data, fp8_scaling,
                        amax_history, precision_policy, task, norm, outlier_share,
-                       outlier_scale, nvfp4_hadamard)
+                       outlier_scale, the Hadamard switch, ...)
                                               # /step, /sweep, /export, /downloads
     DYNAMICS.order  = STEP's settings with steps, mode, period in table order, data, then
                        fp8_scaling, amax_history, pure_rounding, precision_policy, task, norm,
-                       outlier_share, outlier_scale, nvfp4_hadamard
+                       outlier_share, outlier_scale, the Hadamard switch, ...
                                               # /dynamics
+
+The LATE fields are the table's fields after ``optimizer``, the last one that existed when
+``data`` was added (the table only appends).
 """
 
 from __future__ import annotations
@@ -38,19 +41,11 @@ from playground.ui.widgets import DEFAULTS
 
 # The API's name of a field where it differs from the field's own.
 API_NAMES = {"model_seed": "seed"}
-# Settings added after the uploaded `data` input existed, in the order they were added: the
-# API takes them after `data`, in this order. A new setting is appended here.
-LATE_FIELDS = (
-    "fp8_scaling",
-    "amax_history",
-    "pure_rounding",
-    "precision_policy",
-    "task",
-    "norm",
-    "outlier_share",
-    "outlier_scale",
-    "nvfp4_hadamard",
-)
+# The last setting that existed when the uploaded `data` input was added.
+BEFORE_DATA = "optimizer"
+# Settings added after the uploaded `data` input existed, in the order they were added (the
+# table's order, which only appends): the API takes them after `data`, in this order.
+LATE_FIELDS = tuple(settings())[tuple(settings()).index(BEFORE_DATA) + 1 :]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from playground.core.settings.block_settings import FIELDS as BLOCK_FIELDS
 from playground.core.settings.cost import check_downloads
 from playground.core.step.report import run_report
 from playground.sections.lab import tab as lab_tab
@@ -95,7 +96,8 @@ EXPORT = Arguments(
         *((name, DEFAULTS[name]) for name in EXPORT_RUN_FIELDS),
         ("framework", export.FRAMEWORKS[0]),
     ),
-    appended_after="nvfp4_hadamard",
+    # appended when the block-scaling settings were the last ones
+    appended_after=BLOCK_FIELDS[-1],
 )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 from playground.core.model.models import MODELS
+from playground.core.recipes.registry import recipe_settings
 from playground.core.settings.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
 from playground.sections.step import tab as step_tab
 from playground.ui import export_panel, page_events
@@ -40,8 +41,8 @@ MODEL_FIELDS = (
     "model",
     *dict.fromkeys(option for spec in MODELS.values() for option in spec.options),
 )
-# The scaled recipe's own settings.
-SCALING_FIELDS = ("fp8_scaling", "amax_history", "nvfp4_hadamard")
+# The scaled recipes' own settings, as the recipe registry declares them.
+SCALING_FIELDS = recipe_settings()
 # Precision per operation: the preset, the task (its loss) and the MLP's norm.
 OPERATION_FIELDS = ("precision_policy", "task", "norm")
 

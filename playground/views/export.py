@@ -28,10 +28,12 @@ when N or D_in is 1, a matmul becomes elementwise products whose FMA contraction
 what else the program returns, and a step's loss can differ by a few units in the last place.
 
 What is refused (ConfigError naming the field): a recipe that is not a plain cast (float8: its
-scaled matmuls are not in the script), a setting the script does not reproduce at a value other
-than its default, and an upload above the embedding cap (``views.export_text``). The options of
-another model and the settings of another recipe change nothing and are left out (written at
-their defaults).
+scaled matmuls are not in the script), a model the framework's template does not build (the
+model registry's ``ModelSpec.scripts``; the refusal names the models it exports) or an
+optimizer it does not (``OptimizerSpec.scripts``), a setting the
+script does not reproduce at a value other than its default, and an upload above the embedding
+cap (``views.export_text``). The options of another model and the settings another recipe
+declares (``Recipe.settings``) change nothing and are left out (written at their defaults).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import re
 from playground.core.data.synthetic import NOISE_STD
 from playground.core.data.user_data import UserData, fitted
 from playground.core.model.models import MODELS, ModelChoice
+from playground.core.model.optimizers import OPTIMIZERS
 from playground.core.recipes.registry import RECIPES, recipe
 from playground.core.settings.settings import ConfigError, StepConfig, defaults, settings
 from playground.core.step.report import COMPILER_OPTIONS
@@ -141,11 +144,23 @@ def check_exportable(config: StepConfig, framework: str = "jax") -> None:
             f"compute_dtype: the exported {framework} script computes in "
             f"{' or '.join(SCRIPT_DTYPES)} ({where}); got {config.compute_dtype!r}",
         )
+    for field, registry in (("model", MODELS), ("optimizer", OPTIMIZERS)):
+        exported = built_by(registry, framework)
+        if getattr(config, field) not in exported:
+            raise ConfigError(
+                field,
+                f"{field}: the exported {framework} script builds the {field}s "
+                f"{', '.join(exported)}; got {getattr(config, field)!r}",
+            )
     table, default = settings(), defaults()
-    # The settings of the other recipes (grouped under a recipe's name) and the options of the
-    # other models change nothing in the run.
-    other_recipes = RECIPES.keys() - {config.compute_dtype}
-    ignored = {name for name, bounds in table.items() if bounds.group in other_recipes}
+    # The settings of the other recipes and the options of the other models change nothing in
+    # the run.
+    ignored = {
+        setting
+        for name, entry in RECIPES.items()
+        if name != config.compute_dtype
+        for setting in entry.settings
+    } - set(recipe(config.compute_dtype).settings)
     ignored.update(
         option for name, spec in MODELS.items() if name != config.model for option in spec.options
     )
@@ -158,6 +173,12 @@ def check_exportable(config: StepConfig, framework: str = "jax") -> None:
                 f"{name} ({bounds.label}) must be {default[name]!r} to export the run; the "
                 f"exported script does not reproduce other values; got {getattr(config, name)!r}",
             )
+
+
+def built_by(registry: dict, framework: str) -> tuple[str, ...]:
+    """The entries of ``registry`` (models, optimizers) whose ``scripts`` say ``framework``'s
+    template builds them."""
+    return tuple(name for name, spec in registry.items() if framework in spec.scripts)
 
 
 def exported_values(config: StepConfig) -> dict[str, int | float | str]:

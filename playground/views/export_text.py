@@ -34,7 +34,7 @@ MAX_EMBEDDED_VALUES = 300_000
 
 @functools.cache
 def template(name: str) -> str:
-    """A template's text, read as a file of ``playground.core`` (it is never imported)."""
+    """A template's text, read as a file of ``playground.core.export`` (never imported)."""
     return importlib.resources.files("playground.core.export").joinpath(name).read_text("utf-8")
 
 

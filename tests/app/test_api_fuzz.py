@@ -38,6 +38,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from http_calls import DEFAULT_STEP, FIELDS, Answer, Raw, call, request_body
+from playground.core.model.models import MODELS
+from playground.core.model.optimizers import OPTIMIZERS
+from playground.core.recipes.registry import RECIPES
 from playground.ui.upload_guard import MAX_BODY_BYTES
 
 OUTPUTS = {"step": 10, "sweep": 4, "dynamics": 6, "inspect": 1}
@@ -78,11 +81,12 @@ FLOAT_RANGES = {
     "outlier_scale": (1.0, 65536.0),
 }
 CHOICES = {
-    "compute_dtype": ("bfloat16", "float16", "float8"),
+    # The recipes with no blocks (the block recipes' steps are priced and run elsewhere).
+    "compute_dtype": tuple(name for name, entry in RECIPES.items() if entry.block is None),
     "mode": ("none", "static", "dynamic"),
-    "model": ("linear", "mlp"),
+    "model": tuple(MODELS),
     "activation": ("relu", "gelu", "tanh"),
-    "optimizer": ("sgd", "momentum", "adam"),
+    "optimizer": tuple(OPTIMIZERS),
     "fp8_scaling": ("none", "current", "delayed"),
     "pure_rounding": ("nearest", "stochastic", "kahan"),
     "precision_policy": ("exercise", "autocast", "all_float32_but_matmul"),

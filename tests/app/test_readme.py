@@ -195,6 +195,7 @@ def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
     from playground.core.lessons.precision import PRECISION_LESSONS
     from playground.core.model.op_policy import PRESETS, TORCH_VERSION
     from playground.core.recipes import block_formats as blocks
+    from playground.core.recipes.registry import RECIPES
     from playground.core.settings.settings import StepConfig, settings
     from playground.sections.dynamics.pins import MAX_PINS
     from playground.views.export_text import MAX_SCRIPT_BYTES
@@ -212,9 +213,11 @@ def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
     }
     assert "Three checked lessons" in text and len(PRECISION_LESSONS) == 3
     # The block-scaled recipes are compute dtypes, their settings in the documented ranges.
-    assert "(`compute_dtype` = `mxfp8`, `fp8_block` or `nvfp4`;" in text
-    for name in ("mxfp8", "fp8_block", "nvfp4"):
-        assert StepConfig(compute_dtype=name).compute_dtype == name
+    block_names = [f"`{name}`" for name, entry in RECIPES.items() if entry.block is not None]
+    named = ", ".join(block_names[:-1]) + " or " + block_names[-1]
+    assert f"(`compute_dtype` = {named};" in text
+    for name in block_names:
+        assert StepConfig(compute_dtype=name.strip("`")).compute_dtype == name.strip("`")
     table, defaults = settings(), StepConfig()
     assert "`outlier_share` (0 to 0.01, default 0: no outliers)" in text
     assert (table["outlier_share"].low, table["outlier_share"].high) == (0.0, 0.01)

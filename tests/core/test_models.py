@@ -21,6 +21,7 @@ from playground import (
     summarize,
 )
 from playground.core.model.models import MODELS, ModelChoice, param_shapes
+from playground.core.model.optimizers import OPTIMIZERS
 from playground.core.settings.settings import settings
 
 # A 4-hidden-layer tanh MLP on tiny float16 data: the gradients shrink as they flow back.
@@ -118,7 +119,7 @@ def test_adam_in_pure_float16_fails_only_for_some_initial_weights():
 
 
 def test_momentum_and_adam_run_through_the_step_with_real_updates():
-    for optimizer in ("momentum", "adam"):
+    for optimizer in (name for name, spec in OPTIMIZERS.items() if spec.state_arrays):
         report = run_report(StepConfig(n=32, d_in=8, d_out=4, optimizer=optimizer))
         assert report.mixed_new_loss < report.mixed_initial_loss
         # The first Adam step moves every entry by about lr whatever the gradient's size.

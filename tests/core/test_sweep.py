@@ -4,13 +4,16 @@ import numpy as np
 
 from playground import StepConfig, run_report
 from playground.core.formats.dtypes import dtype_facts
+from playground.core.recipes.registry import RECIPES
 from playground.core.runs.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
 from playground.core.settings.settings import LOSS_SCALE_MAX
 from scenarios import TINY_FLOAT16
 
+PLAIN_DTYPES = [name for name, entry in RECIPES.items() if entry.plain_dtype is not None]
+
 
 def test_exponents_reach_past_the_dtype_maximum():
-    for dtype in ("float16", "bfloat16"):
+    for dtype in PLAIN_DTYPES:
         exponents = sweep_exponents(dtype)
         assert exponents[0] == 0
         legal = math.log2(LOSS_SCALE_MAX)  # 126: the last scale must be a legal loss scale

@@ -6,6 +6,10 @@ import pytest
 
 import reference
 from playground import StepConfig, make_batch, run_dynamics
+from playground.core.recipes.registry import RECIPES
+
+# The recipes that are a plain cast.
+PLAIN_DTYPES = [name for name, entry in RECIPES.items() if entry.plain_dtype is not None]
 
 # Data near 2^-24: float64's gradients are far below half of float16's smallest subnormal.
 VANISHING = StepConfig(
@@ -49,7 +53,7 @@ def test_bfloat16_keeps_the_same_gradients_and_counts_no_flush():
     assert flushed.max() <= 1 / 36 < float16.mixed_flushed_share.min() == 1.0
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", PLAIN_DTYPES)
 def test_the_two_counts_never_overlap(dtype):
     # A run with both kinds of loss: bfloat16's pure run rounds small updates away.
     config = StepConfig(n=32, d_in=8, d_out=4, lr=0.002, compute_dtype=dtype)

@@ -447,7 +447,7 @@ def test_the_upload_is_embedded_exactly(tmp_path):
         st.floats(min_value=LOSS_SCALE_MIN, max_value=LOSS_SCALE_MAX),
         st.integers(min_value=-200, max_value=200).map(lambda k: 2.0**k),
         st.integers(min_value=0, max_value=2**32 - 1),
-        st.sampled_from(["bfloat16", "float16"]),
+        st.sampled_from(export.SCRIPT_DTYPES),
     )
 )
 def test_literals_evaluate_to_the_same_value(value):

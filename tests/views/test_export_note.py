@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from playground import StepConfig
+from playground.views.export import SCRIPT_DTYPES
 from playground.views.export_note import pytorch_note
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("dtype", SCRIPT_DTYPES)
 def test_the_note_names_autocast_and_the_dtype_s_eps(dtype):
     note = pytorch_note(StepConfig(compute_dtype=dtype))
     assert f'torch.autocast(device_type="cpu", dtype=torch.{dtype})' in note

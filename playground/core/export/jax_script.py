@@ -97,7 +97,9 @@ def build_model(rngs):
     """The page's model: the exercise's nnx.Linear, or the multi-layer perceptron."""
     if MODEL == "linear":
         return nnx.Linear(D_IN, D_OUT, rngs=rngs)
-    return MultiLayer(rngs)
+    if MODEL == "mlp":
+        return MultiLayer(rngs)
+    raise ValueError(f"this script builds MODEL linear or mlp; got {MODEL!r}")
 
 
 def initial_params(seed):

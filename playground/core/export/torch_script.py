@@ -93,7 +93,9 @@ def make_batch():
 def build_model():
     """The page's model with its starting parameters: nn.Linear(D_IN, D_OUT), or
     nn.Linear layers D_IN -> HIDDEN_WIDTH ... -> D_OUT with ACTIVATION between."""
-    hidden = [HIDDEN_WIDTH] * HIDDEN_LAYERS if MODEL != "linear" else []
+    if MODEL not in ("linear", "mlp"):
+        raise ValueError(f"this script builds MODEL linear or mlp; got {MODEL!r}")
+    hidden = [HIDDEN_WIDTH] * HIDDEN_LAYERS if MODEL == "mlp" else []
     widths = [D_IN, *hidden, D_OUT]
     layers = []
     for a, b in zip(widths[:-1], widths[1:], strict=True):
@@ -108,6 +110,8 @@ def build_model():
 
 def make_optimizer(model):
     """The page's optimizer (sgd, momentum or adam) over the float32 parameters."""
+    if OPTIMIZER not in ("sgd", "momentum", "adam"):
+        raise ValueError(f"this script builds sgd, momentum, adam; got {OPTIMIZER!r}")
     if OPTIMIZER == "adam":
         return torch.optim.Adam(model.parameters(), lr=LR)  # optax.adam's defaults
     momentum = 0.9 if OPTIMIZER == "momentum" else 0.0

@@ -10,6 +10,8 @@ the playground needs to know about it:
              widths of its chain of dense layers, from which its work (multiply-adds per batch
              row of one forward pass) is counted
     slug     its piece of a download's file name
+    scripts  the export frameworks whose script template builds it (``jax``, ``pytorch``;
+             ``core.export``); the export refuses it by name for any other
 
 A model with hidden activations also accepts ``probes``: one zero array per hidden activation,
 added to it, so that the gradient with respect to a probe is the gradient with respect to that
@@ -122,6 +124,7 @@ class ModelSpec:
     about: str
     operations: Callable[[ModelChoice], tuple[Operation, ...]]
     takes_norm: bool = False
+    scripts: tuple[str, ...] = ()
 
     def widths(self, choice: ModelChoice, d_in: int, d_out: int) -> tuple[int, ...]:
         """The widths of the chain of dense layers, input to output."""
@@ -218,6 +221,7 @@ MODELS: dict[str, ModelSpec] = {
         slug=lambda choice: "linear",
         about="the exercise's nnx.Linear",
         operations=lambda choice: (Operation("dense", "matmul", ""),),
+        scripts=("jax", "pytorch"),
     ),
     "mlp": ModelSpec(
         build=MLP,
@@ -231,6 +235,7 @@ MODELS: dict[str, ModelSpec] = {
         about="linear layers with an activation between",
         operations=_mlp_operations,
         takes_norm=True,
+        scripts=("jax", "pytorch"),
     ),
 }
 DEFAULT_MODEL = ModelChoice()

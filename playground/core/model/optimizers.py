@@ -1,8 +1,10 @@
 """The optimizer registry: which optax transformation updates the float32 parameters.
 
 Rule: an optimizer is one entry of ``OPTIMIZERS``: how to build it (``lr ->
-GradientTransformation``, with optax's own defaults) and how many parameter-shaped arrays of
-state it keeps (what the cost model prices). ``'sgd'`` is the exercise's ``optax.sgd(lr)``,
+GradientTransformation``, with optax's own defaults), how many parameter-shaped arrays of
+state it keeps (what the cost model prices), its line in the ``optimizer`` setting's help, and
+the export frameworks whose script template builds it (``scripts``; the export refuses it by
+name for any other). ``'sgd'`` is the exercise's ``optax.sgd(lr)``,
 ``'momentum'`` is ``optax.sgd(lr, momentum=0.9)``, ``'adam'`` is ``optax.adam(lr)``. The step
 records the updates the transformation really produced, so update sizes and lost updates never
 assume "update = lr x gradient".
@@ -18,17 +20,27 @@ import optax
 
 @dataclass(frozen=True)
 class OptimizerSpec:
-    """One optimizer: ``build(lr)``, and ``state_arrays``, the parameter-shaped arrays of state
-    it keeps (momentum's trace; adam's two moments)."""
+    """One optimizer: ``build(lr)``, ``state_arrays``, the parameter-shaped arrays of state it
+    keeps (momentum's trace; adam's two moments), ``about`` (its help line) and ``scripts``
+    (the export frameworks that build it)."""
 
     build: Callable[..., optax.GradientTransformation]
     state_arrays: int
+    about: str = ""
+    scripts: tuple[str, ...] = ()
 
 
 OPTIMIZERS: dict[str, OptimizerSpec] = {
-    "sgd": OptimizerSpec(lambda lr: optax.sgd(lr), state_arrays=0),
-    "momentum": OptimizerSpec(lambda lr: optax.sgd(lr, momentum=0.9), state_arrays=1),
-    "adam": OptimizerSpec(lambda lr: optax.adam(lr), state_arrays=2),
+    "sgd": OptimizerSpec(
+        lambda lr: optax.sgd(lr), 0, "optax.sgd (the exercise)", ("jax", "pytorch")
+    ),
+    "momentum": OptimizerSpec(
+        lambda lr: optax.sgd(lr, momentum=0.9),
+        1,
+        "optax.sgd with momentum 0.9",
+        ("jax", "pytorch"),
+    ),
+    "adam": OptimizerSpec(lambda lr: optax.adam(lr), 2, "optax.adam", ("jax", "pytorch")),
 }
 DEFAULT_OPTIMIZER = "sgd"
 

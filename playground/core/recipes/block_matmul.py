@@ -212,7 +212,7 @@ def empty_meta() -> jax.Array:
 
 
 @functools.cache
-def native_scaled_dot_general(mode: str = "mxfp8") -> bool:
+def native_scaled_dot_general(mode: str) -> bool:
     """Whether ``jax.nn.scaled_dot_general`` in ``mode`` compiles on this backend: a GPU of
     compute capability 10 or more (Blackwell) with cuDNN's block-scaled matmul. On CPU it has
     no lowering, so False (the matmuls are emulated)."""

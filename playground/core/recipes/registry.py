@@ -4,7 +4,8 @@ Rule: a ``Recipe`` is how the matmuls of a step compute. It names its formats (a
 ``core.formats.dtypes.FORMATS``) and, when its matmuls quantize, the matmul that replaces every
 ``nnx.Linear``'s own. ``RECIPES`` holds them (bfloat16, float16, float8, and the block-scaled
 mxfp8, fp8_block, nvfp4); adding a recipe is one entry here plus its float64 reference in the
-contract test (``tests/core/test_registries.py``). An entry is made one of two ways::
+contract test (``tests/core/test_registries.py``; the README's "What each addition touches" lists
+the rest a block format or a setting of its own takes). An entry is made one of two ways::
 
     plain_recipe(name)                 parameters and data cast to ``name``, nothing else
     block_recipe(spec, work, compile)  a block-scaled recipe (``core.recipes.block_formats``):
@@ -12,7 +13,10 @@ contract test (``tests/core/test_registries.py``). An entry is made one of two w
                                        backward (``core.recipes.block_matmul``) in
                                        ``spec.element_format``, accumulated in float32
 
-No other module tests a compute dtype's name: it asks its recipe (``recipe(name)``).
+No other module tests a compute dtype's name: it asks its recipe (``recipe(name)``). A
+recipe declares the settings only it takes (``Recipe.settings``: float8's ``fp8_scaling`` and
+``amax_history``, NVFP4's Hadamard switch) and whether the inspector's block list shows it
+(``Recipe.listed``); the page lays out, and the export ignores, what the registry declares.
 
 Example::
 
@@ -36,6 +40,7 @@ from typing import Any
 
 import jax
 
+from playground.core.bounds import Names
 from playground.core.formats.dtypes import FORMATS
 from playground.core.recipes.block_formats import FP8_BLOCK, MXFP8, NVFP4, BlockRecipe
 from playground.core.recipes.block_matmul import block_dot_general
@@ -80,6 +85,9 @@ class Recipe:
       seconds of its own programs, such as a block recipe's report).
     block: a block-scaled recipe's formats, blocks and scale rule (``core.recipes.block_formats``);
       None for every other recipe.
+    settings: the settings fields only this recipe takes (they change nothing under another).
+    listed: the inspector's block list (``sections.lab.block_list``) shows how it stores a
+      typed list.
     """
 
     name: str
@@ -93,6 +101,8 @@ class Recipe:
     work_factor: float = 1.0
     compile_cost: tuple[tuple[float, float], ...] = ((1.0, 0.0),) * 3
     block: BlockRecipe | None = None
+    settings: tuple[str, ...] = ()
+    listed: bool = False
 
     def __post_init__(self) -> None:
         for fmt in (self.forward_format, self.gradient_format, self.cast_dtype):
@@ -111,7 +121,7 @@ class Recipe:
     @property
     def hadamard_setting(self) -> bool:
         """Whether the ``nvfp4_hadamard`` setting applies (its matmul has a Hadamard block)."""
-        return self.block is not None and self.block.hadamard_block > 0
+        return "nvfp4_hadamard" in self.settings
 
     def compile_on(self, endpoint: str) -> tuple[float, float]:
         """(factor per dense layer, extra seconds) of its compile for ``endpoint``."""
@@ -124,11 +134,15 @@ def plain_recipe(name: str) -> Recipe:
 
 
 def block_recipe(
-    spec: BlockRecipe, work_factor: float, compile_cost: tuple[tuple[float, float], ...]
+    spec: BlockRecipe,
+    work_factor: float,
+    compile_cost: tuple[tuple[float, float], ...],
+    listed: bool = False,
 ) -> Recipe:
     """The block-scaled recipe of ``spec`` (see the module rule): its element format forward
     and backward, saturating (a block's scale bounds its values), float32 elsewhere; its
-    summary hook lists the step's quantized tensors, as float8's does."""
+    summary hook lists the step's quantized tensors, as float8's does. One with a Hadamard
+    block takes the ``nvfp4_hadamard`` setting."""
     return Recipe(
         spec.name,
         forward_format=spec.element_format,
@@ -140,6 +154,8 @@ def block_recipe(
         work_factor=work_factor,
         compile_cost=compile_cost,
         block=spec,
+        settings=("nvfp4_hadamard",) if spec.hadamard_block > 0 else (),
+        listed=listed,
     )
 
 
@@ -173,19 +189,21 @@ RECIPES: dict[str, Recipe] = {
             # (measured: +5-25% over bfloat16).
             work_factor=1.25,
             compile_cost=FLOAT8_COMPILE,
+            settings=("fp8_scaling", "amax_history"),
         ),
         # Block-scaled recipes (TransformerEngine 2.x's MXFP8BlockScaling, Float8BlockScaling,
         # NVFP4BlockScaling), emulated in float32 on CPU. Their work factors: a quantize-
         # dequantize of each operand per matmul, forward and backward (bench/bench_blocks.py
         # at 4096 x 1024 x 1024 on 2 vCPUs, against float32's forward and backward: mxfp8
         # 1.36, fp8_block 1.27, nvfp4 1.61, with its Hadamard transform, the default, 1.97).
-        block_recipe(MXFP8, work_factor=1.4, compile_cost=MXFP8_COMPILE),
+        block_recipe(MXFP8, work_factor=1.4, compile_cost=MXFP8_COMPILE, listed=True),
         block_recipe(FP8_BLOCK, work_factor=1.3, compile_cost=FP8_BLOCK_COMPILE),
-        block_recipe(NVFP4, work_factor=2.0, compile_cost=NVFP4_COMPILE),
+        block_recipe(NVFP4, work_factor=2.0, compile_cost=NVFP4_COMPILE, listed=True),
     )
 }
-# What a step can compute in: the compute_dtype setting's choices, the exercise's first.
-COMPUTE_DTYPES = tuple(RECIPES)
+# What a step can compute in: the compute_dtype setting's choices, the exercise's first (read
+# from RECIPES at every use).
+COMPUTE_DTYPES = Names(RECIPES)
 # The float32 twin: every cast an identity (not a choice of the setting).
 FULL_PRECISION = plain_recipe(FLOAT32)
 
@@ -195,6 +213,16 @@ def recipe(name: str) -> Recipe:
     if name not in RECIPES:
         raise ValueError(f"compute_dtype must be one of {', '.join(RECIPES)}; got {name!r}")
     return RECIPES[name]
+
+
+def recipe_settings() -> tuple[str, ...]:
+    """Every setting some recipe takes, each once, in the registry's order."""
+    return tuple(dict.fromkeys(name for entry in RECIPES.values() for name in entry.settings))
+
+
+def listed_recipes() -> tuple[str, ...]:
+    """The recipes the inspector's block list shows (``Recipe.listed``), in the registry's order."""
+    return tuple(name for name, entry in RECIPES.items() if entry.listed)
 
 
 def saturating_formats() -> frozenset[str]:

@@ -17,6 +17,8 @@ from playground.core.recipes.block_outliers import (
 )
 
 HADAMARD_CHOICES = ("on", "off")
+# The block-scaling settings, in the settings table's order.
+FIELDS = ("outlier_share", "outlier_scale", "nvfp4_hadamard")
 
 OUTLIER_SHARE = Bounds(
     "outlier share",

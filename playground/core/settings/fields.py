@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from playground.core.bounds import Bounds
+from playground.core.bounds import Bounds, Names
 from playground.core.caps import (
     FLOAT32_MAX,
     LIBRARY_PERIOD,
@@ -181,7 +181,7 @@ class SettingsTable:
             0,
             0,
             "; ".join(f"{name}: {spec.about}" for name, spec in MODELS.items()) + ".",
-            choices=tuple(MODELS),
+            choices=Names(MODELS),
             group="model",
         ),
     )
@@ -212,9 +212,9 @@ class SettingsTable:
             "optimizer",
             0,
             0,
-            "sgd: optax.sgd (the exercise); momentum: optax.sgd with momentum 0.9; adam: "
-            "optax.adam. Its state is float32 in the mixed step.",
-            choices=tuple(OPTIMIZERS),
+            "; ".join(f"{name}: {spec.about}" for name, spec in OPTIMIZERS.items())
+            + ". Its state is float32 in the mixed step.",
+            choices=Names(OPTIMIZERS),
             group="model",
         ),
     )

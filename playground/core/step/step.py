@@ -38,7 +38,7 @@ from flax import nnx
 
 from playground.core.model.models import DEFAULT_MODEL, Params, build_model, param_arrays
 from playground.core.model.op_policy import Watched
-from playground.core.model.optimizers import build_optimizer
+from playground.core.model.optimizers import DEFAULT_OPTIMIZER, build_optimizer
 from playground.core.recipes.float8 import AmaxHistory, matmul_layers
 from playground.core.settings.settings import ConfigError, check_setting, settings
 from playground.core.step.loss_scale import LossScale, StaticLossScale
@@ -230,7 +230,7 @@ def exercise_trace(seed, x, y, lr, loss_scale, precision: Policy = EXERCISE) -> 
     ``seed`` is a Python int (as in the exercise) or a JAX PRNG key.
     """
     model = build_model(DEFAULT_MODEL, x.shape[-1], y.shape[-1], nnx.Rngs(seed))
-    tx = build_optimizer("sgd", lr)
+    tx = build_optimizer(DEFAULT_OPTIMIZER, lr)  # the exercise's optax.sgd
     return step_trace(model, tx, x, y, StaticLossScale(loss_scale), precision)
 
 

@@ -1,12 +1,13 @@
-"""A typed list of numbers as MXFP8 and NVFP4 store it: each block's shared scale and every value.
+"""A typed list of numbers as the listed block recipes store it: each block's scale and value.
 
 Rule: the list (numbers separated by commas, each read as the inspector reads one, at most
-``block_view.MAX_VALUES``) is one row quantized by each recipe of LIST_RECIPES
-(``core.recipes.block_view``: blocks of the recipe's 1-D size, round to nearest, the last block
-zero-padded). Above the table, per recipe, its formats, each block's scale (and its power of two
-when the scale is one) and NVFP4's float32 tensor scale; in the table (HTML), per typed value, each
-recipe's stored value (element x block scale x tensor scale) and what became of it (kept,
-flushed to zero, saturated at the element format's largest).
+``block_view.MAX_VALUES``) is one row quantized by each recipe the registry lists
+(``Recipe.listed``, read at every call; ``core.recipes.block_view``: blocks of the recipe's 1-D
+size, round to nearest, the last block zero-padded). Above the table, per recipe, its formats,
+each block's scale (and its power of two when the scale is one) and a two-level recipe's float32
+tensor scale; in the table (HTML), per typed value, each recipe's stored value (element x block
+scale x tensor scale) and what became of it (kept, flushed to zero, saturated at the element
+format's largest).
 """
 
 from __future__ import annotations
@@ -17,14 +18,18 @@ from typing import Any
 from playground.core.bounds import ConfigError, shown
 from playground.core.inspector.typed_number import read_number
 from playground.core.recipes.block_view import MAX_VALUES, block_view
-from playground.core.recipes.registry import recipe
+from playground.core.recipes.registry import listed_recipes, recipe
 
-LIST_RECIPES = ("mxfp8", "nvfp4")
 DEFAULT_LIST = "0.001, 0.02, 0.3, 1, 5, 40, 1000"
-HELP = (
-    f"Up to {MAX_VALUES} numbers separated by commas (each as in the box above); Enter to see "
-    f"how {' and '.join(LIST_RECIPES)} store them: each block's shared scale and every value."
-)
+
+
+def help_text() -> str:
+    """The list box's help line, naming the recipes it lists."""
+    return (
+        f"Up to {MAX_VALUES} numbers separated by commas (each as in the box above); Enter to see "
+        f"how {' and '.join(listed_recipes())} store them: each block's shared scale and every "
+        "value."
+    )
 
 
 def read_list(text: Any) -> list[float]:
@@ -75,9 +80,10 @@ def block_list_view(text: Any) -> str:
         values = read_list(text)
     except ConfigError as error:
         return f"<p><strong>Invalid {error.field}</strong>: {html.escape(str(error))}</p>"
-    views = [block_view(values, recipe(name).block) for name in LIST_RECIPES]
+    names = listed_recipes()
+    views = [block_view(values, recipe(name).block) for name in names]
     header = ["#", "typed"]
-    for name in LIST_RECIPES:
+    for name in names:
         header += [f"{name} stored", f"{name} class"]
     rows = []
     for index, value in enumerate(values):

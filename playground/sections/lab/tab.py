@@ -19,7 +19,7 @@ from playground.core.formats.dtypes import (
     dtype_facts,
 )
 from playground.core.inspector.inspector import PRESETS, bit_view
-from playground.core.recipes.registry import COMPUTE_DTYPES, recipe
+from playground.core.recipes.registry import COMPUTE_DTYPES, RECIPES, recipe
 from playground.core.runs.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
 from playground.core.step.step_report import StepReport
 from playground.sections.lab.charts import (
@@ -39,17 +39,33 @@ gradients after dividing by the loss scale (in float32). Shaded: the compute dty
 Anything left of the subnormal band is rounded to zero; anything right of the normal band
 becomes infinite. Switch the compute dtype to float16 to see how much narrower its range is.
 """
-_SWEEP_RANGES = " and ".join(
-    f"2^{sweep_exponents(dtype)[-1]} for {dtype}" for dtype in COMPUTE_DTYPES
-)
-SWEEP_INTRO = f"""
+
+
+def sweep_intro() -> str:
+    """The sweep's introduction: the largest scale it runs for every recipe of the registry."""
+    ranges = " and ".join(f"2^{sweep_exponents(dtype)[-1]} for {dtype}" for dtype in COMPUTE_DTYPES)
+    return f"""
 ### Loss-scale sweep
-Runs the mixed step at every power-of-two loss scale from 2^0 up to {_SWEEP_RANGES} (just past
+Runs the mixed step at every power-of-two loss scale from 2^0 up to {ranges} (just past
 each dtype's largest value, and never past what a float32 scale can hold), in one compiled call,
 and compares each with float32. Green marks the scales whose gradients are finite and within
 {SAFE_FACTOR:g}x of the best error the sweep finds.
 """
+
+
+def _using(role: str, fmt: str) -> str:
+    """The first block recipe whose ``role`` (element_format, scale_format) is ``fmt``, as its
+    name is written in capitals."""
+    return next(
+        name.upper()
+        for name, entry in RECIPES.items()
+        if entry.block is not None and getattr(entry.block, role) == fmt
+    )
+
+
 _E2M1, _E8M0 = (dtype_facts(name) for name in (*BLOCK_ELEMENT_FORMATS, *BLOCK_SCALE_FORMATS))
+_ELEMENTS_OF = _using("element_format", _E2M1.name)
+_SCALES_OF = _using("scale_format", _E8M0.name)
 INSPECTOR_INTRO = f"""
 ### Precision inspector
 Type a number to see how {", ".join(FORMATS)} store it: the sign, exponent and mantissa
@@ -60,9 +76,10 @@ then shows that bit pattern (typed as `0x3c01:float16`, the format's bits in hex
 Past a format's largest value the plain cast gives inf, or NaN in float8_e4m3fn, which has no
 inf (as ml_dtypes casts); the float8 step's saturating cast keeps the largest value instead.
 
-The last two columns are the block recipes' formats. {_E2M1.name} (NVFP4's elements) has no inf
+The last two columns are the block recipes' formats. {_E2M1.name} ({_ELEMENTS_OF}'s elements) \
+has no inf
 and no NaN: its plain cast clips anything past {_E2M1.max:g} to {_E2M1.max:g} and stores NaN as a
-zero. {_E8M0.name} (MXFP8's block scales) holds only the powers of two
+zero. {_E8M0.name} ({_SCALES_OF}'s block scales) holds only the powers of two
 2^{math.log2(_E8M0.smallest_normal):.0f} to 2^{math.log2(_E8M0.max):.0f} and NaN, with no sign
 and no zero: a tie goes up to the larger power (3 is stored as
 {bit_view("3", _E8M0.name).stored:g}), a positive number below the smallest becomes the smallest,

@@ -131,7 +131,7 @@ def build() -> LabTab:
     """The Precision lab tab (call inside ``gr.Tabs``)."""
     with gr.Tab(lab_tab.TAB_LABEL, id=lab_tab.TAB_LABEL):
         activation_plot = plot_slot(lab_tab.ACTIVATION_LABEL)
-        gr.Markdown(lab_tab.SWEEP_INTRO)
+        gr.Markdown(lab_tab.sweep_intro())
         sweep_button = gr.Button("Sweep the loss scale", variant="primary")
         sweep_progress = gr.Markdown(min_height=40, elem_id="sweep-progress")
         # The sweep's results, dimmed under the banner when the controls have moved on.
@@ -170,7 +170,7 @@ def build() -> LabTab:
         numbers = gr.Textbox(
             value=block_list.DEFAULT_LIST,
             label="a list of numbers, in blocks",
-            info=block_list.HELP,
+            info=block_list.help_text(),
             elem_id="inspect-list",
             max_lines=1,
         )
