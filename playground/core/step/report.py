@@ -4,7 +4,7 @@ Rule::
 
     x, y      = make_batch(config)
     mixed     = step_trace(model(model_seed), sgd(lr), x, y, StaticLossScale(S), policy_for(config))
-    baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), FLOAT32_TWIN)
+    baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), float32_twin(policy))
     per parameter p (by path name): statistics of mixed.grads[p] against baseline.grads[p]
     a quantizing recipe (float8) only: per matmul, the statistics of its quantized tensors
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 # The report classes live in core.step.step_report; they are re-exported here, where callers meet
 # them.
-import dataclasses
 import math
 from concurrent.futures import ThreadPoolExecutor
 
@@ -47,8 +46,8 @@ from playground.core.step.activation_counts import activation_counts
 from playground.core.step.compiled import program, run_compiled
 from playground.core.step.loss_scale import NoOpLossScale, StaticLossScale
 from playground.core.step.operations_report import operation_reports, step_operations
-from playground.core.step.policy import FLOAT32_TWIN, Policy, policy_for
-from playground.core.step.step import step_trace
+from playground.core.step.policy import Policy, policy_for
+from playground.core.step.step import float32_twin, step_trace
 from playground.core.step.step_report import (
     LOG2_HIGH,
     LOG2_LOW,
@@ -132,12 +131,12 @@ def _both_steps(
     def trace(scaling, policy, hidden=(0, 0), watch=0):
         network = rebuilt(model, d_in, d_out, initial)
         tx = build_optimizer(optimizer, lr)
-        return step_trace(network, tx, x, y, scaling, policy, hidden, watch=watch)
+        return step_trace(network, tx, x, y, scaling, policy, hidden=hidden, watch=watch)
 
     hidden = (model.hidden_count, model.hidden_width)
     mixed = trace(StaticLossScale(loss_scale), precision, hidden, watch)
     # The twin computes the task's loss in float32 throughout (its every operation is float32).
-    baseline = trace(NoOpLossScale(), dataclasses.replace(FLOAT32_TWIN, task=precision.task))
+    baseline = trace(NoOpLossScale(), float32_twin(precision))
     losses = jnp.concatenate(
         [
             mixed.initial_loss,
