@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from playground.core.step.step_report import StepReport
+from playground.core.step.report import StepReport
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import block_map
 from playground.sections.step import blocks as block_section

@@ -19,7 +19,7 @@ import numpy as np
 from playground.core.runs.sweep import SweepReport
 from playground.core.runs.train import DynamicsReport
 from playground.core.settings.cost import check_gradient_rows
-from playground.core.step.step_report import StepReport
+from playground.core.step.report import StepReport
 from playground.views.csv_files import (
     constant_column,
     flag_column,

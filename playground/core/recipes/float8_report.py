@@ -63,7 +63,7 @@ def float8_tensors(
 
 
 class QuantizedReport(Protocol):
-    """What the hook reads of a ``core.step.step_report.StepReport`` (named structurally: the step
+    """What the hook reads of a ``core.step.report.StepReport`` (named structurally: the step
     report's module sits above the recipe registry, which holds this hook)."""
 
     config: Any

@@ -21,7 +21,6 @@ never reaches zero, so the yardstick is the best scale in the sweep.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -41,8 +40,8 @@ from playground.core.settings.cost import check_sweep
 from playground.core.settings.settings import StepConfig, settings
 from playground.core.step.compiled import program, run_compiled
 from playground.core.step.loss_scale import NoOpLossScale, StaticLossScale
-from playground.core.step.policy import FLOAT32_TWIN, Policy, policy_for
-from playground.core.step.step import step_trace
+from playground.core.step.policy import Policy, policy_for
+from playground.core.step.step import float32_twin, step_trace
 
 SAFE_FACTOR = 2.0
 
@@ -103,7 +102,7 @@ def _curves_over_scales(
         return step_trace(network, build_optimizer(optimizer, lr), x, y, scaling, policy)
 
     # The twin computes the same task's loss, every operation in float32.
-    baseline = trace(NoOpLossScale(), dataclasses.replace(FLOAT32_TWIN, task=precision.task))
+    baseline = trace(NoOpLossScale(), float32_twin(precision))
     baseline_grads = _flat(baseline.grads)
 
     def at_scale(scale):

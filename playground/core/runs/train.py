@@ -1,18 +1,20 @@
 """Training dynamics: K steps of three runs on one batch, as one compiled ``lax.scan``.
 
 The three runs start from the same float32 initialization (the registry's model, from the
-model seed) and use the registry's optimizer:
+model seed) and use the registry's optimizer. Every step of each is the one mixed-precision
+rule, ``core.step.step.step_trace``, with the run's options; each run carries its parameters,
+optimizer state, loss-scale policy, rounding state and amax history from step to step:
 
-    float32  every array float32, no loss scale
+    float32  the float32 twin (``float32_twin``): every array float32, no loss scale
     mixed    the exercise's step repeated: float32 master parameters; each step rounds a copy
              to the compute dtype, differentiates the scaled loss, unscales in float32, updates
              the masters
     pure     the parameters themselves are stored in the compute dtype (no float32 copy), and so
              are the gradients and the optimizer's state; each step's p + update is rounded
-             back into that dtype by the ``pure_rounding`` rule of ``core.formats.rounding``:
-             nearest (a plain cast), stochastic (random bits from the model seed and the step
-             index, so a config always draws the same), or kahan (a compensation buffer in
-             the compute dtype, carried from step to step)
+             back into that dtype by the ``pure_rounding`` rule of ``core.formats.rounding``
+             (the step's ``Rounding``): nearest (a plain cast), stochastic (random bits from
+             the model seed and the step index, so a config always draws the same), or kahan
+             (a compensation buffer in the compute dtype, carried from step to step)
 
 Loss scaling (mixed and pure runs) is a policy of ``playground.core.step.loss_scale`` chosen by the
 ``mode`` setting (none, static, dynamic); each run carries its own policy state, and a policy
@@ -42,7 +44,9 @@ the step, as TransformerEngine's does).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -51,16 +55,25 @@ import optax
 from flax import nnx
 
 from playground.core.data.user_data import UserData, fitted
-from playground.core.formats import rounding
+from playground.core.formats import metrics, rounding
 from playground.core.frozen import freeze
-from playground.core.model.models import initial_state, rebuilt
+from playground.core.model.models import initial_state, param_arrays, rebuilt
 from playground.core.model.optimizers import build_optimizer
-from playground.core.recipes.float8 import AmaxHistory, matmul_layers
-from playground.core.settings.settings import MAX_STEPS, StepConfig, check_setting
+from playground.core.recipes.float8 import STATS, AmaxHistory, matmul_layers
+from playground.core.settings.settings import StepConfig, check_setting
 from playground.core.step.compiled import program, run_compiled
-from playground.core.step.loss_scale import make_loss_scale
-from playground.core.step.one_step import float32_mse, in_param_dtype, scaled_step, widened
+from playground.core.step.loss_scale import LossScale, NoOpLossScale, make_loss_scale
 from playground.core.step.policy import Policy, policy_for
+from playground.core.step.step import (
+    NEAREST,
+    Rounding,
+    StepTrace,
+    float32_twin,
+    low_precision_loss,
+    step_optimizer,
+    step_trace,
+    widened,
+)
 
 
 @dataclass(frozen=True)
@@ -122,6 +135,16 @@ class DynamicsReport:
 _ROUNDING_STREAM = 0x73726E64  # "srnd": keeps the rounding bits apart from nnx.Rngs' streams
 
 
+class _Run(NamedTuple):
+    """What a low-precision run carries from step to step."""
+
+    params: nnx.State
+    opt_state: optax.OptState
+    loss_scale: LossScale
+    rounding_state: Any
+    float8_history: AmaxHistory | None
+
+
 def capacity(steps: int) -> int:
     """The compiled run's buffer length: the power of two at or above ``steps``.
 
@@ -129,6 +152,47 @@ def capacity(steps: int) -> int:
     most log2(MAX_STEPS) + 1 programs exist per (shapes, dtype, mode) instead of one per length.
     """
     return 1 << (steps - 1).bit_length()
+
+
+def _share(masks) -> jax.Array:
+    """Share of all entries of the tree ``masks`` that are True."""
+    size = sum(leaf.size for leaf in jax.tree.leaves(masks))
+    return sum(jax.tree.leaves(jax.tree.map(jnp.sum, masks))) / size
+
+
+def _lost_share(trace: StepTrace, rounding_before: Any) -> jax.Array:
+    """Share of all parameter entries whose nonzero update left the stored value unchanged
+    (and, for a rounding with a state, that state as well)."""
+    lost = jax.tree.map(
+        metrics.lost_update_mask, trace.params_before, trace.params_after, trace.updates
+    )
+    kept = rounding.unchanged(rounding_before, trace.rounding_state)
+    if kept is not None:
+        lost = jax.tree.map(jnp.logical_and, lost, param_arrays(kept))
+    return _share(lost)
+
+
+def _flushed_share(trace: StepTrace, reference_grads) -> jax.Array:
+    """Share of all parameter entries whose update was zero because their gradient underflowed
+    (zero where ``reference_grads()``, float32's gradient at the same parameters, is not),
+    computed only in a step that has a zero gradient entry (none: nothing was flushed)."""
+
+    def share(_) -> jax.Array:
+        masks = jax.tree.map(
+            metrics.flushed_update_mask, trace.grads, reference_grads(), trace.updates
+        )
+        return _share(masks).astype(jnp.float32)
+
+    has_zero = jnp.any(jnp.stack([jnp.any(g == 0) for g in jax.tree.leaves(trace.grads)]))
+    return jax.lax.cond(has_zero, share, lambda _: jnp.float32(0), None)
+
+
+def _saturated_share(trace: StepTrace) -> jax.Array:
+    """Share of the entries the step cast to float8 that saturated (0 without float8)."""
+    if trace.float8_stats is None:
+        return jnp.float32(0)
+    totals = trace.float8_stats.sum(axis=(0, 1))
+    return totals[STATS.index("saturated")] / totals[STATS.index("size")]
 
 
 # pure_rounding is static: one program per rounding, so 'nearest' compiles exactly as before
@@ -164,78 +228,110 @@ def _three_runs(
 ):
     """The three runs for a traced number of ``steps`` (at most ``capacity``), see the rule.
 
-    Returns per-step buffers of length ``capacity`` and loss buffers of length capacity + 1;
-    entries past ``steps`` (past steps + 1 for losses) are unused zeros.
+    Each step of each run is ``core.step.step.step_trace``: the float32 run's by the float32
+    twin's policy, without a loss scale; the mixed run's on its masters, the pure run's on its
+    stored parameters with its rounding. Returns per-step buffers of length ``capacity`` and
+    loss buffers of length capacity + 1; entries past ``steps`` (past steps + 1 for losses) are
+    unused zeros.
     """
     # Initial parameters from their own program (models.initial_state), so that a new batch size
     # does not compile the initializers' random draws into its run again.
     network = rebuilt(model, x.shape[-1], y.shape[-1], initial)
+    # Only Param state moves into the carried arrays; the graph definition stays in `graphdef`.
     graphdef, master = nnx.split(network, nnx.Param)
+    twin = float32_twin(precision)
     # The pure run stores its parameters in the recipe's forward format (float8: E4M3).
     pure = jax.tree.map(precision.without_masters().cast_to_param, master)
     history = None
     if precision.compute.quantizes:
         history = AmaxHistory.fresh(len(matmul_layers(network)), amax_history)
-    plain = optax.chain(build_optimizer(optimizer, lr), in_param_dtype())
+    tx = build_optimizer(optimizer, lr)
     start = make_loss_scale(mode, loss_scale, period)
-    # Only a skipping policy (dynamic) drops non-finite updates; the exercise's fixed scale
-    # lets them through.
-    if start.skips_nonfinite:
-        tx = optax.apply_if_finite(plain, max_consecutive_errors=MAX_STEPS + 1)
-    else:
-        tx = plain
+
+    def float32_loss(params) -> jax.Array:
+        """The float32 twin's loss of ``params`` (stored in any dtype: its casts read them as
+        float32)."""
+        return low_precision_loss(nnx.merge(graphdef, params), x, y, twin)
+
+    def float32_grads(params) -> dict[str, jax.Array]:
+        """float32's gradient at ``params``, differentiated at their float32 values."""
+        point = jax.tree.map(lambda param: param.astype(jnp.float32), params)
+        return param_arrays(jax.grad(float32_loss)(point))
 
     # The stochastic run's random bits: a stream of the model seed apart from the init's,
     # folded with the step index in the loop.
     rounding_key = jax.random.fold_in(jax.random.key(model_seed), _ROUNDING_STREAM)
 
-    def one_step(carry, index):
-        float32_params, float32_opt, runs = carry
-        float32_loss, grads = jax.value_and_grad(float32_mse, argnums=1)(
-            graphdef, float32_params, x, y, precision.task
+    def started(params, loss_scale: LossScale, rounding_state=None, history=None) -> _Run:
+        """A run from ``params`` as stored: its optimizer's state at their point."""
+        opt_state = step_optimizer(tx, loss_scale).init(jax.tree.map(widened, params))
+        return _Run(params, opt_state, loss_scale, rounding_state, history)
+
+    def advanced(run: _Run, policy: Policy, storing: Rounding) -> tuple[StepTrace, _Run]:
+        """One step of ``run`` by the rule, and the run as its next step finds it."""
+        model = nnx.merge(graphdef, run.params)
+        trace = step_trace(
+            model,
+            tx,
+            x,
+            y,
+            run.loss_scale,
+            policy,
+            opt_state=run.opt_state,
+            rounding=storing,
+            float8_history=run.float8_history,
+            new_loss=False,
         )
-        updates, float32_opt = plain.update(grads, float32_opt, float32_params)
-        float32_params = optax.apply_updates(float32_params, updates)
-        outputs = {"float32_loss": float32_loss}
+        after = _Run(
+            nnx.state(model, nnx.Param),
+            trace.opt_state,
+            run.loss_scale.adjust(trace.finite),
+            trace.rounding_state,
+            trace.float8_history,
+        )
+        return trace, after
+
+    def one_step(carry, index):
+        float32_run, runs = carry
+        trace, float32_run = advanced(float32_run, twin, NEAREST)
+        outputs = {"float32_loss": trace.initial_loss[0]}
         new_runs = {}
-        for name, (params, opt_state, policy, state, history) in runs.items():
-            outputs[f"{name}_loss"] = float32_mse(graphdef, params, x, y, precision.task)
-            outputs[f"{name}_scale"] = policy.loss_scale
-            rounded = None
-            if name == "pure" and pure_rounding != "nearest":
-                rounded = (pure_rounding, state, jax.random.fold_in(rounding_key, index))
-            params, opt_state, finite, lost, state, saturated, history, flushed = scaled_step(
-                graphdef, params, x, y, policy, precision, tx, opt_state, rounded, history
+        for name, run in runs.items():
+            outputs[f"{name}_loss"] = float32_loss(run.params)
+            outputs[f"{name}_scale"] = run.loss_scale.loss_scale
+            storing = NEAREST
+            if name == "pure":
+                key = jax.random.fold_in(rounding_key, index)
+                storing = Rounding(pure_rounding, run.rounding_state, key)
+            trace, new_runs[name] = advanced(run, precision, storing)
+            outputs[f"{name}_skipped"] = trace.skipped
+            outputs[f"{name}_lost_share"] = _lost_share(trace, run.rounding_state)
+            outputs[f"{name}_flushed_share"] = _flushed_share(
+                trace, functools.partial(float32_grads, run.params)
             )
-            outputs[f"{name}_skipped"] = start.skips_nonfinite & ~finite
-            outputs[f"{name}_lost_share"] = lost
-            outputs[f"{name}_flushed_share"] = flushed
-            outputs[f"{name}_saturated_share"] = saturated
-            new_runs[name] = (params, opt_state, policy.adjust(finite), state, history)
-        return (float32_params, float32_opt, new_runs), outputs
+            outputs[f"{name}_saturated_share"] = _saturated_share(trace)
+        return (float32_run, new_runs), outputs
 
     def body(index, state):
         carry, buffers = state
         carry, outputs = one_step(carry, index)
         return carry, {k: buffers[k].at[index].set(v) for k, v in outputs.items()}
 
-    pure_state = rounding.init_state(pure_rounding, pure)
     runs = {
-        "mixed": (master, tx.init(master), start, None, history),
-        "pure": (pure, tx.init(jax.tree.map(widened, pure)), start, pure_state, history),
+        "mixed": started(master, start, history=history),
+        "pure": started(pure, start, rounding.init_state(pure_rounding, pure), history),
     }
-    carry = (master, plain.init(master), runs)
+    carry = (started(master, NoOpLossScale()), runs)
     shapes = jax.eval_shape(lambda c: one_step(c, 0)[1], carry)
     buffers = {
         k: jnp.zeros(capacity + k.endswith("_loss"), shape.dtype) for k, shape in shapes.items()
     }
-    (float32_params, _, runs), buffers = jax.lax.fori_loop(0, steps, body, (carry, buffers))
+    (float32_run, runs), buffers = jax.lax.fori_loop(0, steps, body, (carry, buffers))
     # The loss after the last update closes each curve: K + 1 points for K steps.
-    finals = {"float32": float32_params} | {name: run[0] for name, run in runs.items()}
-    for name, params in finals.items():
+    finals = {"float32": float32_run} | runs
+    for name, run in finals.items():
         key = f"{name}_loss"
-        final = float32_mse(graphdef, params, x, y, precision.task)
-        buffers[key] = buffers[key].at[steps].set(final)
+        buffers[key] = buffers[key].at[steps].set(float32_loss(run.params))
     return buffers
 
 

@@ -1,4 +1,4 @@
-"""The step and its report: the precision ``policy``, loss scaling (``loss_scale``), the exercise's
-and the general step (``step``), a training run's step (``one_step``), the compiled program table
-(``compiled``, ``compile_cache``) and the step report (``report``, ``step_report`` and its
-parts)."""
+"""The step and its report: the precision ``policy``, loss scaling (``loss_scale``), the
+mixed-precision rule every step runs (``step``: the exercise's, its float32 twin, the general
+step and a training run's step, as options of one rule), the compiled program table
+(``compiled``, ``compile_cache``) and the step report (``report`` and its parts)."""

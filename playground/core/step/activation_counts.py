@@ -9,7 +9,7 @@ Rule, per activation gradient g (any float dtype, read as float32)::
     non-finite       entries that are inf or NaN
 
 One int32 row per activation: the histogram's LOG2_HIGH - LOG2_LOW bins, then the two counts
-(``core.step.step_report.ActivationReport`` reads them back).
+(``core.step.report.ActivationReport`` reads them back).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from playground.core.step.step_report import LOG2_HIGH, LOG2_LOW
+# The log2 binades counted, from below float32's smallest subnormal (2^-149) to past its largest
+# value (2^128): every finite nonzero value has a bin.
+LOG2_LOW, LOG2_HIGH = -150, 128
 
 
 def activation_counts(grads: tuple[jax.Array, ...]) -> jax.Array:

@@ -4,7 +4,7 @@ Rule::
 
     x, y      = make_batch(config)
     mixed     = step_trace(model(model_seed), sgd(lr), x, y, StaticLossScale(S), policy_for(config))
-    baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), FLOAT32_TWIN)
+    baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), float32_twin(policy))
     per parameter p (by path name): statistics of mixed.grads[p] against baseline.grads[p]
     a quantizing recipe (float8) only: per matmul, the statistics of its quantized tensors
 
@@ -12,15 +12,19 @@ The two steps run in ``_both_steps``, jitted with the seed, lr and S traced and 
 policy static: JAX compiles it once per (shapes, policy). Its outputs come back in one transfer; the
 statistics are then computed in numpy on the host and everything is frozen into a StepReport, so
 no JAX state leaks into the views.
+
+The results hold read-only numpy arrays and Python numbers only (a ``ParamReport`` per
+parameter, an ``ActivationReport`` per hidden activation, the whole a ``StepReport``); views read
+them and never compute numerics beyond cheap summaries (medians, the magnitude counts) that are
+computed once, on first use.
 """
 
 from __future__ import annotations
 
-# The report classes live in core.step.step_report; they are re-exported here, where callers meet
-# them.
-import dataclasses
+import functools
 import math
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
@@ -38,24 +42,23 @@ from playground.core.model.models import (
 )
 from playground.core.model.op_policy import KINDS
 from playground.core.model.optimizers import build_optimizer
-from playground.core.recipes.block_report import measure, report_from
+from playground.core.recipes.block_report import BlockReport, measure, report_from
 from playground.core.recipes.block_stats import comparison_measure
 from playground.core.recipes.float8 import ROLES, STATS
-from playground.core.recipes.float8_report import float8_tensors
+from playground.core.recipes.float8_report import Float8Tensor, float8_tensors
+from playground.core.recipes.registry import recipe
 from playground.core.settings.settings import StepConfig
-from playground.core.step.activation_counts import activation_counts
+from playground.core.step.activation_counts import LOG2_HIGH, LOG2_LOW, activation_counts
 from playground.core.step.compiled import program, run_compiled
 from playground.core.step.loss_scale import NoOpLossScale, StaticLossScale
-from playground.core.step.operations_report import operation_reports, step_operations
-from playground.core.step.policy import FLOAT32_TWIN, Policy, policy_for
-from playground.core.step.step import step_trace
-from playground.core.step.step_report import (
-    LOG2_HIGH,
-    LOG2_LOW,
-    ActivationReport,
-    ParamReport,
-    StepReport,
+from playground.core.step.operations_report import (
+    OperationReport,
+    first_nonfinite,
+    operation_reports,
+    step_operations,
 )
+from playground.core.step.policy import Policy, policy_for
+from playground.core.step.step import float32_twin, step_trace
 
 __all__ = [
     "LOG2_HIGH",
@@ -65,6 +68,149 @@ __all__ = [
     "StepReport",
     "run_report",
 ]
+
+
+@dataclass(frozen=True)
+class ParamReport:
+    """One parameter of both paths, as read-only numpy float32 arrays of the parameter's shape.
+
+    Arrays:
+      before: the float32 master values before the step (both paths start here).
+      mixed_after, float32_after: the values after the mixed step and after the float32 twin.
+      scaled_grads: gradients of S * loss from the low-precision backward pass (each value is
+        exactly representable in the compute dtype; inf where it overflowed).
+      mixed_grads: scaled_grads / S in float32, the optimizer's input.
+      float32_grads: the float32 twin's gradients.
+      updates: what the mixed step's optimizer added to the parameter (before rounding).
+      rel_error: |mixed_grads - float32_grads| / |float32_grads|; NaN where float32_grads == 0.
+      update_ratio: |updates| / RMS(before), each update against its tensor's typical size (the
+        RMS of all the model's parameters for a tensor that is all zero, such as a fresh bias),
+        so finite inputs give finite ratios.
+
+    Statistics:
+      norm_rel_error: ||mixed_grads - float32_grads|| / ||float32_grads|| in float64, by
+        ``metrics.norm_ratio`` (0 when both are 0,
+        inf when only the baseline is 0; inf or NaN when a gradient entry is not finite).
+      median_rel_error, max_rel_error: over the entries where rel_error is defined (NaN if none).
+      underflow_count: entries that are 0 in mixed_grads but not in float32_grads.
+      nonfinite_scaled_count, nonfinite_count: inf or NaN entries in scaled_grads, mixed_grads.
+      lost_update_count: entries with a nonzero update whose value did not change, because the
+        update was at most half the float32 spacing at that parameter.
+      median_update_ratio: median of update_ratio over its defined entries.
+    """
+
+    name: str
+    before: np.ndarray
+    mixed_after: np.ndarray
+    float32_after: np.ndarray
+    scaled_grads: np.ndarray
+    mixed_grads: np.ndarray
+    float32_grads: np.ndarray
+    updates: np.ndarray
+    rel_error: np.ndarray
+    update_ratio: np.ndarray
+    norm_rel_error: float
+    max_rel_error: float
+    underflow_count: int
+    nonfinite_scaled_count: int
+    nonfinite_count: int
+    lost_update_count: int
+
+    @property
+    def size(self) -> int:
+        """Number of entries."""
+        return int(self.before.size)
+
+    # Medians are computed on first use with numpy's O(n) selection: XLA's CPU sort made them
+    # the most expensive part of the compiled report.
+    @functools.cached_property
+    def median_rel_error(self) -> float:
+        return _nanmedian(self.rel_error)
+
+    @functools.cached_property
+    def median_update_ratio(self) -> float:
+        return _nanmedian(self.update_ratio)
+
+
+def _nanmedian(values: np.ndarray) -> float:
+    """Median of the non-NaN entries; NaN when there are none."""
+    defined = values[~np.isnan(values)]
+    return float(np.median(defined)) if defined.size else float("nan")
+
+
+@dataclass(frozen=True)
+class ActivationReport:
+    """The gradient of ``S * loss`` with respect to one hidden activation, in the compute dtype.
+
+    zero_share: share of its entries that are exactly zero (before unscaling). log2_counts[i]:
+    entries with floor(log2 |g|) == LOG2_LOW + i (finite, nonzero). zero_count, nonfinite_count,
+    size: entries that are zero, that are inf or NaN, and in all.
+    """
+
+    layer: int
+    zero_count: int
+    nonfinite_count: int
+    size: int
+    log2_counts: np.ndarray
+
+    @property
+    def zero_share(self) -> float:
+        return self.zero_count / self.size
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One run: the config, the four losses and a ParamReport per parameter (path name order).
+
+    Losses are Python floats: ``mixed_new_loss`` is exactly what ``mixed_precision_step``
+    returns for this data (bfloat16 compute), ``*_initial_loss`` are the unscaled losses
+    before the step, ``float32_*`` those of the float32 twin. ``float8`` (a quantizing recipe,
+    float8, only): every quantized tensor of the mixed step, three per matmul.
+    ``mixed_initial_loss_in_compute_dtype``, ``mixed_initial_loss_in_float32``: the loss of
+    the mixed step's initial outputs computed in the compute dtype and in float32 (one of them
+    is ``mixed_initial_loss``, as the precision policy chose). ``operations``: each operation
+    of the mixed step, its dtype and its finiteness (``core.step.operations_report``). ``blocks``
+    (a block-scaled recipe only): its first layer's operands (``core.recipes.block_report``).
+    """
+
+    config: StepConfig
+    mixed_initial_loss: float
+    mixed_new_loss: float
+    float32_initial_loss: float
+    float32_new_loss: float
+    params: dict[str, ParamReport]
+    activations: tuple[ActivationReport, ...] = ()
+    float8: tuple[Float8Tensor, ...] = ()
+    mixed_initial_loss_in_compute_dtype: float = float("nan")
+    mixed_initial_loss_in_float32: float = float("nan")
+    operations: tuple[OperationReport, ...] = ()
+    blocks: BlockReport | None = None
+
+    @property
+    def first_nonfinite(self) -> dict[str, str | None]:
+        """The operation where inf or NaN first appeared, forward and backward (or None)."""
+        return first_nonfinite(self.operations)
+
+    @functools.cached_property
+    def magnitudes(self) -> dict[str, dict[str, int]]:
+        """``metrics.magnitude_counts`` of all parameters' gradients together, in the gradient
+        format of the compute recipe (float8: E5M2, the format of the gradient that flows back
+        into each matmul)."""
+        every = self.params.values()
+        return metrics.magnitude_counts(
+            np.concatenate([p.float32_grads.ravel() for p in every]),
+            np.concatenate([p.scaled_grads.ravel() for p in every]),
+            recipe(self.config.compute_dtype).gradient_format,
+        )
+
+    @property
+    def kernel(self) -> ParamReport:
+        return self.params["kernel"]
+
+    @property
+    def bias(self) -> ParamReport:
+        return self.params["bias"]
+
 
 # The per-parameter arrays of _both_steps's packed output, in row order.
 ROWS = (
@@ -132,12 +278,12 @@ def _both_steps(
     def trace(scaling, policy, hidden=(0, 0), watch=0):
         network = rebuilt(model, d_in, d_out, initial)
         tx = build_optimizer(optimizer, lr)
-        return step_trace(network, tx, x, y, scaling, policy, hidden, watch=watch)
+        return step_trace(network, tx, x, y, scaling, policy, hidden=hidden, watch=watch)
 
     hidden = (model.hidden_count, model.hidden_width)
     mixed = trace(StaticLossScale(loss_scale), precision, hidden, watch)
     # The twin computes the task's loss in float32 throughout (its every operation is float32).
-    baseline = trace(NoOpLossScale(), dataclasses.replace(FLOAT32_TWIN, task=precision.task))
+    baseline = trace(NoOpLossScale(), float32_twin(precision))
     losses = jnp.concatenate(
         [
             mixed.initial_loss,

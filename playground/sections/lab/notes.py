@@ -20,7 +20,7 @@ import numpy as np
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.recipes.registry import recipe
 from playground.core.runs.sweep import SweepReport
-from playground.core.step.step_report import StepReport
+from playground.core.step.report import StepReport
 from playground.views.plotly import WARNING_TEXT_COLOR, true_runs
 
 

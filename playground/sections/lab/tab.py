@@ -21,7 +21,7 @@ from playground.core.formats.dtypes import (
 from playground.core.inspector.inspector import PRESETS, bit_view
 from playground.core.recipes.registry import COMPUTE_DTYPES, RECIPES, recipe
 from playground.core.runs.sweep import SAFE_FACTOR, SweepReport, sweep_exponents
-from playground.core.step.step_report import StepReport
+from playground.core.step.report import StepReport
 from playground.sections.lab.charts import (
     SCALED_LABEL,
     activation_histogram,

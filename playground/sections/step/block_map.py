@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from playground.core.step.step_report import StepReport
+from playground.core.step.report import StepReport
 from playground.views.plotly import base_layout, empty_note
 
 BLOCK_FIGURE = "block_plot"

@@ -23,7 +23,7 @@ import numpy as np
 from playground.core.recipes.block_report import BlockReport
 from playground.core.recipes.block_stats import CLASSES, COMPARISON_KEYS, OperandStats
 from playground.core.recipes.registry import RECIPES
-from playground.core.step.step_report import StepReport
+from playground.core.step.report import StepReport
 from playground.views.numbers import json_number
 
 # The tab's label (its id too), and the element a lesson brings into view.

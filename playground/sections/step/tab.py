@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-from playground.core.step.step_report import StepReport
+from playground.core.step.report import StepReport
 from playground.sections.step.charts import (
     gradient_histograms,
     gradient_scatter,
