@@ -283,7 +283,7 @@ def run_dynamics(
         mode=config.mode,
         precision=policy_for(config),
         model=config.model_choice,
-        optimizer=config.optimizer,
+        optimizer=config.optimizer_choice,
         pure_rounding=config.pure_rounding,
     )
     curves = {

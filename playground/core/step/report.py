@@ -7,6 +7,7 @@ Rule::
     baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), FLOAT32_TWIN)
     per parameter p (by path name): statistics of mixed.grads[p] against baseline.grads[p]
     a quantizing recipe (float8) only: per matmul, the statistics of its quantized tensors
+    the first layer's output under the config's accumulation (``core.step.accumulation_report``)
 
 The two steps run in ``_both_steps``, jitted with the seed, lr and S traced and the precision
 policy static: JAX compiles it once per (shapes, policy). Its outputs come back in one transfer; the
@@ -43,6 +44,7 @@ from playground.core.recipes.block_stats import comparison_measure
 from playground.core.recipes.float8 import ROLES, STATS
 from playground.core.recipes.float8_report import float8_tensors
 from playground.core.settings.settings import StepConfig
+from playground.core.step.accumulation_report import accumulation_report
 from playground.core.step.activation_counts import activation_counts
 from playground.core.step.compiled import program, run_compiled
 from playground.core.step.loss_scale import NoOpLossScale, StaticLossScale
@@ -256,9 +258,9 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
     # once; its comparison of the first products is measured in the step's program.
     shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
     kernels = _kernels(shapes)
+    first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
     if compute.block is not None:
         pool = ThreadPoolExecutor(1, thread_name_prefix="block-report")
-        first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
         measured = pool.submit(measure, compute, *first, compare=False)
         pool.shutdown(wait=False)  # its one thread ends with its one task
     losses, flat, activations, float8, flags, norms = run_compiled(
@@ -297,4 +299,5 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         else (),
         operations=operation_reports(operations, dtypes, flags, nonfinite),
         blocks=report_from(compute, measured.result(), norms) if compute.block else None,
+        accumulation=accumulation_report(config, *first, precision.op_dtype("matmul")),
     )

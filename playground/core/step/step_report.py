@@ -17,6 +17,7 @@ from playground.core.recipes.block_report import BlockReport
 from playground.core.recipes.float8_report import Float8Tensor
 from playground.core.recipes.registry import recipe
 from playground.core.settings.settings import StepConfig
+from playground.core.step.accumulation_report import AccumulationReport
 from playground.core.step.operations_report import OperationReport, first_nonfinite
 
 
@@ -126,6 +127,8 @@ class StepReport:
     is ``mixed_initial_loss``, as the precision policy chose). ``operations``: each operation
     of the mixed step, its dtype and its finiteness (``core.step.operations_report``). ``blocks``
     (a block-scaled recipe only): its first layer's operands (``core.recipes.block_report``).
+    ``accumulation``: the first layer's output error under the matmuls' accumulation
+    (``core.step.accumulation_report``).
     """
 
     config: StepConfig
@@ -140,6 +143,7 @@ class StepReport:
     mixed_initial_loss_in_float32: float = float("nan")
     operations: tuple[OperationReport, ...] = ()
     blocks: BlockReport | None = None
+    accumulation: AccumulationReport | None = None
 
     @property
     def first_nonfinite(self) -> dict[str, str | None]:
