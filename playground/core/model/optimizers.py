@@ -14,8 +14,10 @@ The optimizer's state is stored in ``moments_dtype`` between steps (``stored_sta
 
 where round casts every floating leaf of the state (momentum's trace, Adam's two moments; never
 the step count) to ``moments_dtype``, to nearest even. This step's update is computed from the
-new state before it is stored, the next step's from the stored one: optax's own ``mu_dtype``
-rule for Adam's first moment, applied to every moment. SGD keeps no state, so it is unchanged;
+new state before it is stored, the next step's from the stored one as optax's arithmetic
+reads it (a Python float times a bfloat16 moment, b1 x mu, is a bfloat16 product): optax's own
+``mu_dtype`` rule for Adam's first moment, applied to every moment. A float32 twin keeps its
+state in float32 (``float32_state``). SGD keeps no state, so it is unchanged;
 ``float32`` is no wrapper at all (today's optimizer, bit for bit).
 """
 
@@ -55,6 +57,11 @@ class OptimizerChoice:
 
     name: str = DEFAULT_OPTIMIZER
     moments_dtype: str = MOMENTS_DTYPES[0]
+
+
+def float32_state(choice: str | OptimizerChoice) -> OptimizerChoice:
+    """The same optimizer with its state in float32: the float32 twin's, whatever the setting."""
+    return OptimizerChoice(choice if isinstance(choice, str) else choice.name)
 
 
 def stored_state(

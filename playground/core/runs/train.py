@@ -54,7 +54,7 @@ from playground.core.data.user_data import UserData, fitted
 from playground.core.formats import rounding
 from playground.core.frozen import freeze
 from playground.core.model.models import initial_state, rebuilt
-from playground.core.model.optimizers import build_optimizer
+from playground.core.model.optimizers import build_optimizer, float32_state
 from playground.core.recipes.float8 import AmaxHistory, matmul_layers
 from playground.core.settings.settings import MAX_STEPS, StepConfig, check_setting
 from playground.core.step.compiled import program, run_compiled
@@ -184,6 +184,7 @@ def _three_runs(
         tx = optax.apply_if_finite(plain, max_consecutive_errors=MAX_STEPS + 1)
     else:
         tx = plain
+    float32_tx = optax.chain(build_optimizer(float32_state(optimizer), lr), in_param_dtype())
 
     # The stochastic run's random bits: a stream of the model seed apart from the init's,
     # folded with the step index in the loop.
@@ -194,7 +195,7 @@ def _three_runs(
         float32_loss, grads = jax.value_and_grad(float32_mse, argnums=1)(
             graphdef, float32_params, x, y, precision.task
         )
-        updates, float32_opt = plain.update(grads, float32_opt, float32_params)
+        updates, float32_opt = float32_tx.update(grads, float32_opt, float32_params)
         float32_params = optax.apply_updates(float32_params, updates)
         outputs = {"float32_loss": float32_loss}
         new_runs = {}
@@ -224,7 +225,7 @@ def _three_runs(
         "mixed": (master, tx.init(master), start, None, history),
         "pure": (pure, tx.init(jax.tree.map(widened, pure)), start, pure_state, history),
     }
-    carry = (master, plain.init(master), runs)
+    carry = (master, float32_tx.init(master), runs)
     shapes = jax.eval_shape(lambda c: one_step(c, 0)[1], carry)
     buffers = {
         k: jnp.zeros(capacity + k.endswith("_loss"), shape.dtype) for k, shape in shapes.items()
