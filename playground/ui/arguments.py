@@ -11,11 +11,13 @@ allowed range), without a traceback in the server log.
 
     STEP.order      = (seed, n, ..., compute_dtype, model, ..., optimizer, data, fp8_scaling,
                        amax_history, precision_policy, task, norm, outlier_share,
-                       outlier_scale, nvfp4_hadamard)
+                       outlier_scale, nvfp4_hadamard, moments_dtype, accumulation,
+                       promotion_interval)
                                               # /step, /sweep, /export, /downloads
     DYNAMICS.order  = STEP's settings with steps, mode, period in table order, data, then
                        fp8_scaling, amax_history, pure_rounding, precision_policy, task, norm,
-                       outlier_share, outlier_scale, nvfp4_hadamard
+                       outlier_share, outlier_scale, nvfp4_hadamard, moments_dtype,
+                       accumulation, promotion_interval
                                               # /dynamics
 """
 
@@ -50,6 +52,9 @@ LATE_FIELDS = (
     "outlier_share",
     "outlier_scale",
     "nvfp4_hadamard",
+    "moments_dtype",
+    "accumulation",
+    "promotion_interval",
 )
 
 

@@ -245,6 +245,11 @@ def _positional(endpoint: str) -> dict[str, Any]:
         "outlier_scale": 256.0,
         "mode": defaults()["mode"],
         "pure_rounding": defaults()["pure_rounding"],
+        # Each new accumulation or optimizer-state dtype compiles new programs; an interval
+        # under float32 accumulation compiles none.
+        "accumulation": defaults()["accumulation"],
+        "moments_dtype": defaults()["moments_dtype"],
+        "promotion_interval": 128,
     }
     row = _positional_row()
     values |= MLP_SIZE | ({} if takes(row["model"], "norm") else {"norm": defaults()["norm"]})

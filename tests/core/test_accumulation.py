@@ -29,6 +29,7 @@ from playground.core.formats.accumulation import (
     round_significand,
 )
 from playground.core.model.models import initial_state, param_arrays
+from playground.core.settings.cost import ACCUMULATION_WORK_FACTOR, pass_work
 from playground.core.settings.settings import ConfigError, StepConfig
 from playground.core.step.accumulation_report import accumulation_report
 from playground.core.step.policy import policy_for
@@ -198,3 +199,11 @@ def test_the_step_report_measures_its_own_first_layer():
     expected = first_layer_error(config, report.rows, 14, 0)
     assert report.output_rel_error == pytest.approx(expected, rel=0.05)
     assert report.output_rel_error > report.float32_output_rel_error
+
+
+def test_the_cost_model_prices_an_emulated_accumulation_by_its_measured_factor():
+    default = StepConfig(n=64, d_in=256, d_out=8)
+    emulated = default.replace(accumulation="14_bits")
+    extra = default.model_work * (ACCUMULATION_WORK_FACTOR - 1)  # bfloat16's factor is 1
+    assert pass_work(emulated) == pytest.approx(pass_work(default) + extra)
+    assert pass_work(default.replace(promotion_interval=128)) == pass_work(default)
