@@ -29,6 +29,9 @@ from playground.core.formats.accumulation import (
     round_significand,
 )
 from playground.core.model.models import initial_state, param_arrays
+from playground.core.recipes.block_formats import MXFP8
+from playground.core.recipes.block_matmul import block_dot_general, empty_meta
+from playground.core.recipes.float8 import float8_matmul
 from playground.core.settings.cost import ACCUMULATION_WORK_FACTOR, pass_work
 from playground.core.settings.settings import ConfigError, StepConfig
 from playground.core.step.accumulation_report import accumulation_report
@@ -207,3 +210,28 @@ def test_the_cost_model_prices_an_emulated_accumulation_by_its_measured_factor()
     extra = default.model_work * (ACCUMULATION_WORK_FACTOR - 1)  # bfloat16's factor is 1
     assert pass_work(emulated) == pytest.approx(pass_work(default) + extra)
     assert pass_work(default.replace(promotion_interval=128)) == pass_work(default)
+
+
+def test_quantizing_recipes_accumulate_their_products_by_the_setting():
+    # Integers of at most 4 bits are exact in E4M3 (and, scaled by a power of two, in an
+    # MXFP8 block), and the arriving gradient's of at most 3 bits in E5M2: the quantized
+    # products are the integers' own, so the reference is exact.
+    rng = np.random.default_rng(4)
+    lhs = rng.integers(-15, 16, (8, 256)).astype(np.float32)
+    rhs = rng.integers(-15, 16, (256, 4)).astype(np.float32)
+    cotangent = rng.integers(-4, 5, (8, 4)).astype(np.float32)
+    rule = Accumulation("bfloat16", 0)
+    meta = jnp.zeros((3, 5), jnp.float32)
+
+    def float8(a, b):
+        return float8_matmul(a, b, meta, "none", rule)
+
+    out, pullback = jax.vjp(float8, lhs, rhs)
+    d_lhs, d_rhs = pullback(jnp.asarray(cotangent))
+    np.testing.assert_array_equal(np.asarray(out), reference_accumulate(lhs, rhs, 8, 0))
+    np.testing.assert_array_equal(np.asarray(d_lhs), reference_accumulate(cotangent, rhs.T, 8, 0))
+    np.testing.assert_array_equal(np.asarray(d_rhs), reference_accumulate(lhs.T, cotangent, 8, 0))
+    numbers = (((1,), (0,)), ((), ()))
+    mxfp8 = block_dot_general(lhs, rhs, numbers, meta=empty_meta(), recipe=MXFP8, accumulation=rule)
+    np.testing.assert_array_equal(np.asarray(mxfp8), reference_accumulate(lhs, rhs, 8, 0))
+    assert not np.array_equal(np.asarray(mxfp8), lhs.astype(np.float64) @ rhs)
