@@ -199,12 +199,6 @@ def accumulating_dot_general(
     return accumulated_matmul(lhs, rhs, accumulation)
 
 
-@functools.partial(jax.jit, static_argnames=("accumulation",))
-def prefix_products(lhs, rhs, *, accumulation: Accumulation) -> jax.Array:
-    """``accumulate(..., prefixes=True)``, compiled once per (shapes, accumulation)."""
-    return accumulate(lhs, rhs, accumulation, prefixes=True)
-
-
 def rel_error(values: np.ndarray, exact: np.ndarray) -> float:
     """||values - exact|| / ||exact|| in float64 (NaN when exact is all zero)."""
     exact = np.asarray(exact, np.float64)

@@ -21,7 +21,6 @@ after the first D_in products is the product of the first D_in.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import jax
@@ -31,10 +30,11 @@ import numpy as np
 from playground.core.formats.accumulation import (
     CHUNK,
     Accumulation,
+    accumulate,
     matmul,
-    prefix_products,
     rel_error,
 )
+from playground.core.step.compiled import program
 
 OUTPUT_ROWS = 128
 GROWTH_ROWS, GROWTH_WIDTH, GROWTH_COLUMNS = 16, 4096, 16
@@ -58,9 +58,15 @@ class AccumulationReport:
     growth_promoted_error: tuple[float, ...] = ()
 
 
-@functools.partial(jax.jit, static_argnames=("accumulation",))
+# Both compiled once per (shapes, dtype, accumulation), kept in the page's table of programs.
+@program(static_argnames=("accumulation",))
 def _accumulator_output(lhs, rhs, *, accumulation: Accumulation) -> jax.Array:
     return matmul(lhs, rhs, accumulation)
+
+
+@program(static_argnames=("accumulation",))
+def _prefix_products(lhs, rhs, *, accumulation: Accumulation) -> jax.Array:
+    return accumulate(lhs, rhs, accumulation, prefixes=True)
 
 
 def _exact(lhs, rhs) -> np.ndarray:
@@ -83,7 +89,7 @@ def _growth(accumulation: Accumulation, dtype: str, seed: int) -> tuple[int, tup
     curves = []
     for every in (0, interval):
         rule = Accumulation(accumulation.name, every)
-        prefixes = np.asarray(prefix_products(lhs, rhs, accumulation=rule))
+        prefixes = np.asarray(_prefix_products(lhs, rhs, accumulation=rule))
         index = [d_in // CHUNK - 1 for d_in in GROWTH_D_IN]
         curves.append(tuple(rel_error(prefixes[i], exact[i]) for i in index))
     return interval, curves[0], curves[1]
