@@ -44,10 +44,19 @@ RUN_FIELDS = ("steps", "mode", "period")
 FLOAT8_FIELDS = ("fp8_scaling", "amax_history")
 OPERATION_FIELDS = ("precision_policy", "task", "norm")
 BLOCK_FIELDS = ("outlier_share", "outlier_scale", "nvfp4_hadamard")
+STATE_FIELDS = ("moments_dtype", "accumulation", "promotion_interval")
 # /sweep and /dynamics take `downloads` where it was appended (after float8's and the pure
 # run's settings); the settings added since follow it.
 FIELDS = {
-    "step": (*STEP_FIELDS, *MODEL_FIELDS, "data", *FLOAT8_FIELDS, *OPERATION_FIELDS, *BLOCK_FIELDS),
+    "step": (
+        *STEP_FIELDS,
+        *MODEL_FIELDS,
+        "data",
+        *FLOAT8_FIELDS,
+        *OPERATION_FIELDS,
+        *BLOCK_FIELDS,
+        *STATE_FIELDS,
+    ),
     "sweep": (
         *STEP_FIELDS,
         *MODEL_FIELDS,
@@ -56,6 +65,7 @@ FIELDS = {
         "downloads",
         *OPERATION_FIELDS,
         *BLOCK_FIELDS,
+        *STATE_FIELDS,
     ),
     "dynamics": (
         *STEP_FIELDS,
@@ -67,6 +77,7 @@ FIELDS = {
         "downloads",
         *OPERATION_FIELDS,
         *BLOCK_FIELDS,
+        *STATE_FIELDS,
     ),
     "inspect": ("number",),
 }

@@ -45,6 +45,8 @@ MODEL_FIELDS = (
 SCALING_FIELDS = recipe_settings()
 # Precision per operation: the preset, the task (its loss) and the MLP's norm.
 OPERATION_FIELDS = ("precision_policy", "task", "norm")
+# The precision of the optimizer's state and of the matmuls' accumulators.
+STATE_FIELDS = ("moments_dtype", "accumulation", "promotion_interval")
 
 
 @dataclass
@@ -112,6 +114,9 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
                 add(name)
         with gr.Accordion("Precision per operation", open=False):
             for name in OPERATION_FIELDS:
+                add(name)
+        with gr.Accordion("Optimizer state and accumulation", open=False):
+            for name in STATE_FIELDS:
                 add(name)
     return exponent, presets
 

@@ -71,6 +71,7 @@ INT_RANGES = {
     "hidden_layers": (1, 8),
     "hidden_width": (1, 1024),
     "amax_history": (1, 1024),
+    "promotion_interval": (0, 4096),
 }
 FLOAT_RANGES = {
     "lr": (0.0, FLOAT32_MAX),
@@ -93,6 +94,8 @@ CHOICES = {
     "task": ("regression", "classification"),
     "norm": ("none", "layernorm"),
     "nvfp4_hadamard": ("on", "off"),
+    "moments_dtype": ("float32", "bfloat16"),
+    "accumulation": ("float32", "bfloat16", "14_bits"),
 }
 # Fields whose every new value costs a compilation (shapes, the scan's static arguments): their
 # valid replacements stay within a couple of tiny values per endpoint.

@@ -112,10 +112,11 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
     assert {"/step", "/ping"} <= endpoints
     assert not [name for name in endpoints if "preset" in name], endpoints  # private helpers
     # Ten settings, the model's five, the optional uploaded data file, then float8's two,
-    # precision per operation's three and block scaling's three (appended after the file, so
-    # older positional calls that pass it keep working).
+    # precision per operation's three, block scaling's three and the optimizer state's and
+    # accumulation's three (appended after the file, so older positional calls that pass it
+    # keep working).
     parameters = api["named_endpoints"]["/step"]["parameters"]
-    assert [p["parameter_name"] for p in parameters][-14:] == [
+    assert [p["parameter_name"] for p in parameters][-17:] == [
         "model",
         "hidden_layers",
         "hidden_width",
@@ -130,8 +131,11 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
         "outlier_share",
         "outlier_scale",
         "nvfp4_hadamard",
+        "moments_dtype",
+        "accumulation",
+        "promotion_interval",
     ]
-    assert len(parameters) == 24
+    assert len(parameters) == 27
     _step(client, 0, 32, 8, 4, 0.1, 1024.0)
     log = app_server.log_text()
     assert f"http://127.0.0.1:{app_server.port}" in log

@@ -30,7 +30,7 @@ from client_calls import (
 from gradio_client.exceptions import AppError
 from gradio_client.utils import is_file_obj_with_meta
 
-from http_calls import FIELDS, call
+from http_calls import FIELDS, STATE_FIELDS, call
 from playground.core.formats.dtypes import FORMATS
 from playground.core.recipes.registry import RECIPES, recipe
 from playground.core.settings.settings import defaults, settings
@@ -51,11 +51,16 @@ ENDPOINTS = {
     "/tensors",
     "/compare",
 }
-# /downloads takes /step's inputs; /export /step's, then the run's and the framework (README).
+# /downloads takes /step's inputs; /export /step's, the run's and the framework, then the
+# settings added since (README).
 ORDERS = {
     **FIELDS,
     "downloads": FIELDS["step"],
-    "export": (*FIELDS["step"], "steps", "mode", "period", "pure_rounding", "framework"),
+    "export": (
+        *FIELDS["step"][: FIELDS["step"].index("nvfp4_hadamard") + 1],
+        *("steps", "mode", "period", "pure_rounding", "framework"),
+        *STATE_FIELDS,  # the settings added after the export's own inputs
+    ),
 }
 
 
@@ -246,6 +251,11 @@ def _positional(endpoint: str) -> dict[str, Any]:
         "outlier_scale": 256.0,
         "mode": defaults()["mode"],
         "pure_rounding": defaults()["pure_rounding"],
+        # Each new accumulation or optimizer-state dtype compiles new programs; an interval
+        # under float32 accumulation compiles none.
+        "accumulation": defaults()["accumulation"],
+        "moments_dtype": defaults()["moments_dtype"],
+        "promotion_interval": 128,
     }
     row = _positional_row()
     values |= MLP_SIZE | ({} if takes(row["model"], "norm") else {"norm": defaults()["norm"]})

@@ -8,6 +8,19 @@ name for any other). ``'sgd'`` is the exercise's ``optax.sgd(lr)``,
 ``'momentum'`` is ``optax.sgd(lr, momentum=0.9)``, ``'adam'`` is ``optax.adam(lr)``. The step
 records the updates the transformation really produced, so update sizes and lost updates never
 assume "update = lr x gradient".
+
+The optimizer's state is stored in ``moments_dtype`` between steps (``stored_state``)::
+
+    init(params)             state = round(tx.init(params))
+    update(g, state, p)      updates, state = tx.update(g, state, p); state = round(state)
+
+where round casts every floating leaf of the state (momentum's trace, Adam's two moments; never
+the step count) to ``moments_dtype``, to nearest even. This step's update is computed from the
+new state before it is stored, the next step's from the stored one as optax's arithmetic
+reads it (a Python float times a bfloat16 moment, b1 x mu, is a bfloat16 product): optax's own
+``mu_dtype`` rule for Adam's first moment, applied to every moment. A float32 twin keeps its
+state in float32 (``float32_state``). SGD keeps no state, so it is unchanged;
+``float32`` is no wrapper at all (today's optimizer, bit for bit).
 """
 
 from __future__ import annotations
@@ -15,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import jax
+import jax.numpy as jnp
 import optax
 
 
@@ -43,10 +58,56 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
     "adam": OptimizerSpec(lambda lr: optax.adam(lr), 2, "optax.adam", ("jax", "pytorch")),
 }
 DEFAULT_OPTIMIZER = "sgd"
+# The dtypes the optimizer's state may be stored in (the ``moments_dtype`` setting).
+MOMENTS_DTYPES = ("float32", "bfloat16")
 
 
-def build_optimizer(name: str, lr) -> optax.GradientTransformation:
-    """The optax transformation ``name`` at learning rate ``lr`` (a number or a traced scalar)."""
-    if name not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {name!r}")
-    return OPTIMIZERS[name].build(lr)
+@dataclass(frozen=True)
+class OptimizerChoice:
+    """An optimizer and the dtype its state is stored in; hashable, so compiled programs take
+    it as static (a plain name is the same as ``OptimizerChoice(name)``)."""
+
+    name: str = DEFAULT_OPTIMIZER
+    moments_dtype: str = MOMENTS_DTYPES[0]
+
+
+def float32_state(choice: str | OptimizerChoice) -> OptimizerChoice:
+    """The same optimizer with its state in float32: the float32 twin's, whatever the setting."""
+    return OptimizerChoice(choice if isinstance(choice, str) else choice.name)
+
+
+def stored_state(
+    tx: optax.GradientTransformation, moments_dtype: str
+) -> optax.GradientTransformation:
+    """``tx`` with its state stored in ``moments_dtype`` between steps (the module rule)."""
+
+    def stored(state):
+        def cast(leaf):
+            floating = jnp.issubdtype(jnp.result_type(leaf), jnp.floating)
+            return leaf.astype(moments_dtype) if floating else leaf
+
+        return jax.tree.map(cast, state)
+
+    def update(updates, state, params=None):
+        updates, state = tx.update(updates, state, params)
+        return updates, stored(state)
+
+    return optax.GradientTransformation(lambda params: stored(tx.init(params)), update)
+
+
+def build_optimizer(choice: str | OptimizerChoice, lr) -> optax.GradientTransformation:
+    """The optax transformation of ``choice`` (a name, or a name with its state's dtype) at
+    learning rate ``lr`` (a number or a traced scalar)."""
+    if isinstance(choice, str):
+        choice = OptimizerChoice(choice)
+    if choice.name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {choice.name!r}")
+    if choice.moments_dtype not in MOMENTS_DTYPES:
+        raise ValueError(
+            f"moments_dtype must be one of {', '.join(MOMENTS_DTYPES)}; "
+            f"got {choice.moments_dtype!r}"
+        )
+    tx = OPTIMIZERS[choice.name].build(lr)
+    if choice.moments_dtype == MOMENTS_DTYPES[0]:
+        return tx
+    return stored_state(tx, choice.moments_dtype)

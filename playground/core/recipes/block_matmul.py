@@ -12,7 +12,8 @@ every quantized copy is made from the float32 tensor, in the direction its matmu
                        is on (identity otherwise); sr = stochastic rounding when the recipe
                        rounds gradients stochastically
 
-Every product accumulates in float32 at "highest" precision. Emulation rounds each dequantized
+Every product accumulates in float32 at "highest" precision (or as an emulated ``accumulation``
+says, ``core.formats.accumulation``, forward and backward). Emulation rounds each dequantized
 operand to float32 before the product, where a block-scaled tensor core multiplies the elements
 first and applies the scales to the block's partial sum: the two differ by float32 rounding.
 Gradients are in the recipe's element format (E4M3 for MXFP8 and FP8 blocks, as
@@ -40,6 +41,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from playground.core.formats.accumulation import Accumulation, matmul
 from playground.core.recipes.block_formats import BlockRecipe
 from playground.core.recipes.block_quantize import BlockQuantized, quantize, random_hadamard
 from playground.core.recipes.float8 import ROLES, STATS
@@ -49,8 +51,10 @@ HIGHEST = jax.lax.Precision.HIGHEST
 SIGNS, ROUNDING = 1, 2
 
 
-def _product(a: jax.Array, b: jax.Array) -> jax.Array:
-    return jnp.dot(a, b, precision=HIGHEST, preferred_element_type=jnp.float32)
+def _product(a: jax.Array, b: jax.Array, accumulation: Accumulation | None = None) -> jax.Array:
+    if accumulation is None:
+        return jnp.dot(a, b, precision=HIGHEST, preferred_element_type=jnp.float32)
+    return matmul(a, b, accumulation)
 
 
 def tensor_stats(values: jax.Array, quantized: BlockQuantized) -> jax.Array:
@@ -119,7 +123,7 @@ def _native_forward(lhs, rhs, a, w, recipe):
     return jax.nn.scaled_dot_general(lhs, rhs, numbers, jnp.float32, configs=configs)
 
 
-def _forward(lhs, rhs, meta, key, recipe, hadamard, native):
+def _forward(lhs, rhs, meta, key, recipe, hadamard, native, accumulation=None):
     del meta, hadamard  # meta only carries the statistics out, through its gradient
     lhs, rhs = lhs.astype(jnp.float32), rhs.astype(jnp.float32)
     a = quantize(lhs, (1, recipe.block), recipe)
@@ -127,12 +131,12 @@ def _forward(lhs, rhs, meta, key, recipe, hadamard, native):
     if native:
         out = _native_forward(lhs, rhs, a, w, recipe)
     else:
-        out = _product(a.dequantized(), w.dequantized())
+        out = _product(a.dequantized(), w.dequantized(), accumulation)
     stats = (tensor_stats(lhs, a), tensor_stats(rhs, w))
     return out, (lhs, rhs, w, stats, key)
 
 
-def _backward(recipe, hadamard, native, residuals, d_out):
+def _backward(recipe, hadamard, native, accumulation, residuals, d_out):
     del native
     lhs, rhs, w, (input_stats, kernel_stats), key = residuals
     d_out = d_out.astype(jnp.float32)
@@ -150,15 +154,15 @@ def _backward(recipe, hadamard, native, residuals, d_out):
     g_rows = quantize(d_out, rows_tile, recipe, rows_uniform)
     # A 2-D tile serves both directions; 1-D blocks are quantized again along M.
     w_back = w if recipe.weight_tile else quantize(rhs, weight_tile(recipe, False), recipe)
-    d_lhs = _product(g_rows.dequantized(), w_back.dequantized().T)
+    d_lhs = _product(g_rows.dequantized(), w_back.dequantized().T, accumulation)
     x_columns = quantize(x_in, columns_tile, recipe)
     g_columns = quantize(g_in, columns_tile, recipe, columns_uniform)
-    d_rhs = _product(x_columns.dequantized().T, g_columns.dequantized())
+    d_rhs = _product(x_columns.dequantized().T, g_columns.dequantized(), accumulation)
     stats = jnp.stack([input_stats, kernel_stats, tensor_stats(d_out, g_rows)])
     return d_lhs, d_rhs, stats, None
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6))
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6, 7))
 def block_matmul(
     lhs: jax.Array,
     rhs: jax.Array,
@@ -167,10 +171,12 @@ def block_matmul(
     recipe: BlockRecipe,
     hadamard: bool = True,
     native: bool = False,
+    accumulation: Accumulation | None = None,
 ) -> jax.Array:
-    """(N, K) @ (K, M) by the module rule, in float32; ``meta``'s gradient is the (roles,
-    STATS) statistics of (input, kernel, gradient); ``key`` a JAX PRNG key."""
-    return _forward(lhs, rhs, meta, key, recipe, hadamard, native)[0]
+    """(N, K) @ (K, M) by the module rule, in float32 (each emulated product accumulated by
+    ``accumulation`` when given); ``meta``'s gradient is the (roles, STATS) statistics of
+    (input, kernel, gradient); ``key`` a JAX PRNG key."""
+    return _forward(lhs, rhs, meta, key, recipe, hadamard, native, accumulation)[0]
 
 
 block_matmul.defvjp(_forward, _backward)
@@ -190,12 +196,14 @@ def block_dot_general(
     hadamard: bool = True,
     key: jax.Array | int = 0,
     native: bool | None = None,
+    accumulation: Accumulation | None = None,
 ):
     """``nnx.Linear``'s dot_general for a block recipe (the 2-D batch times kernel contraction
     only). ``key``: a PRNG key, or an int seed for one; ``scaling`` must be None (a block
     recipe takes no per-tensor scaling); ``native``: None asks ``use_native`` (what
-    ``matmul_path`` reports)."""
-    del precision, preferred_element_type, out_sharding  # always float32 accumulation
+    ``matmul_path`` reports); ``accumulation``: an emulated accumulation of every product
+    (``core.formats.accumulation``; None: float32)."""
+    del precision, preferred_element_type, out_sharding  # float32 or ``accumulation``
     if scaling is not None:
         raise ValueError(f"the {recipe.name} recipe takes no fp8_scaling; got {scaling!r}")
     if lhs.ndim != 2 or tuple(map(tuple, dimension_numbers[0])) != ((1,), (0,)):
@@ -203,7 +211,8 @@ def block_dot_general(
     if isinstance(key, int):
         key = jax.random.key(key)
     native = use_native(recipe) if native is None else native
-    return block_matmul(lhs, rhs, meta, key, recipe, hadamard, native)
+    native = native and accumulation is None  # an emulated accumulation emulates the product
+    return block_matmul(lhs, rhs, meta, key, recipe, hadamard, native, accumulation)
 
 
 def empty_meta() -> jax.Array:

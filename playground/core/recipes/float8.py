@@ -10,8 +10,10 @@ becomes::
               d_lhs = (g @ b.T in float32) / s_gradient / s_kernel
               d_rhs = (a.T @ g in float32) / s_input / s_gradient
 
-Everything else (the bias, the activations, the loss, the loss scale, the unscaling) stays in
-float32, as TransformerEngine keeps it in higher precision. The casts saturate
+An emulated ``accumulation`` (``core.formats.accumulation``) accumulates the three products
+instead, before the scales divide them. Everything else (the bias, the activations, the loss,
+the loss scale, the unscaling) stays in float32, as TransformerEngine keeps it in higher
+precision. The casts saturate
 (``dtypes.saturating_cast``): a finite value beyond the format's largest is clipped to it, as
 TransformerEngine does, where a plain cast to float8_e4m3fn (which has no infinity) gives NaN.
 
@@ -51,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from playground.core.formats.accumulation import Accumulation, matmul
 from playground.core.formats.dtypes import dtype_facts, numpy_dtype, saturating_cast
 
 SCALINGS = ("none", "current", "delayed")
@@ -101,32 +104,42 @@ def _scale(values: jax.Array, role: str, scaling: str, meta: jax.Array) -> jax.A
     return meta[ROLES.index(role), SCALE]
 
 
-def _product(a: jax.Array, b: jax.Array, a_scale: jax.Array, b_scale: jax.Array) -> jax.Array:
-    """a @ b of two float8 arrays, accumulated in float32, divided by both scales."""
-    return jnp.dot(a, b, preferred_element_type=jnp.float32) / a_scale / b_scale
+def _product(a, b, a_scale, b_scale, accumulation: Accumulation | None = None) -> jax.Array:
+    """a @ b of two float8 arrays, accumulated in float32 (or by an emulated
+    ``accumulation``, ``core.formats.accumulation``), divided by both scales."""
+    if accumulation is None:
+        return jnp.dot(a, b, preferred_element_type=jnp.float32) / a_scale / b_scale
+    return matmul(a, b, accumulation) / a_scale / b_scale
 
 
-def _matmul_forward(lhs, rhs, meta, scaling):
+def _matmul_forward(lhs, rhs, meta, scaling, accumulation=None):
     a, input_stats = quantize(lhs, ROLE_FORMATS["input"], _scale(lhs, "input", scaling, meta))
     b, kernel_stats = quantize(rhs, ROLE_FORMATS["kernel"], _scale(rhs, "kernel", scaling, meta))
-    out = _product(a, b, input_stats[SCALE], kernel_stats[SCALE])
+    out = _product(a, b, input_stats[SCALE], kernel_stats[SCALE], accumulation)
     return out, (a, b, input_stats, kernel_stats, meta)
 
 
-def _matmul_backward(scaling, residuals, d_out):
+def _matmul_backward(scaling, accumulation, residuals, d_out):
     a, b, input_stats, kernel_stats, meta = residuals
     scale = _scale(d_out, "gradient", scaling, meta)
     g, gradient_stats = quantize(d_out, ROLE_FORMATS["gradient"], scale)
-    d_lhs = _product(g, b.T, scale, kernel_stats[SCALE])
-    d_rhs = _product(a.T, g, input_stats[SCALE], scale)
+    d_lhs = _product(g, b.T, scale, kernel_stats[SCALE], accumulation)
+    d_rhs = _product(a.T, g, input_stats[SCALE], scale, accumulation)
     return d_lhs, d_rhs, jnp.stack([input_stats, kernel_stats, gradient_stats])
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
-def float8_matmul(lhs: jax.Array, rhs: jax.Array, meta: jax.Array, scaling: str) -> jax.Array:
-    """(N, K) @ (K, M) by the module rule, in float32; the gradient of ``meta`` is the STATS of
-    (input, kernel, gradient)."""
-    return _matmul_forward(lhs, rhs, meta, scaling)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def float8_matmul(
+    lhs: jax.Array,
+    rhs: jax.Array,
+    meta: jax.Array,
+    scaling: str,
+    accumulation: Accumulation | None = None,
+) -> jax.Array:
+    """(N, K) @ (K, M) by the module rule, in float32 (each product accumulated by
+    ``accumulation`` when given); the gradient of ``meta`` is the STATS of (input, kernel,
+    gradient)."""
+    return _matmul_forward(lhs, rhs, meta, scaling, accumulation)[0]
 
 
 float8_matmul.defvjp(_matmul_forward, _matmul_backward)
@@ -142,12 +155,13 @@ def float8_dot_general(
     *,
     meta: jax.Array,
     scaling: str,
+    accumulation: Accumulation | None = None,
 ):
     """``nnx.Linear``'s dot_general, for the one contraction Linear does on a 2-D batch."""
-    del precision, preferred_element_type, out_sharding  # always float32 accumulation
+    del precision, preferred_element_type, out_sharding  # float32 or ``accumulation``
     if lhs.ndim != 2 or tuple(map(tuple, dimension_numbers[0])) != ((1,), (0,)):
         raise ValueError("the float8 matmul takes a 2-D batch times a kernel")
-    return float8_matmul(lhs, rhs, meta, scaling)
+    return float8_matmul(lhs, rhs, meta, scaling, accumulation)
 
 
 def matmul_layers(model: nnx.Module) -> list[tuple[str, nnx.Linear]]:

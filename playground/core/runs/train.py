@@ -58,7 +58,7 @@ from playground.core.data.user_data import UserData, fitted
 from playground.core.formats import metrics, rounding
 from playground.core.frozen import freeze
 from playground.core.model.models import initial_state, param_arrays, rebuilt
-from playground.core.model.optimizers import build_optimizer
+from playground.core.model.optimizers import build_optimizer, float32_state
 from playground.core.recipes.float8 import STATS, AmaxHistory, matmul_layers
 from playground.core.settings.settings import StepConfig, check_setting
 from playground.core.step.compiled import program, run_compiled
@@ -246,6 +246,8 @@ def _three_runs(
     if precision.compute.quantizes:
         history = AmaxHistory.fresh(len(matmul_layers(network)), amax_history)
     tx = build_optimizer(optimizer, lr)
+    # The float32 twin keeps its optimizer's state in float32, whatever moments_dtype says.
+    float32_tx = build_optimizer(float32_state(optimizer), lr)
     start = make_loss_scale(mode, loss_scale, period)
 
     def float32_loss(params) -> jax.Array:
@@ -262,17 +264,22 @@ def _three_runs(
     # folded with the step index in the loop.
     rounding_key = jax.random.fold_in(jax.random.key(model_seed), _ROUNDING_STREAM)
 
-    def started(params, loss_scale: LossScale, rounding_state=None, history=None) -> _Run:
+    def started(
+        params, loss_scale: LossScale, rounding_state=None, history=None, optimizer=tx
+    ) -> _Run:
         """A run from ``params`` as stored: its optimizer's state at their point."""
-        opt_state = step_optimizer(tx, loss_scale).init(jax.tree.map(widened, params))
+        opt_state = step_optimizer(optimizer, loss_scale).init(jax.tree.map(widened, params))
         return _Run(params, opt_state, loss_scale, rounding_state, history)
 
-    def advanced(run: _Run, policy: Policy, storing: Rounding) -> tuple[StepTrace, _Run]:
-        """One step of ``run`` by the rule, and the run as its next step finds it."""
+    def advanced(
+        run: _Run, policy: Policy, storing: Rounding, optimizer=tx
+    ) -> tuple[StepTrace, _Run]:
+        """One step of ``run`` by the rule (``optimizer``: the runs' own, or the twin's), and
+        the run as its next step finds it."""
         model = nnx.merge(graphdef, run.params)
         trace = step_trace(
             model,
-            tx,
+            optimizer,
             x,
             y,
             run.loss_scale,
@@ -293,7 +300,7 @@ def _three_runs(
 
     def one_step(carry, index):
         float32_run, runs = carry
-        trace, float32_run = advanced(float32_run, twin, NEAREST)
+        trace, float32_run = advanced(float32_run, twin, NEAREST, float32_tx)
         outputs = {"float32_loss": trace.initial_loss[0]}
         new_runs = {}
         for name, run in runs.items():
@@ -321,7 +328,7 @@ def _three_runs(
         "mixed": started(master, start, history=history),
         "pure": started(pure, start, rounding.init_state(pure_rounding, pure), history),
     }
-    carry = (started(master, NoOpLossScale()), runs)
+    carry = (started(master, NoOpLossScale(), optimizer=float32_tx), runs)
     shapes = jax.eval_shape(lambda c: one_step(c, 0)[1], carry)
     buffers = {
         k: jnp.zeros(capacity + k.endswith("_loss"), shape.dtype) for k, shape in shapes.items()
@@ -379,7 +386,7 @@ def run_dynamics(
         mode=config.mode,
         precision=policy_for(config),
         model=config.model_choice,
-        optimizer=config.optimizer,
+        optimizer=config.optimizer_choice,
         pure_rounding=config.pure_rounding,
     )
     curves = {

@@ -4,7 +4,8 @@ Rule: every endpoint's request is priced from its settings before any JAX code r
 over a cap is refused with a ConfigError that names the field, the cap and what fits.
 
     pass work   N x the model's multiply-adds per row (``ModelSpec.work``), times the recipe's
-                ``work_factor`` (float8 scales, clips and casts every tensor), plus the
+                ``work_factor`` (float8 scales, clips and casts every tensor) and, under an
+                emulated ``accumulation``, ACCUMULATION_WORK_FACTOR, plus the
                 optimizer's element-wise work on its state (``OptimizerSpec.state_arrays`` per
                 parameter) over every parameter entry, plus ``operation_work``: N x (a layer
                 norm's NORM_ELEMENTWISE per normalised entry + a softmax cross-entropy's
@@ -51,11 +52,16 @@ from typing import Protocol
 
 from playground.core.bounds import ConfigError
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
+from playground.core.formats.accumulation import Accumulation
 from playground.core.model.losses import TASKS
 from playground.core.model.models import MODELS, NORMS, ModelChoice
 from playground.core.model.optimizers import OPTIMIZERS
 from playground.core.recipes.registry import RECIPES, recipe
 
+# An emulated accumulation's matmuls (forward and backward) against XLA's own: the largest ratio
+# bench/bench_accumulation.py measured (bfloat16 operands, 2 shared vCPUs: 2.29-2.49 at
+# 4096 x 1024 x 1024, 1.86-2.68 at 1024 x 256 x 128), rounded up.
+ACCUMULATION_WORK_FACTOR = 3.0
 # Element-wise work per parameter entry and state array of one pass, in multiply-adds.
 ELEMENTWISE = 8
 # The step report's host work per parameter entry: its seven float32 rows, histograms, errors
@@ -98,6 +104,7 @@ class Priced(Protocol):
     compute_dtype: str
     optimizer: str
     task: str
+    accumulation: str
 
     @property
     def model_choice(self) -> ModelChoice: ...
@@ -126,11 +133,18 @@ def operation_work(config: Priced) -> int:
     return config.n * (norms * NORM_ELEMENTWISE + logits * SOFTMAX_ELEMENTWISE)
 
 
+def matmul_factor(config: Priced) -> float:
+    """The work per multiply-add of ``config``'s matmuls: its recipe's ``work_factor``, times
+    ACCUMULATION_WORK_FACTOR when its accumulation is emulated."""
+    emulated = Accumulation(config.accumulation).emulated
+    return recipe(config.compute_dtype).work_factor * (ACCUMULATION_WORK_FACTOR if emulated else 1)
+
+
 def pass_work(config: Priced) -> float:
     """Multiply-adds of one training pass of ``config`` (see the module rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
     elementwise = entries * ELEMENTWISE * (1 + OPTIMIZERS[config.optimizer].state_arrays)
-    matmuls = config.model_work * recipe(config.compute_dtype).work_factor
+    matmuls = config.model_work * matmul_factor(config)
     return matmuls + elementwise + operation_work(config)
 
 
@@ -154,7 +168,7 @@ def memory_bytes(config: Priced) -> int:
 def run_step_work(config: Priced) -> int:
     """The work one training step of ``config`` counts against the run's cap (see the rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
-    matmuls = config.model_work * recipe(config.compute_dtype).work_factor
+    matmuls = config.model_work * matmul_factor(config)
     extra = operation_work(config)
     return math.ceil(matmuls + extra + entries * RUN_ELEMENTWISE + RUN_STEP_OVERHEAD)
 
@@ -162,7 +176,7 @@ def run_step_work(config: Priced) -> int:
 def sweep_work(config: Priced, scales: int) -> float:
     """Multiply-adds of a sweep of ``config`` over ``scales`` loss scales (see the rule)."""
     entries = parameter_entries(config.model_choice, config.d_in, config.d_out)
-    per_scale = config.model_work * recipe(config.compute_dtype).work_factor
+    per_scale = config.model_work * matmul_factor(config)
     return scales * (per_scale + operation_work(config) + entries * SWEEP_ELEMENTWISE)
 
 

@@ -33,6 +33,11 @@ from playground.core.model.op_policy import PRECISION_POLICIES, PRESETS
 from playground.core.model.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
 from playground.core.recipes.registry import COMPUTE_DTYPES
 from playground.core.settings.block_settings import NVFP4_HADAMARD, OUTLIER_SCALE, OUTLIER_SHARE
+from playground.core.settings.state_settings import (
+    ACCUMULATION,
+    MOMENTS_DTYPE,
+    PROMOTION_INTERVAL,
+)
 
 SCALING_MODES = ("none", "static", "dynamic")
 FP8_SCALINGS = ("none", "current", "delayed")
@@ -61,6 +66,8 @@ class SettingsTable:
       pure_rounding: how the pure low-precision run of the dynamics rounds its stored parameters.
       precision_policy, task, norm: the dtype of each kind of operation (``core.model.op_policy``),
         the loss (``core.model.losses``) and the MLP's layer norm (``core.model.models``).
+      moments_dtype, accumulation, promotion_interval: the optimizer state's storage dtype and
+        the matmuls' accumulation (``core.settings.state_settings``).
     """
 
     model_seed: int = _setting(
@@ -300,3 +307,7 @@ class SettingsTable:
     )  # block scaling (core.settings.block_settings)
     outlier_scale: float = _setting(OUTLIER_SCALE.high, OUTLIER_SCALE)
     nvfp4_hadamard: str = _setting("on", NVFP4_HADAMARD)
+    # The optimizer state's and the accumulator's precision (core.settings.state_settings).
+    moments_dtype: str = _setting(MOMENTS_DTYPE.choices[0], MOMENTS_DTYPE)
+    accumulation: str = _setting(ACCUMULATION.choices[0], ACCUMULATION)
+    promotion_interval: int = _setting(0, PROMOTION_INTERVAL)

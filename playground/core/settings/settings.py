@@ -43,6 +43,7 @@ from playground.core.caps import (
     steps_within_budget,
 )
 from playground.core.model.models import MODELS, NORMS, ModelChoice
+from playground.core.model.optimizers import OptimizerChoice
 from playground.core.settings.cost import check_step, run_step_work
 from playground.core.settings.fields import (
     FP8_SCALINGS,
@@ -50,6 +51,7 @@ from playground.core.settings.fields import (
     SCALING_MODES,
     SettingsTable,
 )
+from playground.core.settings.state_settings import check_promotion_interval
 
 # Other modules import these from here (the settings' one public address); they live in caps,
 # bounds and fields.
@@ -99,6 +101,9 @@ class StepConfig(SettingsTable):
                 f"norm (normalisation) must be {NORMS[0]} for the {self.model} model: only "
                 f"{', '.join(takes)} has hidden activations to normalise; got {self.norm!r}",
             )
+        refusal = check_promotion_interval(self.promotion_interval)
+        if refusal:
+            raise ConfigError("promotion_interval", refusal)
         check_step(self)  # one step's work and memory (``core.settings.cost``), before any JAX code
 
     @property
@@ -113,6 +118,11 @@ class StepConfig(SettingsTable):
             self.model, self.hidden_layers, self.hidden_width, self.activation, self.norm
         )
         return choice.normalized()
+
+    @property
+    def optimizer_choice(self) -> OptimizerChoice:
+        """The optimizer and the dtype its state is stored in."""
+        return OptimizerChoice(self.optimizer, self.moments_dtype)
 
     @property
     def model_work(self) -> int:

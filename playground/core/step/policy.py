@@ -22,6 +22,11 @@ from typing import Protocol
 import jax
 from flax import nnx
 
+from playground.core.formats.accumulation import (
+    FLOAT32_ACCUMULATION,
+    Accumulation,
+    accumulating_dot_general,
+)
 from playground.core.model.forward_pass import watched_pass
 from playground.core.model.losses import TASKS
 from playground.core.model.models import param_kind
@@ -40,6 +45,8 @@ class Settings(Protocol):
     precision_policy: str
     task: str
     nvfp4_hadamard: str
+    accumulation: str
+    promotion_interval: int
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,9 @@ class Policy:
                     every matmul's operands in compute.forward_format
         backward  : the gradient arriving at each matmul in compute.gradient_format
         matmuls   : at matmul_precision: "highest" wherever the operands are float32 (no
-                    backend may run them in TF32 or bfloat16 passes, a GPU's default)
+                    backend may run them in TF32 or bfloat16 passes, a GPU's default);
+                    under an emulated ``accumulation`` (``core.formats.accumulation``) every
+                    matmul, forward and backward, accumulates its products by that rule
         ops       : each operation in its kind's dtype (``ops``: ``core.model.op_policy``'s
                     preset; the exercise's: all in compute.cast_dtype); a layer norm's scale
                     and bias cast to the normalisation dtype
@@ -67,7 +76,8 @@ class Policy:
 
     ``fp8_scaling`` is kept only for a recipe that takes scalings (None otherwise), so changing
     the setting never recompiles a bfloat16 or float16 program; ``hadamard`` (the
-    ``nvfp4_hadamard`` setting) likewise only for a recipe whose matmul has a Hadamard block.
+    ``nvfp4_hadamard`` setting) likewise only for a recipe whose matmul has a Hadamard block;
+    ``accumulation`` is float32's (XLA's own matmuls, no emulation) unless it is emulated.
 
     Usage::
 
@@ -84,6 +94,7 @@ class Policy:
     ops: OpPolicy = EXERCISE_OPS
     task: str = "regression"
     hadamard: bool = False
+    accumulation: Accumulation = FLOAT32_ACCUMULATION
 
     def __post_init__(self) -> None:
         if self.hadamard and not self.compute.hadamard_setting:
@@ -106,13 +117,22 @@ class Policy:
         precision_policy: str = EXERCISE_OPS.name,
         task: str = TASKS[0],
         nvfp4_hadamard: str = "on",
+        accumulation: Accumulation = FLOAT32_ACCUMULATION,
     ) -> Policy:
         """The policy of the ``compute_dtype`` setting; ``fp8_scaling`` and ``nvfp4_hadamard``
-        only where they apply; the ``precision_policy`` preset and the ``task``'s loss."""
+        only where they apply; the ``precision_policy`` preset, the ``task``'s loss and the
+        matmuls' ``accumulation``."""
         chosen = recipe(compute_dtype)
         scaling = fp8_scaling if chosen.scalings else None
         hadamard = chosen.hadamard_setting and nvfp4_hadamard == "on"
-        return cls(chosen, scaling, ops=preset(precision_policy), task=task, hadamard=hadamard)
+        return cls(
+            chosen,
+            scaling,
+            ops=preset(precision_policy),
+            task=task,
+            hadamard=hadamard,
+            accumulation=accumulation.normalized(),
+        )
 
     def op_dtype(self, kind: str) -> str:  # kind: one of core.model.op_policy.KINDS
         return self.ops.dtype(kind, self.compute.cast_dtype)
@@ -145,19 +165,28 @@ class Policy:
         """A new module from ``model``'s Params cast (see the rule; ``model`` keeps its arrays,
         gradients flow back through the casts), whose matmuls run the recipe's dot_general,
         each with its row of ``metas`` (layers, roles, STATS); a block recipe's also with
-        ``hadamard`` and its layer's index as the key of its draws."""
+        ``hadamard`` and its layer's index as the key of its draws; an emulated accumulation
+        goes to the recipe's dot_general, or is a plain recipe's own."""
         # Only Param state moves into `params`; the graph definition stays with `graphdef`.
         graphdef, params = nnx.split(model, nnx.Param)
         cast = jax.tree_util.tree_map_with_path(
             lambda path, value: value.astype(self.op_dtype(param_kind(path))), params
         )
         temporary = nnx.merge(graphdef, cast)
+        emulated = {"accumulation": self.accumulation} if self.accumulation.emulated else {}
         if self.compute.dot_general is not None:
             for index, (_, layer) in enumerate(matmul_layers(temporary)):
                 block = {"hadamard": self.hadamard, "key": index} if self.compute.block else {}
                 layer.dot_general = functools.partial(
-                    self.compute.dot_general, meta=metas[index], scaling=self.fp8_scaling, **block
+                    self.compute.dot_general,
+                    meta=metas[index],
+                    scaling=self.fp8_scaling,
+                    **block,
+                    **emulated,
                 )
+        elif emulated:
+            for _, layer in matmul_layers(temporary):
+                layer.dot_general = functools.partial(accumulating_dot_general, **emulated)
         return temporary
 
     def loss(
@@ -189,9 +218,10 @@ class Policy:
 
 def policy_for(config: Settings) -> Policy:
     """The policy of a config's ``compute_dtype``, ``fp8_scaling``, ``precision_policy``,
-    ``task`` and ``nvfp4_hadamard`` settings."""
+    ``task``, ``nvfp4_hadamard``, ``accumulation`` and ``promotion_interval`` settings."""
     settings = (config.compute_dtype, config.fp8_scaling, config.precision_policy, config.task)
-    return Policy.of(*settings, nvfp4_hadamard=config.nvfp4_hadamard)
+    accumulation = Accumulation(config.accumulation, config.promotion_interval)
+    return Policy.of(*settings, nvfp4_hadamard=config.nvfp4_hadamard, accumulation=accumulation)
 
 
 # The seed exercise's policy (bfloat16 compute) and its float32 twin's.

@@ -7,6 +7,7 @@ Rule::
     baseline  = step_trace(model(model_seed), sgd(lr), x, y, NoOpLossScale(), float32_twin(policy))
     per parameter p (by path name): statistics of mixed.grads[p] against baseline.grads[p]
     a quantizing recipe (float8) only: per matmul, the statistics of its quantized tensors
+    the first layer's output under the config's accumulation (``core.step.accumulation_report``)
 
 The two steps run in ``_both_steps``, jitted with the seed, lr and S traced and the precision
 policy static: JAX compiles it once per (shapes, policy). Its outputs come back in one transfer; the
@@ -48,6 +49,7 @@ from playground.core.recipes.float8 import ROLES, STATS
 from playground.core.recipes.float8_report import Float8Tensor, float8_tensors
 from playground.core.recipes.registry import recipe
 from playground.core.settings.settings import StepConfig
+from playground.core.step.accumulation_report import AccumulationReport, accumulation_report
 from playground.core.step.activation_counts import LOG2_HIGH, LOG2_LOW, activation_counts
 from playground.core.step.compiled import program, run_compiled
 from playground.core.step.loss_scale import NoOpLossScale, StaticLossScale
@@ -171,6 +173,8 @@ class StepReport:
     is ``mixed_initial_loss``, as the precision policy chose). ``operations``: each operation
     of the mixed step, its dtype and its finiteness (``core.step.operations_report``). ``blocks``
     (a block-scaled recipe only): its first layer's operands (``core.recipes.block_report``).
+    ``accumulation``: the first layer's output error under the matmuls' accumulation
+    (``core.step.accumulation_report``).
     """
 
     config: StepConfig
@@ -185,6 +189,7 @@ class StepReport:
     mixed_initial_loss_in_float32: float = float("nan")
     operations: tuple[OperationReport, ...] = ()
     blocks: BlockReport | None = None
+    accumulation: AccumulationReport | None = None
 
     @property
     def first_nonfinite(self) -> dict[str, str | None]:
@@ -402,9 +407,9 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
     # once; its comparison of the first products is measured in the step's program.
     shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
     kernels = _kernels(shapes)
+    first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
     if compute.block is not None:
         pool = ThreadPoolExecutor(1, thread_name_prefix="block-report")
-        first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
         measured = pool.submit(measure, compute, *first, compare=False)
         pool.shutdown(wait=False)  # its one thread ends with its one task
     losses, flat, activations, float8, flags, norms = run_compiled(
@@ -443,4 +448,5 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
         else (),
         operations=operation_reports(operations, dtypes, flags, nonfinite),
         blocks=report_from(compute, measured.result(), norms) if compute.block else None,
+        accumulation=accumulation_report(config, *first, precision.op_dtype("matmul")),
     )

@@ -14,6 +14,7 @@ import numpy as np
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.recipes.registry import recipe, recipe_summaries
 from playground.core.step.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
+from playground.sections.step.accumulation import accumulation_sentences, accumulation_summary
 from playground.sections.step.blocks import recipe_comparison
 from playground.sections.step.causes import (
     cause_sentence,
@@ -69,6 +70,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         "causes": causes(report),
         "forward_failure": forward_failure(report),  # the first operation that overflowed
         "operations": operations_summary(report),
+        "accumulation": accumulation_summary(report),  # sections.step.accumulation
         "reading": reading(report) if sentences is None else sentences,
     }
 
@@ -134,6 +136,7 @@ def reading(report: StepReport) -> list[str]:
             f"{report.mixed_new_loss:.6g})."
         )
     sentences += float8_sentences(report)
+    sentences += accumulation_sentences(report)
     for param in report.params.values():
         sentences.append(_param_sentence(param, chosen.gradient_format, param.name in flushed))
     for activation in report.activations:
