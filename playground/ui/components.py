@@ -52,7 +52,7 @@ class Page:
     notices: dict[str, gr.Markdown]
     loss_scale_exponent: gr.Slider
     loss_scale_presets: gr.Radio
-    example_buttons: list[gr.Button]
+    example_buttons: dict[str, gr.Button]  # by lesson id
     status: gr.Markdown
     headline: gr.Markdown
     magnitudes: gr.Markdown

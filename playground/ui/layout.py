@@ -21,7 +21,7 @@ from playground.core.settings.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
 from playground.sections.step import tab as step_tab
 from playground.ui import export_panel, page_events
 from playground.ui.components import Page
-from playground.ui.examples import LESSONS
+from playground.ui.examples import LESSONS, button_id
 from playground.ui.export_panel import ExportPanel
 from playground.ui.sections import SECTIONS
 from playground.ui.tabs import lab, step
@@ -119,10 +119,10 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
     gr.Markdown(step_tab.INTRO, elem_id="intro")
     gr.Markdown(step_tab.PYTORCH_LINE, elem_id="pytorch-line")
     with gr.Row(elem_id="examples"):
-        example_buttons = [
-            gr.Button(lesson.label, size="sm", elem_id=f"example-{index}")
-            for index, lesson in enumerate(LESSONS)
-        ]
+        example_buttons = {
+            lesson.id: gr.Button(lesson.label, size="sm", elem_id=button_id(lesson))
+            for lesson in LESSONS
+        }
     controls: dict[str, Any] = {}
     notices: dict[str, Any] = {}
     sections: dict[str, Any] = {}

@@ -138,10 +138,11 @@ def test_readme_training_story_numbers_are_the_float16_lessons_run():
     )
 
     from playground.core.lessons import DYNAMICS_LESSONS
+    from playground.core.lessons import lesson as lesson_by_id
 
     text = _flat(README)
     assert "Eight training lessons" in text and len(DYNAMICS_LESSONS) == 8
-    lesson = DYNAMICS_LESSONS[0]
+    lesson = lesson_by_id("train-float16-unscaled")
     config = lesson.config()
     assert (config.compute_dtype, config.loss_scale, config.mode) == ("float16", 1.0, "static")
     assert (config.n, config.d_in, config.d_out, config.lr) == (4096, 8, 16, 2.0)
