@@ -67,6 +67,7 @@ class Page:
     notices_shown: gr.State  # the fields whose notice is on the page
     charts: dict[str, gr.Plot] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)  # each section's record, by label
+    route: Any = None  # the route's record (ui.route)
 
     def __getitem__(self, key: Key) -> Any:
         if isinstance(key, Notice):

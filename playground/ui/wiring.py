@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from playground.core.lessons import LESSONS
-from playground.ui import page_events
+from playground.ui import page_events, route
 from playground.ui.arguments import STEP
 from playground.ui.assets import scroll_js
 from playground.ui.components import Control, Key, Page
@@ -136,6 +136,16 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
             on_lesson, [page.last_valid, page.notices_shown], lesson_outputs, **once, **LANE
         )
         then_charts(event.then(fn=None, js=scroll_js(lesson.target)))
+    # The route's previous / next (``ui.route``).
+    route.wire(
+        page.route,
+        page,
+        page_events.run_lesson,
+        page_events.cached_report,
+        lesson_outputs,
+        once | LANE,
+        then_charts,
+    )
     # The training lessons' buttons, in the Training dynamics tab (``ui.examples``).
     dynamics = page.sections["dynamics"]
     wire_training_lessons(
