@@ -56,6 +56,8 @@ CSS = """
 #route-claim { border-left: 4px solid var(--color-accent); padding-left: 10px; }
 #route-payoff { border-left: 4px solid var(--color-accent-soft, #a5b4fc); padding-left: 10px; }
 #explore p { margin: 8px 0 0 0; }
+/* The glossary's links at 4.5:1 on the dark theme's background (Gradio's indigo 500: 4.4:1). */
+.dark :is(#intro, #route, #glossary) a { color: var(--primary-400, #818cf8); }
 .field-notice { color: var(--error-text-color); font-size: var(--text-sm); }
 .field-notice p { margin: 0; }
 .stale-banner { padding: 6px 10px; border-radius: 6px; border: 1px solid var(--error-border-color);

@@ -308,16 +308,21 @@ def test_readme_json_keys_are_in_the_summaries():
 
 def test_readme_element_ids_are_the_pages():
     """Every `#id` the README names is an elem_id the page sets: a literal, an indexed one
-    (`<i>` for ``{index}``) or a control's field name."""
+    (`<i>` for ``{index}``), a lesson button's (``ui.examples.button_id``), the glossary's or a
+    control's field name."""
+    from playground.core.lessons import LESSONS
     from playground.core.settings.settings import settings
+    from playground.sections.route.glossary import ANCHOR
     from playground.sections.step.notes import NOTES, note_id
+    from playground.ui.examples import button_id
 
     source = "\n".join(path.read_text() for path in (ROOT / "playground" / "ui").rglob("*.py"))
     ids = set(re.findall(r'elem_id="([\w-]+)"', source))
     ids |= {name.replace("{index}", "<i>") for name in re.findall(r'elem_id=f"([\w{}-]+)"', source)}
     ids |= set(settings()) | {note_id(label) for label in NOTES}
+    ids |= {button_id(lesson) for lesson in LESSONS.values()} | {ANCHOR}
     named = set(re.findall(r"`#([\w<>-]+)`", README))
-    assert {"pin-run", "training-lesson-<i>", "inspect-bits", "sweep-rerun"} <= named
+    assert {"pin-run", "lesson-train-pure-kahan", "route-next", "inspect-bits"} <= named
     assert named <= ids, f"not an elem_id of the page: {sorted(named - ids)}"
 
 
