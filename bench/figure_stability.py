@@ -54,8 +54,8 @@ def figures() -> dict[str, str]:
     """Every text, by a name that says where the page (or the README) shows it."""
     import numpy as np
 
-    from playground.core.lessons import DYNAMICS_LESSONS, STEP_LESSONS
-    from playground.core.lessons.precision import PRECISION_LESSONS
+    from playground.core.lessons import DYNAMICS_LESSONS, PRECISION_LESSONS, STEP_LESSONS
+    from playground.core.lessons import lesson as lesson_by_id
     from playground.core.runs.sweep import run_sweep
     from playground.core.settings.settings import StepConfig
     from playground.sections.dynamics.summary import dynamics_reading
@@ -98,7 +98,7 @@ def figures() -> dict[str, str]:
             repr(float(np.asarray(getattr(run, f"{name}_loss"))[-1]))
             for name in ("float32", "mixed", "pure")
         )
-    texts["README / float16 story"] = readme_story(DYNAMICS_LESSONS[0].run())
+    texts["README / float16 story"] = readme_story(lesson_by_id("train-float16-unscaled").run())
     return texts
 
 

@@ -42,6 +42,22 @@ CSS = """
 /* Every section's tab in one row at 1400 px (eight labels in the results column's 900 px). */
 #sections [role=tab] { padding-left: 8px; padding-right: 8px; font-size: 13px; }
 #example-caption { border-left: 4px solid var(--color-accent); padding-left: 10px; }
+/* The route: one card at the top, its primary button the page's first action; the chapter's
+   text beside its chart (under it on a phone), the claim marked like a lesson's caption. */
+#route { border: 2px solid var(--color-accent); border-radius: 10px; padding: 12px 16px;
+  background: var(--background-fill-secondary); }
+#route-intro h2 { margin: 0 0 4px 0; }
+#route-intro p, #route-counter p { margin: 0; }
+#route-nav { align-items: end; }
+#route-nav button { white-space: normal; }
+#route-next { font-size: var(--text-lg); min-height: 52px; }
+#route-counter { font-size: var(--text-sm); color: var(--body-text-color-subdued); }
+#route-chapter h3 { margin: 4px 0; }
+#route-claim { border-left: 4px solid var(--color-accent); padding-left: 10px; }
+#route-payoff { border-left: 4px solid var(--color-accent-soft, #a5b4fc); padding-left: 10px; }
+#explore p { margin: 8px 0 0 0; }
+/* The glossary's links at 4.5:1 on the dark theme's background (Gradio's indigo 500: 4.4:1). */
+.dark :is(#intro, #route, #glossary) a { color: var(--primary-400, #818cf8); }
 .field-notice { color: var(--error-text-color); font-size: var(--text-sm); }
 .field-notice p { margin: 0; }
 .stale-banner { padding: 6px 10px; border-radius: 6px; border: 1px solid var(--error-border-color);

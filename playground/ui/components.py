@@ -52,7 +52,7 @@ class Page:
     notices: dict[str, gr.Markdown]
     loss_scale_exponent: gr.Slider
     loss_scale_presets: gr.Radio
-    example_buttons: list[gr.Button]
+    example_buttons: dict[str, gr.Button]  # by lesson id
     status: gr.Markdown
     headline: gr.Markdown
     magnitudes: gr.Markdown
@@ -67,6 +67,7 @@ class Page:
     notices_shown: gr.State  # the fields whose notice is on the page
     charts: dict[str, gr.Plot] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)  # each section's record, by label
+    route: Any = None  # the route's record (ui.route)
 
     def __getitem__(self, key: Key) -> Any:
         if isinstance(key, Notice):

@@ -11,6 +11,8 @@ A training lesson first commits its step settings as a step lesson does (the res
 tabs, the controls, the Training dynamics tab selected), then trains in the heavy lane and fills
 the tab as the train button does: reading, JSON, charts (with the session's pins), and the
 lesson's claim under its buttons (``#training-lesson-caption``).
+
+Every lesson is found by its id (``core.lessons``): a button's elem_id is ``lesson-<id>``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,15 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.lessons import DYNAMICS_LESSONS, STEP_LESSONS, Claim, StepLesson
-from playground.core.lessons.precision import PRECISION_LESSONS
+from playground.core.lessons import (
+    DYNAMICS_LESSONS,
+    PRECISION_LESSONS,
+    RUN_FIELDS,
+    STEP_LESSONS,
+    Claim,
+    DynamicsLesson,
+    StepLesson,
+)
 from playground.core.runs.train import DynamicsReport
 from playground.core.step.report import StepReport
 from playground.sections.dynamics import tab as dynamics_tab
@@ -35,8 +44,14 @@ Lesson = StepLesson
 LESSONS = (*STEP_LESSONS, *PRECISION_LESSONS)
 # (label, overrides) pairs, as scripts and tests read the examples.
 EXAMPLES = tuple((lesson.label, lesson.overrides) for lesson in LESSONS)
-TRAINING_LESSONS = DYNAMICS_LESSONS
+# The training lessons by id, in the order of their row.
+TRAINING_LESSONS: dict[str, DynamicsLesson] = {lesson.id: lesson for lesson in DYNAMICS_LESSONS}
 NOT_HELD = " (does not hold here)"
+
+
+def button_id(lesson: StepLesson | DynamicsLesson) -> str:
+    """The elem_id of ``lesson``'s button."""
+    return f"lesson-{lesson.id}"
 
 
 def claim_text(label: str, claim: Claim) -> str:
@@ -55,17 +70,17 @@ def caption_text(lesson: StepLesson, report: StepReport) -> str:
 
 
 @functools.cache
-def training_run(index: int) -> DynamicsReport:
-    """Training lesson ``index``'s run: fixed settings, so it is computed once per process."""
-    return TRAINING_LESSONS[index].run()
+def training_run(lesson_id: str) -> DynamicsReport:
+    """Training lesson ``lesson_id``'s run: fixed settings, so it is computed once per process."""
+    return TRAINING_LESSONS[lesson_id].run()
 
 
 @dataclass
 class TrainingLessons:
-    """The training lessons' buttons (``#training-lesson-<i>`` in ``#training-lessons``) and the
-    caption under them."""
+    """The training lessons' buttons by lesson id (``#lesson-<id>`` in ``#training-lessons``)
+    and the caption under them."""
 
-    buttons: list[gr.Button]
+    buttons: dict[str, gr.Button]
     caption: gr.Markdown
 
 
@@ -76,18 +91,19 @@ def build_training_lessons() -> TrainingLessons:
         "trains, and states what the run shows, checked against its numbers."
     )
     with gr.Row(elem_id="training-lessons"):
-        buttons = [
-            gr.Button(lesson.label, size="sm", elem_id=f"training-lesson-{index}")
-            for index, lesson in enumerate(TRAINING_LESSONS)
-        ]
+        buttons = {
+            lesson_id: gr.Button(lesson.label, size="sm", elem_id=button_id(lesson))
+            for lesson_id, lesson in TRAINING_LESSONS.items()
+        }
     caption = gr.Markdown(visible=False, elem_id="training-lesson-caption")
     return TrainingLessons(buttons, caption)
 
 
-def _step_part(index: int) -> StepLesson:
-    """Training lesson ``index``'s step settings, as a step lesson that opens its tab."""
-    lesson = TRAINING_LESSONS[index]
+def step_part(lesson_id: str) -> StepLesson:
+    """Training lesson ``lesson_id``'s step settings, as a step lesson that opens its tab."""
+    lesson = TRAINING_LESSONS[lesson_id]
     return StepLesson(
+        lesson.id,
         lesson.label,
         lesson.step_overrides,
         lesson.tab,
@@ -96,10 +112,10 @@ def _step_part(index: int) -> StepLesson:
     )
 
 
-def trained(index: int, pins: tuple) -> dict[str, Any]:
-    """The Training dynamics tab's answer to lesson ``index``, by the tab record's names (plus
+def trained(lesson_id: str, pins: tuple) -> dict[str, Any]:
+    """The Training dynamics tab's answer to lesson ``lesson_id``, by the tab record's names (plus
     ``caption`` and ``button``): the run's views, its curves as the shown run, and its claim."""
-    lesson, report = TRAINING_LESSONS[index], training_run(index)
+    lesson, report = TRAINING_LESSONS[lesson_id], training_run(lesson_id)
     claim = lesson.claim(report)
     views = plotted(dynamics_tab.dynamics_views(report, files=False), dynamics_tab.PLOT_LABELS)
     current = curves_of(report)
@@ -152,23 +168,23 @@ def wire_training_lessons(
     shown)`` answers a step lesson by the page's keys, on ``step_outputs``, in ``lane``; and
     ``then_charts`` chains the figures above the tabs."""
     parts: TrainingLessons = tab.lessons
-    run_controls = [tab.controls[name] for name in TRAINING_LESSONS[0].run_inputs]
-    for index, button in enumerate(parts.buttons):
+    run_controls = [tab.controls[name] for name in RUN_FIELDS]
+    for lesson_id, button in parts.buttons.items():
 
-        def on_settings(last: Any, shown: Any, index: int = index) -> Any:
-            updates = run_step_lesson(_step_part(index), last, shown)
+        def on_settings(last: Any, shown: Any, lesson_id: str = lesson_id) -> Any:
+            updates = run_step_lesson(step_part(lesson_id), last, shown)
             answer = {page[key]: value for key, value in updates.items()}
             answer[page.caption] = gr.update(visible=False)  # the step lessons' caption
-            runs = TRAINING_LESSONS[index].run_inputs
+            runs = TRAINING_LESSONS[lesson_id].run_inputs
             answer |= {tab.controls[name]: value for name, value in runs.items()}
             answer[parts.caption] = gr.update(
-                value=f"**{TRAINING_LESSONS[index].label}.** Training the three runs ...",
+                value=f"**{TRAINING_LESSONS[lesson_id].label}.** Training the three runs ...",
                 visible=True,
             )
             return answer
 
-        def on_train(pins: Any, index: int = index, button: Any = button) -> Any:
-            answer = trained(index, tuple(pins or ()))
+        def on_train(pins: Any, lesson_id: str = lesson_id, button: Any = button) -> Any:
+            answer = trained(lesson_id, tuple(pins or ()))
             where = {"caption": parts.caption, "button": button}
             return {where.get(name) or getattr(tab, name): value for name, value in answer.items()}
 

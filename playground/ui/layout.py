@@ -20,16 +20,24 @@ import gradio as gr
 from playground.core.model.models import MODELS
 from playground.core.recipes.registry import recipe_settings
 from playground.core.settings.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
-from playground.sections.step import tab as step_tab
-from playground.ui import export_panel, page_events
+from playground.sections.route import glossary
+from playground.ui import export_panel, page_events, route
 from playground.ui.components import Page
-from playground.ui.examples import LESSONS
+from playground.ui.examples import LESSONS, button_id
 from playground.ui.export_panel import ExportPanel
 from playground.ui.sections import SECTIONS
 from playground.ui.tabs import lab, step
 from playground.ui.url_state import UrlRow, build_url_row
 from playground.ui.widgets import DEFAULTS, control, field_notice
 
+# The page's first words: what it is, and where the terms are explained (the route follows).
+INTRO = f"""
+# Mixed-Precision Step Playground
+One training step of a small model in a low-precision format beside the same step in float32.
+New words are explained in the {glossary.LINK}.
+"""
+# Above the free exploration: the lesson buttons, every control and every tab.
+EXPLORE = "**Or explore freely**: every lesson, control and tab below."
 LOSS_SCALE_MIN_EXPONENT = math.ceil(math.log2(LOSS_SCALE_MIN))
 LOSS_SCALE_MAX_EXPONENT = math.floor(math.log2(LOSS_SCALE_MAX))
 # The controls that carry the lessons, first in the controls column (beside the headline, and on
@@ -123,13 +131,14 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
 
 def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
     """Lay the page out inside ``demo``; its components by name."""
-    gr.Markdown(step_tab.INTRO, elem_id="intro")
-    gr.Markdown(step_tab.PYTORCH_LINE, elem_id="pytorch-line")
+    gr.Markdown(INTRO, elem_id="intro")
+    route_parts = route.build()
+    gr.Markdown(EXPLORE, elem_id="explore")
     with gr.Row(elem_id="examples"):
-        example_buttons = [
-            gr.Button(lesson.label, size="sm", elem_id=f"example-{index}")
-            for index, lesson in enumerate(LESSONS)
-        ]
+        example_buttons = {
+            lesson.id: gr.Button(lesson.label, size="sm", elem_id=button_id(lesson))
+            for lesson in LESSONS
+        }
     controls: dict[str, Any] = {}
     notices: dict[str, Any] = {}
     sections: dict[str, Any] = {}
@@ -157,6 +166,7 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
             for section in SECTIONS:
                 if not section.tabs:  # a section of its own under the tabs
                     sections[section.label] = section.build()
+    gr.Markdown(glossary.GLOSSARY, elem_id=glossary.ANCHOR)
     with gr.Accordion("All numbers (JSON, as returned by the API) and downloads", open=False):
         summary = gr.JSON(label="summary")
         prepare = gr.Button("Prepare the gradients CSV and the JSON summary")
@@ -187,5 +197,6 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
         notices_shown=gr.State([]),
         charts=charts,
         sections=sections,
+        route=route_parts,
     )
     return page, ApiParts(prepare, files, export, step_api, url)

@@ -12,11 +12,12 @@ from typing import Any
 
 import gradio as gr
 
-from playground.ui import page_events
+from playground.core.lessons import LESSONS
+from playground.ui import page_events, route
 from playground.ui.arguments import STEP
 from playground.ui.assets import scroll_js
 from playground.ui.components import Control, Key, Page
-from playground.ui.examples import LESSONS, wire_training_lessons
+from playground.ui.examples import wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.widgets import commit_triggers
 
@@ -125,7 +126,8 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
 def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
     """Each lesson button: its settings at once, one run, its caption, then scroll to it."""
     lesson_outputs = [page[key] for key in page_events.LESSON_OUTPUTS]
-    for button, lesson in zip(page.example_buttons, LESSONS, strict=True):
+    for lesson_id, button in page.example_buttons.items():
+        lesson = LESSONS[lesson_id]
 
         def on_lesson(last_value: Any, shown_value: Any, lesson=lesson) -> Any:
             return _answer(page, page_events.run_lesson(lesson, last_value, shown_value))
@@ -134,6 +136,16 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
             on_lesson, [page.last_valid, page.notices_shown], lesson_outputs, **once, **LANE
         )
         then_charts(event.then(fn=None, js=scroll_js(lesson.target)))
+    # The route's previous / next (``ui.route``).
+    route.wire(
+        page.route,
+        page,
+        page_events.run_lesson,
+        page_events.cached_report,
+        lesson_outputs,
+        once | LANE,
+        then_charts,
+    )
     # The training lessons' buttons, in the Training dynamics tab (``ui.examples``).
     dynamics = page.sections["dynamics"]
     wire_training_lessons(

@@ -17,6 +17,7 @@ from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import wait_for_headline, wait_in_view
 from playground.core.data.synthetic import make_batch
+from playground.core.lessons import lesson as lesson_by_id
 from playground.core.lessons.blocks import outlier_claim
 from playground.core.settings.settings import StepConfig
 from playground.core.step.report import run_report
@@ -34,13 +35,9 @@ SCALE_MAPS = """() => {
 }"""
 
 
-def _outlier_lesson():
-    (lesson,) = [x for x in LESSONS if getattr(x, "claim_on", None) is outlier_claim]
-    return lesson, LESSONS.index(lesson)
-
-
 def test_the_outlier_lesson_shows_the_block_tab_with_its_errors_and_scale_map(browser, app_url):
-    lesson, index = _outlier_lesson()
+    lesson = lesson_by_id("block-outlier")
+    assert lesson.claim_on is outlier_claim and lesson in LESSONS
     report = lesson.run()
     claim = lesson.claim(report)
     assert claim.holds, claim.condition
@@ -56,7 +53,7 @@ def test_the_outlier_lesson_shows_the_block_tab_with_its_errors_and_scale_map(br
     try:
         page.goto(app_url)
         wait_for_headline(page, f"{run_report(StepConfig()).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
-        page.locator(f"#example-{index}").click()
+        page.locator(f"#lesson-{lesson.id}").click()
         wait_for_headline(page, f"{report.mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
         selected = page.locator("#sections").get_by_role("tab", selected=True)
         expect(selected).to_have_text(lesson.tab)

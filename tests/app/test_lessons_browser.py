@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import wait_for_headline
-from playground.core.lessons import DYNAMICS_LESSONS
+from playground.core.lessons import lesson as lesson_by_id
 from playground.core.runs.train import run_dynamics
 from playground.core.settings.settings import StepConfig
 from playground.core.step.report import run_report
@@ -20,14 +20,8 @@ READING_HAS = (
 )
 
 
-def _index(label_start: str) -> int:
-    (index,) = [i for i, x in enumerate(DYNAMICS_LESSONS) if x.label.startswith(label_start)]
-    return index
-
-
 def test_the_float16_s1_lesson_trains_and_shows_its_claim_and_both_meter_counts(browser, app_url):
-    index = _index("float16, S = 1")
-    lesson = DYNAMICS_LESSONS[index]
+    lesson = lesson_by_id("train-float16-unscaled")
     config = lesson.config()
     # Computed here, from the core, not read back from the page.
     run = run_dynamics(config)
@@ -40,7 +34,7 @@ def test_the_float16_s1_lesson_trains_and_shows_its_claim_and_both_meter_counts(
         page.goto(app_url)
         wait_for_headline(page, f"{run_report(StepConfig()).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
         page.get_by_role("tab", name="Training dynamics").click()
-        page.locator(f"#training-lesson-{index}").click()
+        page.locator(f"#lesson-{lesson.id}").click()
         page.wait_for_function(READING_HAS, arg=reading[0], timeout=RUN_TIMEOUT_MS)
         # The step above the tabs ran with the lesson's settings too.
         wait_for_headline(page, f"{run_report(config).mixed_new_loss:.7g}", TIMEOUT_MS)

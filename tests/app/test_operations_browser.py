@@ -10,7 +10,8 @@ from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import wait_for_headline, wait_in_view
-from playground.core.lessons.precision import PRECISION_LESSONS, layernorm_overflow
+from playground.core.lessons import lesson as lesson_by_id
+from playground.core.lessons.precision import layernorm_overflow
 from playground.core.settings.settings import StepConfig, defaults
 from playground.core.step.report import run_report
 from playground.ui.examples import LESSONS
@@ -21,13 +22,12 @@ ROWS_JS = """() => [...document.querySelectorAll('#operations-table tbody tr')]
 TEXT_JS = "() => (document.querySelector('#operations-table')?.innerText || '')"
 
 
-def _norm_lesson():
-    (lesson,) = [x for x in PRECISION_LESSONS if x.claim_on is layernorm_overflow]
-    return lesson, LESSONS.index(lesson)
-
-
 def test_a_precision_lesson_fills_the_operations_table_and_it_dims_when_stale(browser, app_url):
-    lesson, index = _norm_lesson()
+    lesson = lesson_by_id("layernorm-overflow")
+    assert lesson.claim_on is layernorm_overflow
+    # The toolbar's order is the row's: how far the lesson sits from the last button.
+    ids = [f"lesson-{each.id}" for each in LESSONS]
+    back = len(ids) - 1 - ids.index(f"lesson-{lesson.id}")
     report = lesson.run()
     claim = lesson.claim(report)
     assert claim.holds, claim.condition
@@ -40,13 +40,13 @@ def test_a_precision_lesson_fills_the_operations_table_and_it_dims_when_stale(br
         focused = "() => document.activeElement.closest('#examples button')?.id"
         stops = "() => [...document.querySelectorAll('#examples button')].filter(b => !b.tabIndex)"
         assert page.evaluate(f"() => ({stops})().length") == 1
-        page.locator("#example-0").focus()
+        page.locator(f"#{ids[0]}").focus()
         page.keyboard.press("End")
-        assert page.evaluate(focused) == f"example-{len(LESSONS) - 1}"
-        for _ in range(len(LESSONS) - 1 - index):
+        assert page.evaluate(focused) == ids[-1]
+        for _ in range(back):
             page.keyboard.press("ArrowLeft")
-        assert page.evaluate(focused) == f"example-{index}"
-        assert page.evaluate(f"() => ({stops})().map(b => b.id)") == [f"example-{index}"]
+        assert page.evaluate(focused) == f"lesson-{lesson.id}"
+        assert page.evaluate(f"() => ({stops})().map(b => b.id)") == [f"lesson-{lesson.id}"]
         page.keyboard.press("Enter")
         wait_for_headline(page, f"{report.mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
         page.wait_for_function(f"() => ({TEXT_JS})().includes('norms.0')")

@@ -25,10 +25,11 @@ from test_browser import ARTIFACTS, TIMEOUT_MS, _expected
 
 from browser_waits import headline, wait_for_headline, wait_for_notice_or_headline, wait_in_view
 from playground import StepConfig, run_report
+from playground.core.lessons import lesson as lesson_by_id
 from playground.core.settings.settings import ConfigError, check_setting, defaults, settings
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
-from playground.ui.examples import LESSONS, caption_text
+from playground.ui.examples import caption_text
 from playground.ui.page_events import LOSS_SCALE_PRESETS
 from playground.ui.sections import SECTIONS
 
@@ -122,7 +123,7 @@ def _step_events(app_url: str) -> dict[int, str]:
     events = {}
     for dependency in config["dependencies"]:
         names = [elem_ids.get(target) for target, _ in dependency["targets"]]
-        named = [n for n in names if n and (n in runs or n.startswith("example-"))]
+        named = [n for n in names if n and (n in runs or n.startswith("lesson-"))]
         if named and dependency.get("backend_fn", True):
             events[dependency["id"]] = ",".join(sorted(set(named)))
     return events
@@ -143,8 +144,11 @@ def _fmt(value: float) -> str:
 
 
 def test_the_headline_counts_and_magnitude_figure_fit_the_first_screen(desk):
-    page = desk.page  # as loaded: nothing clicked or scrolled yet
+    # The first screen is the route's (test_route_browser); one scroll past it, the workspace's
+    # first screen holds the key figure whole.
+    page = desk.page  # as loaded: nothing clicked yet
     assert page.evaluate("scrollY") == 0
+    page.evaluate("() => document.getElementById('workspace').scrollIntoView()")
     boxes = {
         selector: page.evaluate(BOX_JS, selector)
         for selector in ("#headline", "#magnitudes", "#magnitude-figure .js-plotly-plot")
@@ -158,6 +162,7 @@ def test_the_headline_counts_and_magnitude_figure_fit_the_first_screen(desk):
         or box["bottom"] > DESKTOP["height"]
         or box["right"] > DESKTOP["width"]
     }
+    page.evaluate("() => window.scrollTo(0, 0)")
     assert not outside, f"not fully visible at {DESKTOP}: {outside}"
 
 
@@ -422,16 +427,21 @@ def test_a_refused_slider_value_stays_what_its_notice_names(desk):
 # -- examples: one run each, a computed caption, the lesson brought into view ---------------------
 
 
-def _caption_numbers(index: int, report) -> list[str]:
+def _caption_numbers(lesson_id: str, report) -> list[str]:
     """Numbers each lesson's caption must quote, as read from ``report``."""
     entries = sum(p.size for p in report.params.values())
-    if index == 0:
+    if lesson_id == "bfloat16-agrees":
         difference = report.mixed_new_loss - report.float32_new_loss
         return [f"{report.kernel.norm_rel_error:.2e}", f"{difference:.3g}"]
-    if index in (1, 2):
+    if lesson_id in ("float16-flush", "float16-scaled"):
         flushed = sum(p.underflow_count for p in report.params.values())
         losses = [f"{report.mixed_new_loss:.4g}", f"{report.float32_new_loss:.4g}"]
-        return [*losses, f"{flushed:,} of {entries:,}" if index == 1 else f"{flushed:,} entries"]
+        said = (
+            f"{flushed:,} of {entries:,}"
+            if lesson_id == "float16-flush"
+            else f"{flushed:,} entries"
+        )
+        return [*losses, said]
     nonfinite = sum(p.nonfinite_scaled_count for p in report.params.values())
     assert nonfinite > 0 and not math.isfinite(report.mixed_new_loss)
     return [f"{nonfinite:,} of {entries:,}", f"new loss is {report.mixed_new_loss}"]
@@ -443,14 +453,14 @@ def test_each_example_applies_its_inputs_together_runs_once_and_teaches(desk):
     step_events = _step_events(desk.url)
     caption = page.locator("#example-caption")
     # From the defaults through every lesson and back to the first (which is the defaults).
-    for index in (1, 2, 3, 0):
-        lesson = LESSONS[index]
+    for lesson_id in ("float16-flush", "float16-scaled", "float16-overflow", "bfloat16-agrees"):
+        lesson = lesson_by_id(lesson_id)
         values = defaults() | lesson.overrides
         report = run_report(StepConfig(**values))
         expected = f"{report.mixed_new_loss:.7g}"
         seen_before = len(page.evaluate("window.seen"))
         desk.joins.clear()
-        page.locator(f"#example-{index}").click()
+        page.locator(f"#lesson-{lesson_id}").click()
 
         wait_for_headline(page, expected)
         text = re.sub(r"\s+", " ", caption_text(lesson, report).replace("**", ""))
@@ -476,14 +486,14 @@ def test_each_example_applies_its_inputs_together_runs_once_and_teaches(desk):
         shown = page.evaluate("window.seen")[seen_before:]
         assert set(shown) <= {f"{expected}|{values['compute_dtype']}"}, (lesson.label, shown)
         runs = [step_events[j] for j in desk.joins if j in step_events]
-        assert runs == [f"example-{index}"], (lesson.label, runs)
+        assert runs == [f"lesson-{lesson_id}"], (lesson.label, runs)
         assert page.locator("#loss_scale input").input_value() == _fmt(values["loss_scale"])
         assert _checked(page, "compute_dtype") == values["compute_dtype"]
         # The caption's numbers are this run's.
         words = caption.inner_text()
-        for number in _caption_numbers(index, report):
+        for number in _caption_numbers(lesson_id, report):
             assert number in words, (lesson.label, number, words)
-        if index == 3:
+        if lesson_id == "float16-overflow":
             page.screenshot(path=str(ARTIFACTS / "page_example_overflow.png"))
 
     # A committed input afterwards hides the caption: it described the example's run.

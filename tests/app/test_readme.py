@@ -138,10 +138,11 @@ def test_readme_training_story_numbers_are_the_float16_lessons_run():
     )
 
     from playground.core.lessons import DYNAMICS_LESSONS
+    from playground.core.lessons import lesson as lesson_by_id
 
     text = _flat(README)
     assert "Eight training lessons" in text and len(DYNAMICS_LESSONS) == 8
-    lesson = DYNAMICS_LESSONS[0]
+    lesson = lesson_by_id("train-float16-unscaled")
     config = lesson.config()
     assert (config.compute_dtype, config.loss_scale, config.mode) == ("float16", 1.0, "static")
     assert (config.n, config.d_in, config.d_out, config.lr) == (4096, 8, 16, 2.0)
@@ -316,16 +317,21 @@ def test_readme_json_keys_are_in_the_summaries():
 
 def test_readme_element_ids_are_the_pages():
     """Every `#id` the README names is an elem_id the page sets: a literal, an indexed one
-    (`<i>` for ``{index}``) or a control's field name."""
+    (`<i>` for ``{index}``), a lesson button's (``ui.examples.button_id``), the glossary's or a
+    control's field name."""
+    from playground.core.lessons import LESSONS
     from playground.core.settings.settings import settings
+    from playground.sections.route.glossary import ANCHOR
     from playground.sections.step.notes import NOTES, note_id
+    from playground.ui.examples import button_id
 
     source = "\n".join(path.read_text() for path in (ROOT / "playground" / "ui").rglob("*.py"))
     ids = set(re.findall(r'elem_id="([\w-]+)"', source))
     ids |= {name.replace("{index}", "<i>") for name in re.findall(r'elem_id=f"([\w{}-]+)"', source)}
     ids |= set(settings()) | {note_id(label) for label in NOTES}
+    ids |= {button_id(lesson) for lesson in LESSONS.values()} | {ANCHOR}
     named = set(re.findall(r"`#([\w<>-]+)`", README))
-    assert {"pin-run", "training-lesson-<i>", "inspect-bits", "sweep-rerun"} <= named
+    assert {"pin-run", "lesson-train-pure-kahan", "route-next", "inspect-bits"} <= named
     assert named <= ids, f"not an elem_id of the page: {sorted(named - ids)}"
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from playground.core.recipes.block_formats import FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
+from playground.core.recipes.block_outliers import normal_share
 from playground.core.recipes.block_report import block_report
 from playground.core.recipes.block_stats import per_tensor_float8_stats, recipe_operand_stats
 from playground.core.recipes.registry import recipe
@@ -161,7 +162,8 @@ def test_per_tensor_float8_counts_against_numpy(nonfinite):
 def test_a_report_under_another_recipe_measures_x_under_mxfp8_for_its_lesson(spec):
     x = operand((48, 150), seed=6, nonfinite=False)
     kernel = operand((150, 40), seed=4, nonfinite=False)  # the shapes compiled above
-    lesson = block_report(recipe(spec.name), x, kernel).lesson
+    measured = block_report(recipe(spec.name), x, kernel).mxfp8_input
     mxfp8 = reference(x, (1, 32), MXFP8)
     normal = mxfp8["kept"].sum() - mxfp8["subnormal"]
-    assert f"keeps {normal / np.sum(x != 0):.1%} of them" in lesson.sentence
+    assert measured.nonzero == np.sum(x != 0)
+    assert normal_share(measured) == pytest.approx(normal / np.sum(x != 0), rel=1e-12)

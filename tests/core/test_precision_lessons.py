@@ -7,20 +7,13 @@ import ml_dtypes
 import numpy as np
 
 from playground.core.data.synthetic import make_batch
-from playground.core.lessons.precision import (
-    PRECISION_LESSONS,
-    classification_rounding,
-    layernorm_overflow,
-    loss_steps,
-    step_loss_curve,
-)
+from playground.core.lessons import lesson as lesson_by_id
+from playground.core.lessons.precision import step_loss_curve
 from playground.core.step.report import run_report
-
-LESSONS = {lesson.claim_on: lesson for lesson in PRECISION_LESSONS}
 
 
 def test_the_layer_norm_lesson_holds_and_its_overflow_is_real():
-    lesson = LESSONS[layernorm_overflow]
+    lesson = lesson_by_id("layernorm-overflow")
     report = lesson.run()
     claim = lesson.claim(report)
     assert claim.holds, claim.condition
@@ -35,13 +28,13 @@ def test_the_layer_norm_lesson_holds_and_its_overflow_is_real():
 
 
 def test_the_layer_norm_lesson_is_not_taught_without_an_overflow():
-    report = run_report(LESSONS[layernorm_overflow].config().replace(input_scale=1.0))
+    report = run_report(lesson_by_id("layernorm-overflow").config().replace(input_scale=1.0))
     assert report.first_nonfinite["forward"] is None
-    assert not layernorm_overflow(report).holds
+    assert not lesson_by_id("layernorm-overflow").claim(report).holds
 
 
 def test_the_classification_lesson_holds_on_its_logits():
-    lesson = LESSONS[classification_rounding]
+    lesson = lesson_by_id("classification-rounds")
     report = lesson.run()
     claim = lesson.claim(report)
     assert claim.holds, claim.condition
@@ -62,7 +55,7 @@ def test_the_classification_lesson_holds_on_its_logits():
 
 
 def test_the_loss_curve_lesson_holds_and_its_steps_are_bfloat16_values():
-    lesson = LESSONS[loss_steps]
+    lesson = lesson_by_id("bfloat16-loss-steps")
     claim = lesson.claim(lesson.run())
     assert claim.holds, claim.condition
     exercise = step_loss_curve(lesson.config())

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from playground.core.lessons import Claim, DynamicsLesson
+from playground.core.lessons import lesson as lessons_by_id
 from playground.ui import examples
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4, "steps": 5}
@@ -16,21 +17,22 @@ def _lesson(holds: bool) -> DynamicsLesson:
         final = float(run.float32_loss[-1])
         return Claim(f"float32 ends at {final:.4g}.", f"float32 final {final:.4g} checked", holds)
 
-    return DynamicsLesson("a small run", SMALL, claim_on)
+    return DynamicsLesson(f"a-small-run-{holds}".lower(), "a small run", SMALL, claim_on)
 
 
 @pytest.fixture
 def lessons(monkeypatch):
     """The training lessons replaced by one that holds and one that does not."""
-    monkeypatch.setattr(examples, "TRAINING_LESSONS", (_lesson(True), _lesson(False)))
+    lessons = {each.id: each for each in (_lesson(True), _lesson(False))}
+    monkeypatch.setattr(examples, "TRAINING_LESSONS", lessons)
     examples.training_run.cache_clear()
     yield
     examples.training_run.cache_clear()
 
 
 def test_a_holding_lesson_shows_its_sentence_and_the_run(lessons):
-    answer = examples.trained(0, ())
-    run = examples.training_run(0)
+    answer = examples.trained("a-small-run-true", ())
+    run = examples.training_run("a-small-run-true")
     final = f"{float(run.float32_loss[-1]):.4g}"
     assert answer["caption"]["value"] == f"**a small run.** float32 ends at {final}."
     assert answer["caption"]["visible"] is True
@@ -41,7 +43,7 @@ def test_a_holding_lesson_shows_its_sentence_and_the_run(lessons):
 
 
 def test_a_lesson_whose_condition_fails_is_not_taught(lessons):
-    answer = examples.trained(1, ())
+    answer = examples.trained("a-small-run-false", ())
     caption = answer["caption"]["value"]
     assert "Not taught here" in caption and "float32 final" in caption
     assert "float32 ends at" not in caption  # the sentence itself is not shown
@@ -49,8 +51,8 @@ def test_a_lesson_whose_condition_fails_is_not_taught(lessons):
 
 
 def test_step_captions_follow_the_same_rule():
-    lesson = examples.LESSONS[2]  # S = 2^15: its claim fails on the unscaled step
-    unscaled = examples.LESSONS[1].run()
+    lesson = lessons_by_id("float16-scaled")  # its claim fails on the unscaled step
+    unscaled = lessons_by_id("float16-flush").run()
     assert examples.caption_text(lesson, unscaled).startswith(f"**{lesson.label}.** Not taught")
     scaled = lesson.run()
     assert examples.caption_text(lesson, scaled) == (

@@ -10,7 +10,8 @@ import ml_dtypes
 import numpy as np
 
 from playground.core.data.synthetic import make_batch
-from playground.core.lessons.precision import PRECISION_LESSONS
+from playground.core.lessons import PRECISION_LESSONS
+from playground.core.lessons import lesson as lesson_by_id
 from playground.core.settings.settings import StepConfig
 from playground.ui import page_events
 from playground.ui.arguments import STEP
@@ -70,9 +71,9 @@ def test_a_refused_commit_leaves_the_table_as_it_was():
 
 
 def test_the_precision_lessons_are_buttons_that_show_the_table():
-    assert LESSONS[-len(PRECISION_LESSONS) :] == PRECISION_LESSONS
+    assert all(lesson in LESSONS for lesson in PRECISION_LESSONS)  # buttons on the page
     assert all(lesson.target == "operations-table" for lesson in PRECISION_LESSONS)
-    lesson = PRECISION_LESSONS[0]  # float16 layer norm
+    lesson = lesson_by_id("layernorm-overflow")
     answer = page_events.run_lesson(lesson, None)
     report = lesson.run()
     assert answer["caption"]["value"] == caption_text(lesson, report)
@@ -85,7 +86,7 @@ def test_the_precision_lessons_are_buttons_that_show_the_table():
 
 
 def test_a_precision_lesson_on_a_run_that_does_not_show_it_is_not_taught():
-    lesson = PRECISION_LESSONS[0]  # the layer norm's overflow, on inputs too small for one
+    lesson = lesson_by_id("layernorm-overflow")  # on inputs too small for an overflow
     config = lesson.config().replace(input_scale=1.0, **SMALL)
     caption = caption_text(lesson, page_events.cached_report(config, None))
     assert caption.startswith(f"**{lesson.label}.** Not taught here")

@@ -1,7 +1,11 @@
 """Lessons: named scenarios whose claims are computed from their own runs and checked.
 
-``STEP_LESSONS`` (one step each, shown above the tabs or in a step tab) and ``DYNAMICS_LESSONS``
-(training runs, shown in the Training dynamics tab); the rule is ``claim``'s.
+Every lesson lives here and returns the one ``Claim`` type (``claim``'s rule):
+``STEP_LESSONS`` (one step each: ``step``, the block-scaling one from ``blocks``),
+``PRECISION_LESSONS`` (precision per operation, one step each: ``precision``) and
+``DYNAMICS_LESSONS`` (training runs: ``dynamics``). ``LESSONS`` holds them all by their stable
+id, and ``lesson(id)`` finds one: the page and the tests look lessons up by id, never by their
+position. ``route`` orders them into the page's numbered chapters.
 """
 
 from playground.core.lessons.claim import (
@@ -12,15 +16,34 @@ from playground.core.lessons.claim import (
     StepLesson,
 )
 from playground.core.lessons.dynamics import DYNAMICS_LESSONS, GRAD_SCALER_INIT
+from playground.core.lessons.precision import PRECISION_LESSONS
 from playground.core.lessons.step import STEP_LESSONS
+
+Lesson = StepLesson | DynamicsLesson
+LESSONS: dict[str, Lesson] = {
+    each.id: each for each in (*STEP_LESSONS, *PRECISION_LESSONS, *DYNAMICS_LESSONS)
+}
+
+
+def lesson(lesson_id: str) -> Lesson:
+    """The lesson whose id is ``lesson_id``; ValueError naming the ids there are otherwise."""
+    try:
+        return LESSONS[lesson_id]
+    except KeyError:
+        raise ValueError(f"no lesson {lesson_id!r}; the lessons are {', '.join(LESSONS)}") from None
+
 
 __all__ = [
     "DYNAMICS_LESSONS",
     "DYNAMICS_TAB",
     "GRAD_SCALER_INIT",
+    "LESSONS",
+    "PRECISION_LESSONS",
     "RUN_FIELDS",
     "STEP_LESSONS",
     "Claim",
     "DynamicsLesson",
+    "Lesson",
     "StepLesson",
+    "lesson",
 ]

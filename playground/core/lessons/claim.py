@@ -1,6 +1,8 @@
 """What a lesson is: a named scenario, the tab that shows it, and a claim checked on its run.
 
-Rule: a lesson's settings are overrides of the settings table's defaults (every other field at
+Rule: a lesson has a stable ``id`` (a short slug, lowercase words joined by hyphens: the page and
+the tests find a lesson by it, never by its position in a list) and a ``label`` (its button's
+text); a lesson's settings are overrides of the settings table's defaults (every other field at
 its default); its run is one step (``run_report``) for a :class:`StepLesson`, a training run
 (``run_dynamics``) for a :class:`DynamicsLesson`, whose run inputs (steps, mode, period,
 pure_rounding) are settings like the others. Its claim is computed from that run alone: a
@@ -40,9 +42,11 @@ def checked(sentence: str, tests: Sequence[tuple[str, bool]]) -> Claim:
 
 @dataclass(frozen=True)
 class StepLesson:
-    """One step run: ``overrides`` of the defaults, the tab that shows it (None: the figure
-    above the tabs), the element brought into view, and its claim on the step's report."""
+    """One step run: its ``id`` and ``label``, ``overrides`` of the defaults, the tab that shows
+    it (None: the figure above the tabs), the element brought into view, and its claim on the
+    step's report."""
 
+    id: str
     label: str
     overrides: dict[str, Any]
     tab: str | None
@@ -67,9 +71,11 @@ RUN_FIELDS = tuple(name for name, bounds in settings().items() if bounds.group =
 
 @dataclass(frozen=True)
 class DynamicsLesson:
-    """One training run, shown in the Training dynamics tab: ``overrides`` of the defaults
-    (the run's own inputs among them) and its claim on the run's report."""
+    """One training run, shown in the Training dynamics tab: its ``id`` and ``label``,
+    ``overrides`` of the defaults (the run's own inputs among them) and its claim on the run's
+    report."""
 
+    id: str
     label: str
     overrides: dict[str, Any]
     claim_on: Callable[[DynamicsReport], Claim] = field(repr=False)

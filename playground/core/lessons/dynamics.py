@@ -270,37 +270,51 @@ FLOAT16 = FLOAT16_STORY | {"compute_dtype": "float16"}
 PURE = PURE_STORY | {"compute_dtype": "bfloat16"}
 DYNAMICS_LESSONS = (
     DynamicsLesson(
+        "train-float16-unscaled",
         "float16, S = 1: training stalls as gradients flush",
         FLOAT16 | {"mode": "static", "loss_scale": 1.0},
         _float16_unscaled,
     ),
     DynamicsLesson(
+        "train-float16-scaled",
         "float16, S = 2^15: trains like float32",
         FLOAT16 | {"mode": "static", "loss_scale": 2.0**15},
         _float16_scaled,
     ),
     DynamicsLesson(
+        "train-float16-dynamic",
         "float16, dynamic scaling finds its scale",
         FLOAT16 | {"mode": "dynamic", "loss_scale": GRAD_SCALER_INIT},
         _float16_dynamic,
     ),
     DynamicsLesson(
+        "train-bfloat16-unscaled",
         "bfloat16, S = 1: no scale needed",
         FLOAT16_STORY | {"compute_dtype": "bfloat16", "mode": "static", "loss_scale": 1.0},
         _bfloat16_unscaled,
     ),
     DynamicsLesson(
+        "train-pure-nearest",
         "pure bfloat16, round-to-nearest: updates rounded away",
         PURE | {"pure_rounding": "nearest"},
         _pure_nearest,
     ),
     DynamicsLesson(
+        "train-pure-stochastic",
         "pure bfloat16, stochastic rounding recovers",
         PURE | {"pure_rounding": "stochastic"},
         _pure_remedy,
     ),
     DynamicsLesson(
-        "pure bfloat16, Kahan summation recovers", PURE | {"pure_rounding": "kahan"}, _pure_remedy
+        "train-pure-kahan",
+        "pure bfloat16, Kahan summation recovers",
+        PURE | {"pure_rounding": "kahan"},
+        _pure_remedy,
     ),
-    DynamicsLesson("float8, delayed scaling clips after a jump", FLOAT8_STORY, _float8_spike),
+    DynamicsLesson(
+        "train-float8-delayed",
+        "float8, delayed scaling clips after a jump",
+        FLOAT8_STORY,
+        _float8_spike,
+    ),
 )

@@ -160,6 +160,7 @@ def loss_steps(report: StepReport) -> Claim:
 
 PRECISION_LESSONS = (
     StepLesson(
+        "layernorm-overflow",
         "float16 layer norm: the variance overflows",
         LAYERNORM,
         None,
@@ -167,11 +168,19 @@ PRECISION_LESSONS = (
         layernorm_overflow,
     ),
     StepLesson(
+        "classification-rounds",
         "classification: the loss itself rounds",
         CLASSIFICATION,
         None,
         "operations-table",
         classification_rounding,
     ),
-    StepLesson("bfloat16 loss moves in steps", LOSS_STEPS, None, "operations-table", loss_steps),
+    StepLesson(
+        "bfloat16-loss-steps",
+        "bfloat16 loss moves in steps",
+        LOSS_STEPS,
+        None,
+        "operations-table",
+        loss_steps,
+    ),
 )

@@ -130,8 +130,16 @@ def _overflow(report: StepReport) -> Claim:
 
 FLOAT16_TINY = {"compute_dtype": "float16", "input_scale": TINY, "target_scale": TINY}
 STEP_LESSONS = (
-    StepLesson("bfloat16, well behaved", {}, "Float32 comparison", "example-caption", _agree),
     StepLesson(
+        "bfloat16-agrees",
+        "bfloat16, well behaved",
+        {},
+        "Float32 comparison",
+        "example-caption",
+        _agree,
+    ),
+    StepLesson(
+        "float16-flush",
         "float16, tiny data, S = 1: gradients flush to 0",
         FLOAT16_TINY | {"loss_scale": 1.0},
         None,
@@ -139,6 +147,7 @@ STEP_LESSONS = (
         _flush,
     ),
     StepLesson(
+        "float16-scaled",
         "same data, S = 2^15: the gradients come back",
         FLOAT16_TINY | {"loss_scale": 2.0**15},
         None,
@@ -146,6 +155,7 @@ STEP_LESSONS = (
         _come_back,
     ),
     StepLesson(
+        "float16-overflow",
         "float16, S = 2^16: the scale overflows",
         {"compute_dtype": "float16", "loss_scale": 2.0**16},
         None,
@@ -153,6 +163,7 @@ STEP_LESSONS = (
         _overflow,
     ),
     StepLesson(
+        "block-outlier",
         "one outlier: per-tensor float8 loses x, MXFP8 keeps it",
         ONE_OUTLIER,
         "Block scaling",

@@ -9,9 +9,8 @@ matmul's kernel as the step starts (its float32 master values)::
     comparison   ``core.recipes.block_stats.recipe_comparison``: the relative error of x @ kernel
                  against the exact product (float32 at the highest precision), for the recipe
                  and for per-tensor float8
-    lesson       ``core.recipes.block_outliers.outlier_lesson(x)``: per-tensor float8 against MXFP8
-                 (from x's statistics measured here: the MXFP8 ones are the input's own for
-                 an MXFP8 step)
+    mxfp8_input  x's statistics under MXFP8, for the outlier lesson (``core.lessons.blocks``:
+                 per-tensor float8 against MXFP8): the input's own for an MXFP8 step
     last_block   how many real values the last block of the contraction (D_in) holds
     path         which path the matmuls took here (``core.recipes.block_matmul.matmul_path``)
 
@@ -33,7 +32,6 @@ import numpy as np
 
 from playground.core.recipes.block_formats import MXFP8, BlockRecipe
 from playground.core.recipes.block_matmul import matmul_path
-from playground.core.recipes.block_outliers import OutlierLesson, lesson_from
 from playground.core.recipes.block_quantize import last_block_size
 from playground.core.recipes.block_stats import (
     OperandStats,
@@ -65,7 +63,7 @@ class BlockReport:
     operands: dict[str, OperandStats]
     per_tensor: dict[str, OperandStats]
     comparison: dict[str, float]
-    lesson: OutlierLesson
+    mxfp8_input: OperandStats
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3))
@@ -112,10 +110,7 @@ def report_from(compute: Recipe, measured: dict, norms=None) -> BlockReport:
         operands=operands,
         per_tensor=per_tensor,
         comparison=comparison_from(measured["norms"] if norms is None else norms),
-        lesson=lesson_from(
-            per_tensor["input"],
-            operands["input"] if mxfp8 is None else recipe_stats(mxfp8, shapes["input"]),
-        ),
+        mxfp8_input=operands["input"] if mxfp8 is None else recipe_stats(mxfp8, shapes["input"]),
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from playground.core.lessons.blocks import outlier_claim
 from playground.core.recipes.block_report import BlockReport
 from playground.core.recipes.block_stats import CLASSES, COMPARISON_KEYS, OperandStats
 from playground.core.recipes.registry import RECIPES
@@ -81,7 +82,7 @@ def recipe_comparison(report: StepReport) -> dict[str, Any]:
         "block": blocks.block,
         "last_block_size": blocks.last_block,
         "operands": {role: _operand(blocks, role) for role in blocks.operands},
-        "lesson_holds": blocks.lesson.holds,
+        "lesson_holds": outlier_claim(report).holds,
     }
 
 
@@ -182,7 +183,7 @@ def block_note(report: StepReport) -> str:
             f"this step computes in {report.config.compute_dtype}."
         )
     errors = _error_sentences(blocks.recipe, blocks.comparison)
-    lesson = blocks.lesson
+    lesson = outlier_claim(report)
     taught = (
         lesson.sentence
         if lesson.holds

@@ -128,9 +128,9 @@ def test_no_share_of_a_float32_change_within_its_rounding():
     # The tiny-data lesson's step: float32's loss barely moves, by fewer than 10^4 of its float32
     # spacings, so a share of that change would state its rounding (it differed from one XLA
     # CPU variation to another in the third digit).
-    from playground.core.lessons import STEP_LESSONS
+    from playground.core.lessons import lesson
 
-    flushing = STEP_LESSONS[1].run()
+    flushing = lesson("float16-flush").run()
     moved = np.float64(flushing.float32_new_loss) - np.float64(flushing.float32_initial_loss)
     spacing = np.spacing(np.float32(flushing.float32_initial_loss))
     assert 0 < abs(moved) < 10_000 * spacing

@@ -1,0 +1,154 @@
+"""The route: every lesson, once, in one numbered sequence of short chapters ("Start here").
+
+Rule: a chapter asks one question and answers it with one lesson's run (``lesson``: its settings
+are the ones the chapter applies) and the one chart named by ``chart``. A one-step chapter whose
+loss barely moves leads on to the training run it changes (``payoff``, a training lesson); a
+chapter may also name the run it is read against (``contrast`` for its lesson, ``payoff_contrast``
+for its payoff: the same question without the chapter's remedy). Every lesson of the registry
+is the lesson or the payoff of exactly one chapter, and the order is the story's: range against
+precision, float16 without and with a loss scale, a scale too large, dynamic scaling, bfloat16,
+the float32 master weights against pure low precision, float8, block scaling, precision per
+operation.
+
+Charts (drawn by ``sections.route``): ``scatter`` (the gradient entries, mixed against float32),
+``magnitudes`` (the gradient magnitudes over the dtype's ranges), ``block_map`` (the block
+scales), ``operations`` (the operations table), and for a training run ``loss`` (the loss
+curves), ``scale`` (the loss scale per step) and ``lost_updates`` (the lost-update meter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One chapter of the route (see the module rule)."""
+
+    id: str
+    title: str
+    question: str
+    lesson: str
+    chart: str
+    payoff: str | None = None
+    contrast: str | None = None
+    payoff_contrast: str | None = None
+
+
+ROUTE = (
+    Chapter(
+        "range-precision",
+        "Range versus precision",
+        "bfloat16 has float32's range but keeps only about 2 to 3 significant digits. Does one "
+        "training step in bfloat16 still follow the same step in float32?",
+        "bfloat16-agrees",
+        "scatter",
+    ),
+    Chapter(
+        "float16-no-scale",
+        "float16 without a loss scale",
+        "float16 keeps more digits than bfloat16 but has a much smaller range. With small data, "
+        "what happens to its gradients, and to the training?",
+        "float16-flush",
+        "magnitudes",
+        payoff="train-float16-unscaled",
+    ),
+    Chapter(
+        "float16-loss-scale",
+        "float16 with a loss scale",
+        "Multiply the loss by S = 2^15 before differentiating, divide the gradients by S after: "
+        "do the gradients come back, and does the run train?",
+        "float16-scaled",
+        "magnitudes",
+        payoff="train-float16-scaled",
+        contrast="float16-flush",
+        payoff_contrast="train-float16-unscaled",
+    ),
+    Chapter(
+        "scale-too-large",
+        "A scale too large",
+        "What if S itself does not fit in float16?",
+        "float16-overflow",
+        "magnitudes",
+    ),
+    Chapter(
+        "dynamic-scaling",
+        "Dynamic loss scaling",
+        "PyTorch's GradScaler starts at S = 2^16, which float16 cannot hold. How does it find a "
+        "scale that works?",
+        "train-float16-dynamic",
+        "scale",
+    ),
+    Chapter(
+        "bfloat16-no-scale",
+        "bfloat16 needs no scale",
+        "The same batch that stalls float16 at S = 1: does bfloat16 need a loss scale?",
+        "train-bfloat16-unscaled",
+        "loss",
+    ),
+    Chapter(
+        "masters-pure",
+        "float32 master weights against pure bfloat16",
+        "Why keep a float32 copy of the weights? Store them in bfloat16 itself (a pure run) "
+        "with a small learning rate and watch the updates.",
+        "train-pure-nearest",
+        "lost_updates",
+    ),
+    Chapter(
+        "stochastic-rounding",
+        "Pure bfloat16, rounded stochastically",
+        "Can pure bfloat16 train if the weights are rounded up or down at random instead?",
+        "train-pure-stochastic",
+        "loss",
+    ),
+    Chapter(
+        "kahan-summation",
+        "Pure bfloat16 with Kahan summation",
+        "Or if each rounding error is kept in a second bfloat16 buffer and added back?",
+        "train-pure-kahan",
+        "loss",
+    ),
+    Chapter(
+        "float8-delayed",
+        "float8 with delayed scaling",
+        "float8 scales each tensor by its amax (largest magnitude). Under delayed scaling that "
+        "amax comes from the step before: what happens when the gradients jump?",
+        "train-float8-delayed",
+        "lost_updates",
+    ),
+    Chapter(
+        "block-scaling",
+        "Block scaling",
+        "One outlier in the input: what does one scale per tensor cost, against one scale per "
+        "block of 32 values (MXFP8)?",
+        "block-outlier",
+        "block_map",
+    ),
+    Chapter(
+        "layernorm-float16",
+        "Precision per operation: a layer norm",
+        "Which operation breaks first when a float16 model's activations grow past 256?",
+        "layernorm-overflow",
+        "operations",
+    ),
+    Chapter(
+        "loss-rounds",
+        "Precision per operation: the loss",
+        "Does it matter in which dtype the loss itself is computed?",
+        "classification-rounds",
+        "operations",
+    ),
+    Chapter(
+        "loss-steps",
+        "Precision per operation: a loss that moves in steps",
+        "What does a loss computed in bfloat16 look like over a few small steps?",
+        "bfloat16-loss-steps",
+        "operations",
+    ),
+)
+CHAPTERS = {chapter.id: chapter for chapter in ROUTE}
+
+
+def taught(chapter: Chapter) -> tuple[str, ...]:
+    """The ids of the lessons ``chapter`` teaches: its lesson, then its payoff."""
+    return tuple(name for name in (chapter.lesson, chapter.payoff) if name)

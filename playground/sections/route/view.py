@@ -1,0 +1,136 @@
+"""A chapter of the route as the page shows it: where the learner is, the question, the checked
+claim and the one chart that answers it, and the payoff beside them.
+
+Rule: everything is written from the runs the caller passes (the chapter's lesson's run, and
+its payoff's and contrasts' runs where the chapter names them, ``core.lessons.route``); nothing
+is computed here. A claim is shown only when its condition holds; otherwise the view says so
+and gives the condition with its numbers. A one-step chapter with a contrast says what changed
+between the two steps (the kernel gradient's relative error against float32, in norm), since
+in one step the loss itself barely moves; a payoff is its training lesson's claim and loss
+curves, the payoff's contrast drawn beside as a pinned run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from playground.core.lessons import LESSONS, Claim
+from playground.core.lessons.route import ROUTE, Chapter
+from playground.core.runs.train import DynamicsReport
+from playground.core.step.report import StepReport
+from playground.sections.dynamics.charts import (
+    dynamics_loss_figure,
+    lost_update_figure,
+    scale_figure,
+)
+from playground.sections.dynamics.curves import curves_of
+from playground.sections.lab.charts import magnitude_histogram
+from playground.sections.step.block_map import block_scale_figure
+from playground.sections.step.charts import gradient_scatter
+from playground.sections.step.operations import operations_markdown
+
+Run = StepReport | DynamicsReport
+# The chart of each name (``core.lessons.route``), from the chapter's run.
+STEP_CHARTS = {
+    "scatter": gradient_scatter,
+    "magnitudes": magnitude_histogram,
+    "block_map": block_scale_figure,
+}
+TRAINING_CHARTS = {
+    "loss": dynamics_loss_figure,
+    "scale": scale_figure,
+    "lost_updates": lost_update_figure,
+}
+# The chart drawn as a table (Markdown) instead of a figure.
+TABLES = {"operations": operations_markdown}
+# A chart's height in the route (px): a chapter's chart and its payoff's fit on one screen
+# beside the chapter's text at 1400 x 1000.
+CHART_HEIGHT = 330
+
+
+@dataclass(frozen=True)
+class ChapterView:
+    """What the route shows for one chapter (Markdown, and Plotly figure dicts or None)."""
+
+    counter: str
+    question: str
+    claim: str
+    chart: dict[str, Any] | None
+    table: str | None
+    payoff: str
+    payoff_chart: dict[str, Any] | None
+
+
+def counter(number: int) -> str:
+    """Where the learner is: ``Chapter k of n``, ``number`` counting from 1."""
+    return f"Chapter {number} of {len(ROUTE)}"
+
+
+def question_text(chapter: Chapter, number: int) -> str:
+    """The chapter's heading and question."""
+    return f"### {number}. {chapter.title}\n{chapter.question}"
+
+
+def claim_markdown(label: str, claim: Claim, what: str = "Checked claim") -> str:
+    """A lesson's claim under its label, or why it is not taught here."""
+    if claim.holds:
+        return f"**{what}** ({label}): {claim.sentence}"
+    return (
+        f"**{what}** ({label}): not taught here, since this run's numbers do not meet its "
+        f"condition ({claim.condition})."
+    )
+
+
+def _changed(contrast: StepReport, report: StepReport) -> str:
+    """What one step changes though its loss barely moves: the kernel gradient against float32."""
+    before, after = contrast.kernel.norm_rel_error, report.kernel.norm_rel_error
+    return (
+        "**What changed in this one step**: not the loss, but the gradient. The kernel's "
+        f"gradient differs from float32's by {before:.3g} (relative, in norm) at S = "
+        f"{contrast.config.loss_scale:g} and by {after:.3g} at S = {report.config.loss_scale:g}."
+    )
+
+
+def _sized(figure: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``figure`` at the route's height."""
+    if figure is None:
+        return None
+    return figure | {"layout": figure["layout"] | {"height": CHART_HEIGHT}}
+
+
+def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = None) -> ChapterView:
+    """The view of ``chapter`` from ``runs`` (lesson id -> its run: the chapter's lesson and
+    every payoff or contrast it names); ``number`` counts from 1 (its place in the route when
+    None)."""
+    number = number or ROUTE.index(chapter) + 1
+    lesson, run = LESSONS[chapter.lesson], runs[chapter.lesson]
+    chart = table = None
+    if chapter.chart in TABLES:
+        table = TABLES[chapter.chart](run)
+    else:
+        chart = {**STEP_CHARTS, **TRAINING_CHARTS}[chapter.chart](run)
+    payoff: list[str] = []
+    payoff_chart = None
+    if chapter.contrast:
+        payoff.append(_changed(runs[chapter.contrast], run))
+    if chapter.payoff:
+        trained = runs[chapter.payoff]
+        pins = [curves_of(runs[chapter.payoff_contrast])] if chapter.payoff_contrast else []
+        payoff.append(
+            claim_markdown(
+                LESSONS[chapter.payoff].label,
+                LESSONS[chapter.payoff].claim(trained),
+                "What it does to the training",
+            )
+        )
+        payoff_chart = dynamics_loss_figure(trained, pins)
+    return ChapterView(
+        counter=counter(number),
+        question=question_text(chapter, number),
+        claim=claim_markdown(lesson.label, lesson.claim(run)),
+        chart=_sized(chart),
+        table=table,
+        payoff="\n\n".join(payoff),
+        payoff_chart=_sized(payoff_chart),
+    )

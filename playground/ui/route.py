@@ -1,0 +1,218 @@
+"""The route ("Start here"): the lessons as one numbered sequence of chapters at the top of the
+page, with previous / next, and the free exploration (every control, every tab) below it.
+
+Rule: opening a chapter (``#route-next``, ``#route-prev``, or picking one in ``#route-select``)
+first applies its lesson's settings as that lesson's button does (every other setting back to
+its default, one step run, the settings written to the URL; a training chapter also sets the
+Training dynamics tab's run inputs), without switching the tab below, and says where the
+learner is (``#route-counter``: chapter k of n; ``#route-chapter``: the question). Then, in the
+heavy lane, it shows the chapter's checked claim (``#route-claim``) beside the one chart that
+answers it (``#route-chart``, or the operations table ``#route-table``) and its payoff
+(``#route-payoff``, ``#route-payoff-chart``): all in the same view. The chapter's runs are the
+page's own (the step report cache, the training lessons' runs), so a chapter opened twice, or
+its lesson's button, never computes again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from playground.core.lessons import LESSONS, RUN_FIELDS, DynamicsLesson, StepLesson
+from playground.core.lessons.route import ROUTE, taught
+from playground.sections.route.view import chapter_view, counter, question_text
+from playground.ui import examples
+from playground.ui.assets import scroll_js
+from playground.ui.widgets import as_plot
+
+NOT_STARTED = -1
+START_LABEL = f"Start here: chapter 1 of {len(ROUTE)}, {ROUTE[0].title.lower()}"
+BLURB = (
+    f"## Start here\n{len(ROUTE)} short chapters: each asks one question and answers it with a "
+    "run, its chart and a checked claim."
+)
+CHOICES = [f"{number}. {chapter.title}" for number, chapter in enumerate(ROUTE, 1)]
+
+
+@dataclass
+class Route:
+    """The route's components (see the module rule)."""
+
+    chapter: gr.State  # the open chapter's index in ROUTE, NOT_STARTED before the first
+    counter: gr.Markdown
+    question: gr.Markdown
+    select: gr.Dropdown
+    prev: gr.Button
+    next: gr.Button
+    view: gr.Row
+    claim: gr.Markdown
+    payoff: gr.Markdown
+    chart: gr.Plot
+    table: gr.Markdown
+    payoff_chart: gr.Plot
+
+
+def build() -> Route:
+    """The route's panel (call where the page's first screen is)."""
+    with gr.Column(elem_id="route"):
+        gr.Markdown(BLURB, elem_id="route-intro")
+        with gr.Row(elem_id="route-nav", equal_height=True):
+            prev = gr.Button(
+                "Previous", visible=False, elem_id="route-prev", scale=0, min_width=120
+            )
+            next_ = gr.Button(START_LABEL, variant="primary", elem_id="route-next", scale=2)
+            select = gr.Dropdown(
+                CHOICES,
+                value=None,
+                label="go to chapter",
+                elem_id="route-select",
+                scale=1,
+                min_width=220,
+            )
+        counter_ = gr.Markdown(elem_id="route-counter", visible=False)
+        question = gr.Markdown(elem_id="route-chapter", visible=False)
+        with gr.Row(visible=False, equal_height=False, elem_id="route-view") as view:
+            with gr.Column(scale=2, min_width=300):
+                claim = gr.Markdown(elem_id="route-claim")
+                payoff = gr.Markdown(elem_id="route-payoff")
+            with gr.Column(scale=3, min_width=300):
+                chart = gr.Plot(label="the chapter chart", show_label=False, elem_id="route-chart")
+                table = gr.Markdown(visible=False, elem_id="route-table")
+                payoff_chart = gr.Plot(
+                    label="the training it leads to",
+                    show_label=False,
+                    visible=False,
+                    elem_id="route-payoff-chart",
+                )
+    return Route(
+        gr.State(NOT_STARTED),
+        counter_,
+        question,
+        select,
+        prev,
+        next_,
+        view,
+        claim,
+        payoff,
+        chart,
+        table,
+        payoff_chart,
+    )
+
+
+def step_lesson(lesson_id: str) -> StepLesson:
+    """The step lesson whose settings open a chapter on lesson ``lesson_id``: the lesson itself,
+    or a training lesson's step settings."""
+    lesson = LESSONS[lesson_id]
+    return lesson if isinstance(lesson, StepLesson) else examples.step_part(lesson_id)
+
+
+def nav(index: int) -> dict[str, Any]:
+    """The header of chapter ``index``: where the learner is, the question, previous / next."""
+    chapter, number = ROUTE[index], index + 1
+    following = f"Next: {number + 1}. {ROUTE[index + 1].title}" if number < len(ROUTE) else ""
+    return {
+        "chapter": index,
+        "counter": gr.update(value=counter(number), visible=True),
+        "question": gr.update(value=question_text(chapter, number), visible=True),
+        "select": CHOICES[index],
+        "prev": gr.update(visible=index > 0),
+        "next": gr.update(value=following or "End of the route", interactive=bool(following)),
+        "claim": f"**{chapter.title}**: running ...",
+        # The last chapter's payoff and charts go until this one's are drawn.
+        "payoff": "",
+        "chart": None,
+        "table": gr.update(visible=False),
+        "payoff_chart": gr.update(value=None, visible=False),
+    }
+
+
+def view(index: int, run_of: Callable[[str], Any]) -> dict[str, Any]:
+    """The claim, the chart and the payoff of chapter ``index``, its runs from ``run_of``."""
+    chapter = ROUTE[index]
+    names = {*taught(chapter), chapter.contrast, chapter.payoff_contrast} - {None}
+    shown = chapter_view(chapter, {name: run_of(name) for name in names}, index + 1)
+    return {
+        "view": gr.Row(visible=True),
+        "claim": shown.claim,
+        "payoff": shown.payoff,
+        "chart": gr.update(
+            value=as_plot(shown.chart) if shown.chart else None, visible=shown.chart is not None
+        ),
+        "table": gr.update(value=shown.table or "", visible=shown.table is not None),
+        "payoff_chart": gr.update(
+            value=as_plot(shown.payoff_chart) if shown.payoff_chart else None,
+            visible=shown.payoff_chart is not None,
+        ),
+    }
+
+
+def wire(
+    route: Route,
+    page: Any,
+    run_step_lesson: Callable[..., dict],
+    cached_report: Callable[..., Any],
+    step_outputs: list[Any],
+    lane: dict[str, Any],
+    then_charts: Callable[[Any], None],
+) -> None:
+    """Previous, next and the chapter list (see the rule). ``run_step_lesson(lesson, last,
+    shown)`` answers a step lesson by the page's keys on ``step_outputs`` in ``lane``;
+    ``cached_report(config, data)`` is the page's report cache; ``then_charts`` chains the
+    figures of the results below."""
+    dynamics = page.sections["dynamics"]
+    run_controls = [dynamics.controls[name] for name in RUN_FIELDS]
+    header = [route.chapter, route.counter, route.question, route.select, route.prev, route.next]
+
+    def opened(index: int, last: Any, shown: Any) -> Any:
+        chapter = ROUTE[index]
+        updates = run_step_lesson(step_lesson(chapter.lesson), last, shown)
+        updates = {key: value for key, value in updates.items() if key not in ("tabs", "open_tab")}
+        answer = {page[key]: value for key, value in updates.items()}
+        answer[page.caption] = gr.update(visible=False)  # the claim is the route's
+        lesson = LESSONS[chapter.lesson]
+        if isinstance(lesson, DynamicsLesson):
+            answer |= {dynamics.controls[n]: v for n, v in lesson.run_inputs.items()}
+        return answer | {getattr(route, name): value for name, value in nav(index).items()}
+
+    def run_of(lesson_id: str) -> Any:
+        lesson = LESSONS[lesson_id]
+        if isinstance(lesson, DynamicsLesson):
+            return examples.training_run(lesson_id)
+        return cached_report(lesson.config(), None)
+
+    def on_view(index: int) -> Any:
+        return {getattr(route, name): value for name, value in view(index, run_of).items()}
+
+    def step(by: int) -> Callable[..., Any]:
+        def on_step(index: int, last: Any, shown: Any) -> Any:
+            return opened(min(max(index + by, 0), len(ROUTE) - 1), last, shown)
+
+        return on_step
+
+    def on_pick(choice: str, last: Any, shown: Any) -> Any:
+        return opened(CHOICES.index(choice), last, shown)
+
+    outputs = [*step_outputs, *run_controls, *header, route.claim, route.payoff, route.chart]
+    outputs += [route.table, route.payoff_chart]
+    view_outputs = [route.view, route.claim, route.payoff, route.chart, route.table]
+    for trigger, handler, source in (
+        (route.next.click, step(1), route.chapter),
+        (route.prev.click, step(-1), route.chapter),
+        (route.select.input, on_pick, route.select),
+    ):
+        event = trigger(handler, [source, page.last_valid, page.notices_shown], outputs, **lane)
+        then_charts(event)
+        event.then(fn=None, js=scroll_js("route")).then(
+            on_view,
+            [route.chapter],
+            [*view_outputs, route.payoff_chart],
+            concurrency_limit=1,
+            concurrency_id="heavy",  # the sweep's and the training runs' lane
+            api_visibility="private",
+            show_progress="full",
+            show_progress_on=[route.claim],
+        )

@@ -1,0 +1,186 @@
+"""The route ("Start here") in headless Chromium: the first screen says what to do (at most 150
+words of prose at 1400 x 1000, one primary button, the tab labels on one row, a glossary it
+links to), and the route walks from there, chapter by chapter, each with its place, its
+question, its claim (computed here from the core's run) and its chart on screen together, its
+settings in the controls and the URL; the loss-scaling payoff is three clicks away."""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import parse_qs, urlparse
+
+from playwright.sync_api import expect
+from test_browser import ARTIFACTS, TIMEOUT_MS
+
+from browser_waits import wait_for_headline
+from playground.core.lessons import LESSONS, DynamicsLesson
+from playground.core.lessons.route import CHAPTERS, ROUTE
+from playground.core.settings.settings import StepConfig
+from playground.core.step.report import run_report
+
+DESKTOP = {"width": 1400, "height": 1000}
+PHONE = {"width": 390, "height": 844}
+RUN_TIMEOUT_MS = 4 * TIMEOUT_MS  # a chapter's training run compiles its program the first time
+MAX_FIRST_SCREEN_WORDS = 150
+# The words of prose on the screen: the Markdown's paragraphs, list items and headings (each
+# once, the innermost; tables of numbers, buttons and the controls' labels are not prose).
+PROSE = """() => [...document.querySelectorAll('.prose :is(p, li, h1, h2, h3, h4)')]
+    .filter(e => !e.closest('table') && !e.querySelector('p, li') && e.offsetParent !== null)
+    .filter(e => { const r = e.getBoundingClientRect();
+                   return r.height > 0 && r.bottom > 0 && r.top < window.innerHeight; })
+    .map(e => [e.closest('[id]')?.id, e.innerText.split(/\\s+/).filter(Boolean).length])"""
+ON_SCREEN_BUTTONS = """() => [...document.querySelectorAll('button')].filter(b => {
+    const r = b.getBoundingClientRect();
+    return b.offsetParent !== null && r.height > 0 && r.bottom > 0 && r.top < window.innerHeight;
+}).map(b => ({id: b.id, primary: b.classList.contains('primary')}))"""
+TAB_TOPS = """() => [...document.querySelectorAll('#sections [role=tab]')]
+    .map(t => Math.round(t.getBoundingClientRect().top))"""
+# How the element ``id`` sits on the screen: its top and bottom, and whether it is drawn.
+PLACE = """id => { const e = document.getElementById(id); if (!e || e.offsetParent === null)
+    return null; const r = e.getBoundingClientRect();
+    const plot = e.querySelector('.js-plotly-plot');
+    return {top: r.top, bottom: r.bottom, height: r.height,
+            title: plot && plot.layout ? String(plot.layout.title?.text ?? '') : null}; }"""
+FLAT = "id => (document.getElementById(id)?.innerText || '').replace(/\\s+/g, ' ').trim()"
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.replace("**", "").split())
+
+
+def _expected_claims() -> dict[str, str]:
+    """Each chapter's lesson claim sentence, from its own run in this process (the core's)."""
+    sentences = {}
+    for chapter in ROUTE:
+        lesson = LESSONS[chapter.lesson]
+        claim = lesson.claim(lesson.run())
+        assert claim.holds, (chapter.id, claim.condition)
+        sentences[chapter.id] = claim.sentence
+    return sentences
+
+
+def _open(page, url: str) -> None:
+    page.goto(url)
+    wait_for_headline(page, f"{run_report(StepConfig()).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
+
+
+def _wait_for_chapter(page, number: int) -> None:
+    counter = f"Chapter {number} of {len(ROUTE)}"
+    page.wait_for_function(f"() => ({FLAT})('route-counter') === {counter!r}")
+    page.wait_for_function(
+        f"() => ({FLAT})('route-claim').startsWith('Checked claim')", timeout=RUN_TIMEOUT_MS
+    )
+
+
+def test_the_first_screen_says_what_to_do(browser, app_url):
+    page = browser.new_page(viewport=DESKTOP)
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        _open(page, app_url)
+        prose = page.evaluate(PROSE)
+        words = sum(count for _, count in prose)
+        assert 0 < words <= MAX_FIRST_SCREEN_WORDS, str(prose)
+        # One obvious first action: the one primary button on the screen, the route's start.
+        primary = [b["id"] for b in page.evaluate(ON_SCREEN_BUTTONS) if b["primary"]]
+        assert primary == ["route-next"], primary
+        start = re.compile(rf"Start here: chapter 1 of {len(ROUTE)}")
+        expect(page.locator("#route-next")).to_have_text(start)
+        expect(page.locator("#route-prev")).to_be_hidden()
+        # The tabs' labels on one row at 1400 px.
+        tops = page.evaluate(TAB_TOPS)
+        assert len(tops) >= 8 and max(tops) - min(tops) <= 2, tops
+        # The first words link to the glossary, which explains the page's terms of art.
+        expect(page.locator("#intro a[href='#glossary']")).to_have_count(1)
+        glossary = page.evaluate(f"() => ({FLAT})('glossary')")
+        for term in ("the exercise", "float32 masters", "binade", "flushed", "pure run", "amax"):
+            assert f"{term}" in glossary, term
+        assert "the reference exercise this playground is built from" in glossary
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "route_first_screen.png"))
+    finally:
+        page.close()
+
+
+def test_the_route_walks_every_chapter_with_its_claim_beside_its_chart(browser, app_url):
+    # The expected claims are computed here while the page computes its own.
+    with ThreadPoolExecutor(1) as pool:
+        expected = pool.submit(_expected_claims)
+        page = browser.new_page(viewport=DESKTOP)
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            _open(page, app_url)
+            for number, chapter in enumerate(ROUTE, 1):
+                page.locator("#route-next").click()
+                _wait_for_chapter(page, number)
+                lesson = LESSONS[chapter.lesson]
+                sentence = _flat(expected.result()[chapter.id])
+                claim = page.evaluate(f"() => ({FLAT})('route-claim')")
+                assert claim == f"Checked claim ({lesson.label}): {sentence}", chapter.id
+                question = page.evaluate(f"() => ({FLAT})('route-chapter')")
+                assert question == f"{number}. {chapter.title} {chapter.question}"
+                # The claim and the chart that answers it are on the screen together.
+                answer = "route-table" if chapter.chart == "operations" else "route-chart"
+                page.wait_for_function(
+                    f"() => {{ const p = ({PLACE})({answer!r});"
+                    " return p && p.height > 50 && (p.title === null || p.title.length > 0); }"
+                )
+                said, drawn = page.evaluate(PLACE, "route-claim"), page.evaluate(PLACE, answer)
+                assert said["top"] >= -2 and drawn["top"] < DESKTOP["height"] - 50, chapter.id
+                if chapter.payoff:
+                    payoff = _flat(LESSONS[chapter.payoff].label)
+                    text = page.evaluate(f"() => ({FLAT})('route-payoff')")
+                    assert f"What it does to the training ({payoff}):" in text
+                    page.wait_for_function(
+                        f"() => ({PLACE})('route-payoff-chart')?.title === 'Loss over the steps'"
+                    )
+                    place = page.evaluate(PLACE, "route-payoff-chart")
+                    assert place["top"] < DESKTOP["height"] - 100, (chapter.id, place)
+                else:
+                    expect(page.locator("#route-payoff-chart")).to_be_hidden()
+                # The chapter's settings are the controls' and the URL's.
+                query = parse_qs(urlparse(page.url).query)
+                training = isinstance(lesson, DynamicsLesson)
+                overrides = lesson.step_overrides if training else lesson.overrides
+                for name, value in overrides.items():
+                    if name in query:  # a value at its default is left out of the link
+                        shown = query[name][0]
+                        assert shown == str(value) or float(shown) == value, (name, shown)
+                    else:
+                        assert value == StepConfig().to_dict()[name], (chapter.id, name)
+                dtype = lesson.config().compute_dtype
+                expect(
+                    page.locator("#compute_dtype").get_by_role("radio", name=dtype, exact=True)
+                ).to_be_checked()
+                if number == 3:
+                    page.screenshot(path=str(ARTIFACTS / "route_loss_scale_desktop.png"))
+            expect(page.locator("#route-next")).to_be_disabled()
+            # Previous goes back one chapter.
+            page.locator("#route-prev").click()
+            _wait_for_chapter(page, len(ROUTE) - 1)
+        finally:
+            page.close()
+
+
+def test_the_loss_scaling_payoff_is_three_clicks_away_on_a_phone_and_in_the_dark(browser, app_url):
+    chapter = CHAPTERS["float16-loss-scale"]
+    number = ROUTE.index(chapter) + 1
+    for name, viewport, query in (("phone", PHONE, ""), ("dark", DESKTOP, "?__theme=dark")):
+        page = browser.new_page(viewport=viewport)
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            _open(page, app_url + query)
+            for clicks in range(1, number + 1):
+                page.locator("#route-next").click()
+                _wait_for_chapter(page, clicks)
+            assert clicks == 3
+            page.wait_for_function(
+                f"() => ({PLACE})('route-payoff-chart')?.title === 'Loss over the steps'"
+            )
+            text = page.evaluate(f"() => ({FLAT})('route-payoff')")
+            assert "What changed in this one step" in text and "trains like float32" in text
+            page.screenshot(path=str(ARTIFACTS / f"route_loss_scale_{name}.png"))
+            page.locator("#route-payoff").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"route_loss_scale_{name}_payoff.png"))
+        finally:
+            page.close()

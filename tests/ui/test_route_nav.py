@@ -1,0 +1,29 @@
+"""The route's header and the settings a chapter applies (playground.ui.route), without a
+server: where the learner is, previous / next at both ends, a training chapter's step part."""
+
+from playground.core.lessons import LESSONS, RUN_FIELDS
+from playground.core.lessons.route import CHAPTERS, ROUTE
+from playground.ui import route
+
+
+def test_the_header_says_where_the_learner_is_and_what_comes_next():
+    first = route.nav(0)
+    assert first["counter"]["value"] == f"Chapter 1 of {len(ROUTE)}"
+    assert first["prev"]["visible"] is False
+    assert first["next"]["value"] == f"Next: 2. {ROUTE[1].title}"
+    assert first["select"] == f"1. {ROUTE[0].title}"
+    last = route.nav(len(ROUTE) - 1)
+    assert last["prev"]["visible"] is True
+    assert last["next"] == {"__type__": "update", "value": "End of the route", "interactive": False}
+    # The last chapter's payoff and charts are cleared until this one's are drawn.
+    assert last["payoff"] == "" and last["chart"] is None
+    assert last["payoff_chart"]["visible"] is False
+
+
+def test_a_chapter_applies_its_lessons_step_settings():
+    assert route.step_lesson("float16-scaled") is LESSONS["float16-scaled"]
+    training = LESSONS[CHAPTERS["dynamic-scaling"].lesson]
+    part = route.step_lesson(training.id)
+    assert part.label == training.label and part.overrides == training.step_overrides
+    assert not set(part.overrides) & set(RUN_FIELDS)
+    assert route.START_LABEL.startswith(f"Start here: chapter 1 of {len(ROUTE)}")
