@@ -3,7 +3,19 @@ page's first words (``LINK``) and from the route's chapters."""
 
 from __future__ import annotations
 
+from playground.core.formats.dtypes import dtype_facts
+from playground.core.recipes.registry import listed_recipes, recipe
 from playground.sections.step.tab import PYTORCH_LINE
+
+# The small formats the glossary's E4M3, E5M2, E2M1 entry describes, with their largest values.
+SMALL_FORMATS = ("float8_e4m3fn", "float8_e5m2", "float4_e2m1fn")
+
+
+def _name(fmt: str) -> str:
+    """``float8_e4m3fn`` -> ``float8 E4M3``: the family and the exponent-mantissa letters."""
+    family, code = fmt.split("_")[:2]
+    return f"{family} {code.upper().removesuffix('FN')[:4]}"
+
 
 # The glossary's anchor on the page (its elem_id).
 ANCHOR = "glossary"
@@ -40,10 +52,12 @@ TERMS = {
     "add it back.",
     "amax": "the largest magnitude in a tensor. float8 scales a tensor by its own amax "
     "(current scaling) or by the largest of the last steps' amaxes (delayed scaling).",
-    "E4M3, E5M2, E2M1": "small formats named by their exponent and mantissa bits: float8 E4M3 "
-    "(largest 448), float8 E5M2 (largest 57344), float4 E2M1 (largest 6).",
-    "block scaling": "one scale per block of consecutive values (MXFP8: 32, NVFP4: 16) instead "
-    "of one per tensor, so an outlier spoils only its own block.",
+    "E4M3, E5M2, E2M1": "small formats named by their exponent and mantissa bits: "
+    + ", ".join(f"{_name(fmt)} (largest {dtype_facts(fmt).max:g})" for fmt in SMALL_FORMATS)
+    + ".",
+    "block scaling": "one scale per block of consecutive values ("
+    + ", ".join(f"{name.upper()}: {recipe(name).block.block}" for name in listed_recipes())
+    + ") instead of one per tensor, so an outlier spoils only its own block.",
 }
 GLOSSARY = "## Glossary\n" + "\n".join(f"- **{term}**: {text}" for term, text in TERMS.items())
 GLOSSARY += f"\n\n{PYTORCH_LINE}"
