@@ -265,9 +265,9 @@ def frees_heavy_place(handler: Callable) -> Callable:
 def admit(handler: Callable) -> Callable:
     """Gradio's validator for a heavy endpoint: it admits every input as valid.
 
-    A validator runs when the run joins the queue, and Gradio preprocesses its inputs first
-    (``ui.public.PublicBlocks.preprocess_data``: the upload check), so an input refused there
-    fails the join itself and the door frees the visitor's place. Every setting's own refusal
+    A validator runs when the run joins the queue, after the page's own check of its inputs
+    (``ui.public.PublicBlocks.admit``: the upload check) and Gradio's preprocessing, so an input
+    refused there fails the join itself and the door frees the visitor's place. Every setting's own refusal
     stays the handler's (gr.Error with the field and its range, as the API has always answered).
     """
 
