@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import playground.sections.lab.charts
 import reference
+from helpers import step_report
 from playground import (
     ConfigError,
     StepConfig,
@@ -63,13 +64,8 @@ jitted_step = jax.jit(mixed_precision_step, static_argnums=0)
 
 
 @functools.cache
-def report(config: StepConfig):
-    return run_report(config)
-
-
-@functools.cache
 def summary(config: StepConfig) -> dict:
-    return summarize(report(config))
+    return summarize(step_report(config))
 
 
 def same_float(a: float, b: float) -> bool:
@@ -161,7 +157,7 @@ def test_loss_scale_outside_the_normal_float32_range_is_refused(loss_scale):
 def test_report_matches_the_exercise_step_eager_and_jitted(loss_scale):
     config = SMALL.replace(loss_scale=loss_scale)
     x, y = make_batch(config)
-    shown = report(config).mixed_new_loss
+    shown = step_report(config).mixed_new_loss
     eager = float(mixed_precision_step(config.model_seed, x, y, config.lr, loss_scale)[0])
     jitted = float(jitted_step(config.model_seed, x, y, config.lr, loss_scale)[0])
     assert same_float(shown, eager), (shown, eager)
@@ -174,7 +170,7 @@ def test_bfloat16_sweep_covers_every_legal_power_of_two_and_matches_the_report()
     assert exponents == list(range(127)), f"{exponents[0]} .. {exponents[-1]}"
     for exponent in (0, 10, 64, 100, 125, 126):
         swept = float(sweep.new_loss[exponent])
-        single = report(SMALL.replace(loss_scale=2.0**exponent)).mixed_new_loss
+        single = step_report(SMALL.replace(loss_scale=2.0**exponent)).mixed_new_loss
         # Two compiled programs may round bfloat16 intermediates differently.
         assert math.isfinite(swept) and math.isfinite(single), (exponent, swept, single)
         assert abs(swept - single) <= bfloat16_ulp(single), (exponent, swept, single)
@@ -255,12 +251,12 @@ def test_float16_flush_band_ends_where_float16_rounds_to_zero():
     # Round to nearest even: 2^-25 is a tie and goes to 0; anything above goes up to 2^-24.
     assert float(np.float16(threshold)) == 0.0
     assert float(np.float16(np.nextafter(threshold, 1.0))) == smallest
-    figure = playground.sections.lab.charts.magnitude_histogram(report(FLOAT16_OVERSCALED))
+    figure = playground.sections.lab.charts.magnitude_histogram(step_report(FLOAT16_OVERSCALED))
     assert figure["layout"]["shapes"][0]["x1"] == math.log2(threshold) == -25
 
 
 def test_overflow_reading_counts_inf_and_nan_separately():
-    params = report(FLOAT16_OVERSCALED).params
+    params = step_report(FLOAT16_OVERSCALED).params
     counts = {
         name: (int(np.isinf(p.scaled_grads).sum()), int(np.isnan(p.scaled_grads).sum()))
         for name, p in params.items()
@@ -293,7 +289,7 @@ def test_cpu_backend_flushes_subnormal_products_to_zero():
 
 def test_flushed_gradients_are_not_reported_as_agreement():
     config = BFLOAT16_TINY_DATA
-    kernel = report(config).kernel
+    kernel = step_report(config).kernel
     # Both paths give an all-zero kernel gradient ...
     assert not np.any(kernel.mixed_grads) and not np.any(kernel.float32_grads)
     # ... although every exact entry is nonzero and inside float32's subnormal range:
@@ -317,7 +313,7 @@ def test_flushed_gradients_are_not_reported_as_agreement():
 
 def test_update_ratio_is_relative_to_the_tensor_rms():
     shown = summary(StepConfig())["params"]
-    params = report(StepConfig()).params
+    params = step_report(StepConfig()).params
     assert not np.any(params["bias"].before)  # the bias really starts at zero
     bias_ratio = shown["bias"]["median_update_ratio"]
     assert isinstance(bias_ratio, float) and math.isfinite(bias_ratio), bias_ratio

@@ -17,18 +17,16 @@ past that the oldest one's unread refusal is dropped.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import json
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import gradio as gr
-from gradio.server_messages import ProcessCompletedMessage
 from starlette.datastructures import Headers
 
 from playground.ui.bodies import read_body
+from playground.ui.gradio_internals import queue as gradio_queue
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -94,29 +92,14 @@ class ClientRefusals:
 
     async def _refuse_on_stream(self, session: str, text: str) -> str:
         """Put an ended event with ``text`` as its error on ``session``'s stream; its id."""
-        queue = self.blocks._queue
-        event_id = uuid.uuid4().hex
-        async with queue.pending_message_lock:
-            if session not in queue.pending_messages_per_session:
-                queue.pending_messages_per_session[session] = asyncio.Queue()
-                self.opened[session] = event_id
-                while len(self.opened) > REFUSED_SESSIONS:
-                    self._forget(*self.opened.popitem(last=False))
-            queue.pending_event_ids_session.setdefault(session, set()).add(event_id)
-            error = {"error": text, "title": "Refused", "visible": True, "duration": None}
-            queue.pending_messages_per_session[session].put_nowait(
-                ProcessCompletedMessage(
-                    event_id=event_id, output=error, success=False, title="Refused"
-                )
-            )
+        queue = gradio_queue.queue_of(self.blocks)
+        event_id, opened = await gradio_queue.end_on_stream(queue, session, text, "Refused")
+        if opened:
+            self.opened[session] = event_id
+            while len(self.opened) > REFUSED_SESSIONS:
+                # Drop the oldest session a refusal opened, if that refusal is all it holds.
+                gradio_queue.forget_stream(queue, *self.opened.popitem(last=False))
         return event_id
-
-    def _forget(self, session: str, event_id: str) -> None:
-        """Drop a session a refusal opened, if that refusal is all it still holds."""
-        queue = self.blocks._queue
-        if queue.pending_event_ids_session.get(session, set()) <= {event_id}:
-            queue.pending_event_ids_session.pop(session, None)
-            queue.pending_messages_per_session.pop(session, None)
 
 
 def _session(body: bytes) -> str | None:

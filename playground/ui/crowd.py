@@ -22,6 +22,8 @@ from typing import Any
 
 from playground.ui.bodies import read_body
 from playground.ui.fair_use import LANE_SLOTS, SHARE, refuse
+from playground.ui.gradio_internals import queue as gradio_queue
+from playground.ui.gradio_internals.events import event_of_join
 
 # Work (core.settings.cost's multiply-adds) above which a request takes the large lane
 # (``ui.launch``): an eighth of the largest linear step (2^33), a few tens of milliseconds.
@@ -84,12 +86,7 @@ class CrowdMiddleware:
             payload = None
         payload = payload if isinstance(payload, dict) else {}
         inputs = payload.get("data") if isinstance(payload.get("data"), list) else []
-        if "/call/" in path:
-            api_name = path.rstrip("/").rsplit("/call/", 1)[1]
-            found = [fn for fn in self.blocks.fns.values() if fn.api_name == api_name]
-            return (found[0] if found else None), inputs
-        fn_index = payload.get("fn_index")
-        return (self.blocks.fns.get(fn_index) if isinstance(fn_index, int) else None), inputs
+        return event_of_join(self.blocks, path, payload), inputs
 
     def kind(self, fn: Any, inputs: list[Any]) -> str | None:
         """ "run" in the heavy lane, "large" for other work over LARGE_WORK, else None."""
@@ -102,14 +99,13 @@ class CrowdMiddleware:
         Gradio's queue (each priced once) and the joins past the door; None when it fits."""
         if kind is None:
             return None
-        queue = self.blocks._queue
-        waiting = [e for lane in queue.event_queue_per_concurrency_id.values() for e in lane.queue]
         kinds = {}
-        for event in waiting + [e for job in queue.active_jobs if job for e in job]:
-            if event._id not in self._kinds:
-                inputs = event.data.data if event.data is not None else []
-                self._kinds[event._id] = self.kind(event.fn, inputs)
-            kinds[event._id] = self._kinds[event._id]
+        for event in gradio_queue.queued(gradio_queue.queue_of(self.blocks)):
+            event_id = gradio_queue.event_id(event)
+            if event_id not in self._kinds:
+                inputs = gradio_queue.event_inputs(event)
+                self._kinds[event_id] = self.kind(gradio_queue.event_fn(event), inputs)
+            kinds[event_id] = self._kinds[event_id]
         self._kinds = kinds  # forget the events that left the queue
         held = sum(1 for found in kinds.values() if found == kind) + self.joining[kind]
         return REFUSALS[kind] if held >= PLACES[kind] else None

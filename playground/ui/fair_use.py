@@ -39,11 +39,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import gradio as gr
-from gradio.server_messages import ProcessCompletedMessage
 from starlette.datastructures import Headers
 
 from playground.ui import session_order
 from playground.ui.bodies import read_body
+from playground.ui.gradio_internals import queue as gradio_queue
+from playground.ui.gradio_internals.events import event_kind, event_of_join
 from playground.ui.queue_records import forget_finished
 
 HEAVY_ENDPOINTS = frozenset({"sweep", "dynamics"})
@@ -148,7 +149,7 @@ class HeavyRunMiddleware:
             await self.app(scope, receive, send)
             return
         body, replay = await read_body(receive)
-        forget_finished(self.blocks._queue)
+        forget_finished(gradio_queue.queue_of(self.blocks))
         fn, session = self._event(path, body)
         name = getattr(fn, "api_name", None)
         who = visitor(Headers(scope=scope), (scope.get("client") or (None,))[0])
@@ -168,7 +169,7 @@ class HeavyRunMiddleware:
             await send(message)
 
         if fn is not None and session and fn.api_visibility == "private":
-            session_order.arrived(session, fn._id)
+            session_order.arrived(session, event_kind(fn))
         self.joining[who] += 1
         try:
             await self.app(scope, replay, watch)
@@ -186,38 +187,29 @@ class HeavyRunMiddleware:
         payload = payload if isinstance(payload, dict) else {}
         session = payload.get("session_hash")
         session = session if isinstance(session, str) else None
-        fns = self.blocks.fns
-        if "/call/" in path:
-            api_name = path.rstrip("/").rsplit("/call/", 1)[1]
-            found = [fn for fn in fns.values() if fn.api_name == api_name]
-            return (found[0] if found else None), session
-        fn_index = payload.get("fn_index")
-        return (fns.get(fn_index) if isinstance(fn_index, int) else None), session
+        return event_of_join(self.blocks, path, payload), session
 
     def _visitor_events(self, who: str) -> list[Any]:
         """The visitor's events in Gradio's queue: waiting in any lane, or running."""
-        queue = self.blocks._queue
-        waiting = [e for lane in queue.event_queue_per_concurrency_id.values() for e in lane.queue]
-        running = [e for job in queue.active_jobs if job for e in job]
-        return [event for event in waiting + running if _event_visitor(event) == who]
+        queued = gradio_queue.queued(gradio_queue.queue_of(self.blocks))
+        return [event for event in queued if _event_visitor(event) == who]
 
     async def _replace_queued(self, fn: Any, session: str) -> None:
         """Drop the session's still-queued events of ``fn``, each answered as done (as
         Gradio's /cancel answers), so the newer one takes their place."""
-        queue = self.blocks._queue
-        lane = queue.event_queue_per_concurrency_id.get(fn.concurrency_id)
-        for event in [e for e in (lane.queue if lane else []) if e.session_hash == session]:
-            if event.fn is not fn and event.fn._id != fn._id:
+        queue = gradio_queue.queue_of(self.blocks)
+        for event in gradio_queue.waiting_in_lane(queue, fn.concurrency_id):
+            queued = gradio_queue.event_fn(event)
+            if gradio_queue.event_session(event) != session or (
+                queued is not fn and event_kind(queued) != event_kind(fn)
+            ):
                 continue
-            await queue.remove_from_queue(event._id)
-            session_order.dropped(session, fn._id)
-            if session in queue.pending_messages_per_session:
-                done = ProcessCompletedMessage(output={}, success=True, event_id=event._id)
-                queue.pending_messages_per_session[session].put_nowait(done)
+            await gradio_queue.drop_waiting(queue, event)
+            session_order.dropped(session, event_kind(fn))
 
 
 def _event_visitor(event: Any) -> str:
-    request = getattr(event, "request", None)
+    request = gradio_queue.event_request(event)
     client = getattr(request, "client", None)
     return visitor(getattr(request, "headers", None), getattr(client, "host", None))
 
@@ -273,9 +265,10 @@ def frees_heavy_place(handler: Callable) -> Callable:
 def admit(handler: Callable) -> Callable:
     """Gradio's validator for a heavy endpoint: it admits every input as valid.
 
-    A validator runs when the run joins the queue, and Gradio preprocesses its inputs first
-    (``ui.public.PublicBlocks.preprocess_data``: the upload check), so an input refused there
-    fails the join itself and the door frees the visitor's place. Every setting's own refusal
+    A validator runs when the run joins the queue, after the page's own check of its inputs
+    (``ui.public.PublicBlocks.admit``: the upload check) and Gradio's preprocessing, so an input
+    refused there fails the join itself and the door frees the visitor's place. Every setting's own
+    refusal
     stays the handler's (gr.Error with the field and its range, as the API has always answered).
     """
 

@@ -5,10 +5,9 @@ Rules:
               share of the queue and one heavy run, and the crowd to a few places of heavy
               work (``ui.fair_use``, ``ui.crowd``).
   lanes       a request whose work (``core.settings.cost``; a /step's with its compile when that
-  reaches
-              the first call's seconds, ``core.settings.compile_cost``) is over LARGE_WORK waits
-              for the
-              one large lane before it computes (``in_lane``, from ``ui.public.PublicBlocks``);
+              reaches the first call's seconds, ``core.settings.compile_cost``) is over
+              LARGE_WORK waits for the one large lane before Gradio processes it (``in_lane``,
+              from ``ui.public.PublicBlocks``; a validator takes no lane);
               every lane but the heavy one takes LANE_SLOTS requests at once, more than one
               visitor's share, so another visitor's small request always finds a place and
               never waits behind large work. The heavy lane (sweeps and training runs) runs
@@ -37,6 +36,7 @@ from playground.ui.assets import CSS, JS
 from playground.ui.client_refusals import ClientRefusals
 from playground.ui.crowd import LARGE_WORK, CrowdMiddleware
 from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
+from playground.ui.gradio_internals.events import event_kind
 from playground.ui.queue_records import bound_analytics
 from playground.ui.upload_guard import disk_middleware
 from playground.ui.upload_records import upload_records
@@ -100,8 +100,6 @@ SESSION_LANES: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValu
 # The newest ticket of each (session, event) waiting or running: an older one still waiting
 # when a newer one came is replaced by it.
 NEWEST: dict[tuple[str, int], int] = {}
-# What a replaced event answers: a skip, which changes nothing on the page.
-REPLACED = {"prediction": {"__type__": "update"}, "duration": 0.0, "is_generating": False}
 
 
 def event_work(fn: Any, inputs: list[Any]) -> float:
@@ -132,23 +130,26 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
 
 
 async def in_lane(
-    fn: Any, inputs: list[Any], call: Callable[[], Awaitable[Any]], session: str | None = None
+    fn: Any,
+    inputs: list[Any],
+    call: Callable[[], Awaitable[Any]],
+    session: str | None,
+    replaced: Callable[[], Awaitable[Any]],
 ) -> Any:
     """``call()`` in ``fn``'s lane (see the module rule): after the session's earlier page
-    events when ``fn`` is a private one (answered as a skip instead, when a newer event of the
-    same kind from the session came meanwhile), and after the large lane when its work on
-    ``inputs`` is over LARGE_WORK. Gradio's validators (no lane) pass straight through."""
-    if fn.concurrency_id is None:
-        return await call()
+    events when ``fn`` is a private one (``replaced()`` instead, the call answering a skip,
+    when a newer event of the same kind from the session came meanwhile), and after the large
+    lane when its work on ``inputs`` is over LARGE_WORK."""
     if session and fn.api_visibility == "private":
-        await session_order.wait_turn(session, session_order.take(session, fn._id))
-        key = (session, fn._id)
+        kind = event_kind(fn)
+        await session_order.wait_turn(session, session_order.take(session, kind))
+        key = (session, kind)
         NEWEST[key] = ticket = NEWEST.get(key, 0) + 1
         lock = SESSION_LANES.setdefault(session, asyncio.Lock())
         async with lock:
             session_order.started(session)
             if NEWEST.get(key) != ticket:  # a newer event of this kind waits: it replaces this
-                return REPLACED | {"iterator": None}
+                return await replaced()
             try:
                 return await _sized(fn, inputs, call)
             finally:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from playground.ui.gradio_internals import queue as gradio_queue
+
 RECORDS_KEPT = 512
 ANALYTICS_KEPT = 1000
 
@@ -31,17 +33,8 @@ def bound_analytics() -> None:
 def forget_finished(queue: Any) -> int:
     """Forget the recorded sessions of ``queue`` that are done (see the module rule) once more
     than RECORDS_KEPT are recorded; the number forgotten."""
-    records: dict[str, set[str]] = queue.pending_event_ids_session
-    if len(records) <= RECORDS_KEPT:
+    if gradio_queue.recorded_sessions(queue) <= RECORDS_KEPT:
         return 0
-    live = queue.event_ids_to_events
-    messages = queue.pending_messages_per_session
-    done = [
-        session
-        for session, ids in records.items()
-        if not any(event_id in live for event_id in ids)
-        and (session not in messages or messages[session].empty())
-    ]
-    for session in done:
-        del records[session]
+    done = gradio_queue.finished_sessions(queue)
+    gradio_queue.forget_sessions(queue, done)
     return len(done)

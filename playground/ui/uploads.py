@@ -32,11 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gradio.data_classes import FileData
-from gradio.utils import get_upload_folder, is_in_or_equal
+import gradio as gr
 
 from playground.core.data.user_data import MAX_BYTES, UserData, parse_csv
 from playground.core.settings.settings import ConfigError, shown
+from playground.ui.gradio_internals.parts import get_upload_folder, is_in_or_equal
 from playground.views.file_store import UPLOAD_TTL_SECONDS, download_dir
 
 CACHED_FILES = 32
@@ -96,7 +96,7 @@ def _located(payload: Any, field: str) -> tuple[str, str] | None:
     if payload is None:
         return None
     try:
-        file = FileData.model_validate(payload, context={"validate_meta": True})
+        file = gr.FileData.model_validate(payload, context={"validate_meta": True})
     except (ValueError, TypeError):
         raise ConfigError(field, f"{NOT_FILE.format(field=field)}; got {shown(payload)}") from None
     name = os.path.basename(str(file.orig_name or "")) or os.path.basename(file.path)

@@ -39,6 +39,7 @@ from playground.core.settings.settings import StepConfig
 from playground.core.tensors.report import warm_up as warm_tensors
 from playground.ui import endpoints
 from playground.ui.arguments import STEP
+from playground.ui.gradio_internals import queue as gradio_queue
 from playground.ui.tabs.compare import COMPARE, run_compare
 
 # Seconds without a visitor's request before the warm-up sends its next one: longer than the
@@ -62,13 +63,8 @@ class Traffic:
         """Whether a visitor's request is in flight, or an event queued or running."""
         if self.in_flight:
             return True
-        queue = getattr(self.blocks, "_queue", None)
-        if queue is None:
-            return False
-        try:
-            return len(queue) > 0 or any(job for job in queue.active_jobs if job)
-        except RuntimeError:  # the server's loop changed the queue while this thread read it
-            return True
+        queue = gradio_queue.queue_of(self.blocks)
+        return queue is not None and gradio_queue.busy(queue)
 
     def quiet_for(self) -> float:
         """Seconds since a visitor's request was last seen (0 while one is)."""

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple, TypeVar
 
 import gradio as gr
-from gradio.components.plot import PlotData
 
 from playground.core.settings.settings import defaults, settings
+from playground.ui.gradio_internals.parts import PlotData
 from playground.views.chart_text import with_description
 
 DEFAULTS = defaults()

@@ -56,7 +56,7 @@ def axe_source() -> str:
     return AXE.read_text()
 
 
-def _axe(page, axe_source: str) -> list[dict]:
+def run_axe(page, axe_source: str) -> list[dict]:
     if not page.evaluate("() => typeof axe !== 'undefined'"):
         page.add_script_tag(content=axe_source)
     return page.evaluate(RUN_AXE)
@@ -120,7 +120,7 @@ def test_no_serious_or_critical_violation_at_load_after_a_sweep_and_after_traini
         page.locator("#headline #mixed-new-loss").wait_for(state="visible")
         page.locator(".js-plotly-plot").first.wait_for(state="visible")
         _charts_are_described(page, theme == "dark")
-        found["load"] = _axe(page, axe_source)
+        found["load"] = run_axe(page, axe_source)
 
         _select_tab(page, "Precision lab")
         page.get_by_role("button", name="Sweep the loss scale").click()
@@ -129,7 +129,7 @@ def test_no_serious_or_critical_violation_at_load_after_a_sweep_and_after_traini
         )
         page.wait_for_function(SETTLED, arg="#sweep-reading")  # the events after it are done
         _charts_are_described(page, theme == "dark")
-        found["sweep"] = _axe(page, axe_source)
+        found["sweep"] = run_axe(page, axe_source)
 
         _select_tab(page, "Training dynamics")
         steps = page.locator("#steps input[type=number]")
@@ -143,7 +143,7 @@ def test_no_serious_or_critical_violation_at_load_after_a_sweep_and_after_traini
         )
         page.wait_for_function(SETTLED, arg="#dynamics-reading")  # as after the sweep
         _charts_are_described(page, theme == "dark")
-        found["training"] = _axe(page, axe_source)
+        found["training"] = run_axe(page, axe_source)
         page.screenshot(path=str(ARTIFACTS / f"accessibility_{theme}_training.png"))
     finally:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)

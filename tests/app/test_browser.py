@@ -6,34 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from browser_waits import headline, wait_for_new_headline
-from playground import StepConfig, run_report
-from playground.core.settings.settings import defaults
+from helpers import TIMEOUT_MS, expected_headline, open_page, select_tab
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-TIMEOUT_MS = 60_000
-
-
-def _open(browser, url: str, width: int, height: int):
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(url)
-    # The load event runs the step: a chart and the mixed new loss appear.
-    page.locator(".js-plotly-plot").first.wait_for(state="visible")
-    page.locator("#headline #mixed-new-loss").wait_for(state="visible")
-    return page
-
-
-def _expected(**changes) -> str:
-    """The mixed new loss as the headline prints it, computed in this process."""
-    report = run_report(StepConfig(**(defaults() | changes)))
-    return f"{report.mixed_new_loss:.7g}"
 
 
 def test_page_recomputes_when_inputs_change(browser, app_url):
-    page = _open(browser, app_url, 1280, 900)
+    page = open_page(browser, app_url, 1280, 900)
     try:
         first = headline(page)
-        assert first == _expected()
+        assert first == expected_headline()
         assert page.locator(".js-plotly-plot").count() >= 1
         assert "bfloat16 compute" in page.locator("#headline").inner_text()
 
@@ -41,7 +23,7 @@ def test_page_recomputes_when_inputs_change(browser, app_url):
         lr.fill("0.5")
         lr.press("Enter")  # a number applies on Enter
         second = wait_for_new_headline(page, first, TIMEOUT_MS)
-        assert second == _expected(lr=0.5)
+        assert second == expected_headline(lr=0.5)
 
         page.locator("#compute_dtype").get_by_role("radio", name="float16", exact=True).check()
         page.wait_for_function(
@@ -49,7 +31,7 @@ def test_page_recomputes_when_inputs_change(browser, app_url):
             timeout=TIMEOUT_MS,
         )
         third = wait_for_new_headline(page, second, TIMEOUT_MS)
-        assert third == _expected(lr=0.5, compute_dtype="float16")
+        assert third == expected_headline(lr=0.5, compute_dtype="float16")
         assert "bfloat16" not in page.locator("#headline").inner_text()
 
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -67,17 +49,10 @@ def _tab_names(page) -> list[str]:
     return page.locator("#sections [role=tab]").all_inner_texts()
 
 
-def _select_tab(page, name: str) -> None:
-    """Open a section tab (the tabs wrap onto more rows on a narrow screen, never into a menu)."""
-    page.locator("#sections").get_by_role("tab", name=name, exact=True).click()
-    page.locator("#sections").get_by_role("tab", name=name, exact=True, selected=True).wait_for()
-    page.wait_for_timeout(300)  # let the newly shown charts lay themselves out
-
-
 def test_phone_width_has_no_horizontal_overflow(browser, app_url):
-    page = _open(browser, app_url, 390, 844)
+    page = open_page(browser, app_url, 390, 844)
     try:
-        assert headline(page) == _expected()
+        assert headline(page) == expected_headline()
         scroll_width, inner_width = _widths(page)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "phone.png"), full_page=True)
@@ -88,7 +63,7 @@ def test_phone_width_has_no_horizontal_overflow(browser, app_url):
         tabs = _tab_names(page)
         assert len(tabs) >= 4, tabs
         for name in tabs[1:]:
-            _select_tab(page, name)
+            select_tab(page, name)
             scroll_width, inner_width = _widths(page)
             assert scroll_width <= inner_width + 1, f"tab {name!r} is {scroll_width}px wide"
     finally:

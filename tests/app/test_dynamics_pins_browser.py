@@ -8,9 +8,10 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from playwright.sync_api import expect
-from test_browser import ARTIFACTS, TIMEOUT_MS, _select_tab
+from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import wait_for_headline
+from helpers import select_tab
 from playground.core.runs.train import run_dynamics
 from playground.core.step.report import run_report
 from playground.sections.dynamics.summary import dynamics_reading
@@ -66,7 +67,7 @@ def test_two_pinned_loss_scales_are_named_in_the_legend_and_a_change_marks_the_r
     try:
         page.goto(f"{app_url}?{urlencode(QUERY)}")
         wait_for_headline(page, f"{run_report(START).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
-        _select_tab(page, "Training dynamics")
+        select_tab(page, "Training dynamics")
         _train_and_wait(page, START)
         expect(_banner(page)).to_have_count(0)
 
@@ -128,7 +129,7 @@ def test_a_nan_curve_ends_with_a_marker_naming_its_step_and_cause(browser, app_u
     try:
         page.goto(f"{app_url}?{urlencode(query)}")
         wait_for_headline(page, f"{run_report(config).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
-        _select_tab(page, "Training dynamics")
+        select_tab(page, "Training dynamics")
         _train_and_wait(page, config)
         label = f"NaN at step {step}: float16 step not finite (S = 2^16)"
         marker = page.locator("#dynamics-results .js-plotly-plot .textpoint", has_text=label)
@@ -163,7 +164,7 @@ def test_a_run_on_an_upload_is_current_until_the_upload_goes(browser, app_url, t
             page.locator("#data").get_by_text("Click to Upload").click()
         chooser.value.set_files(str(path))
         wait_for_headline(page, f"{run_report(config, data).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
-        _select_tab(page, "Training dynamics")
+        select_tab(page, "Training dynamics")
         first = dynamics_reading(run_dynamics(config, data=data))[0]
         page.get_by_role("button", name="Train the three runs").click()
         page.wait_for_function(
@@ -214,7 +215,7 @@ def test_a_refused_run_keeps_the_shown_run_stale_under_one_error(browser, app_ur
     try:
         page.goto(f"{app_url}?{urlencode(QUERY)}")
         wait_for_headline(page, f"{run_report(START).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
-        _select_tab(page, "Training dynamics")
+        select_tab(page, "Training dynamics")
         page.evaluate(WATCH_PROGRESS)
         _train_and_wait(page, START)
         # The run's progress showed in its own box, never over the results.

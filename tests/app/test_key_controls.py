@@ -12,10 +12,11 @@ tests/artifacts/.
 from __future__ import annotations
 
 import pytest
-from test_browser import ARTIFACTS, TIMEOUT_MS, _expected
-from test_page_experience import BOX_JS, DESKTOP, PHONE, _load, _open_session
+from test_browser import ARTIFACTS, TIMEOUT_MS
+from test_page_experience import BOX_JS, DESKTOP, PHONE, load_page, open_session
 
 from browser_waits import wait_for_headline
+from helpers import expected_headline
 from playground.sections.step import tab as step_tab
 
 KEY_CONTROLS = ("compute_dtype", "lr", "optimizer", "loss_scale")
@@ -34,8 +35,8 @@ def _sessions(browser, app_url: str, query: str):
     """A desktop and a phone page, loaded with the defaults."""
     sessions = {}
     for name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
-        sessions[name] = _open_session(browser, app_url, viewport)
-        _load(sessions[name], query)
+        sessions[name] = open_session(browser, app_url, viewport)
+        load_page(sessions[name], query)
     yield sessions
     for session in sessions.values():
         session.page.close()
@@ -118,12 +119,12 @@ def test_a_radio_group_is_one_tab_stop_whose_arrow_keys_commit(light):
         "compute_dtype"
     )
     page.keyboard.press("ArrowRight")  # bfloat16 -> float16, committed like a click
-    wait_for_headline(page, _expected(compute_dtype="float16"))
+    wait_for_headline(page, expected_headline(compute_dtype="float16"))
     page.wait_for_function(
         "() => location.search.includes('compute_dtype=float16')", timeout=TIMEOUT_MS
     )
     page.keyboard.press("ArrowLeft")
-    wait_for_headline(page, _expected())
+    wait_for_headline(page, expected_headline())
 
 
 def _overlapping(charts: list[dict]) -> list:

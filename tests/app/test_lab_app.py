@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import step_inputs
 from playground.core.settings.settings import defaults
 from playground.ui.arguments import DYNAMICS, STEP
 from playground.ui.downloads_input import position
@@ -45,11 +46,6 @@ def _run_values(overrides: dict, steps: int, mode: str, period: int) -> list:
     return [config[name] for name in DYNAMICS_FIELDS]
 
 
-def _values(**overrides) -> list:
-    config = defaults() | overrides
-    return [config[name] for name in INPUT_ORDER]
-
-
 def _figure(plot) -> dict:
     """A figure from either side: PlotData in process, its dict form through the client."""
     return json.loads(plot["plot"] if isinstance(plot, dict) else plot.plot)
@@ -78,16 +74,16 @@ def test_lab_endpoints_are_named_with_their_inputs_and_outputs(api):
     # The settings' defaults, then no uploaded data, then the later ones', with no files right
     # after the inputs `downloads` was appended after (later settings follow it).
     late = [defaults()[name] for name in step_late]
-    settings_sent = [*_values(), None, *late]
+    settings_sent = [*step_inputs(INPUT_ORDER), None, *late]
     at = position(STEP)
     assert defaults_sent == [*settings_sent[:at], False, *settings_sent[at:]]
 
 
 def test_sweep_endpoint_matches_the_in_process_handler(client):
     reading, summary, plot, files = client.predict(
-        *_values(**TINY_FLOAT16), downloads=True, api_name="/sweep"
+        *step_inputs(INPUT_ORDER, **TINY_FLOAT16), downloads=True, api_name="/sweep"
     )
-    expected = run_sweep_event(*_values(**TINY_FLOAT16))
+    expected = run_sweep_event(*step_inputs(INPUT_ORDER, **TINY_FLOAT16))
     expected_reading, expected_summary, expected_plot = expected[:3]
     assert [Path(f).suffix for f in files] == [".csv", ".json"]
     assert summary == expected_summary

@@ -9,10 +9,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from playwright.sync_api import expect
-from test_accessibility import BLOCKING, _axe, axe_source  # noqa: F401 (a fixture)
-from test_browser import ARTIFACTS, TIMEOUT_MS, _expected, _open, _select_tab
+from test_accessibility import BLOCKING, axe_source, run_axe  # noqa: F401 (a fixture)
+from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import wait_for_headline
+from helpers import expected_headline, open_page, select_tab
 from playground import StepConfig
 from playground.core.formats.dtypes import DTYPES
 from playground.core.runs.sweep import run_sweep
@@ -105,7 +106,7 @@ def _check_bands(chart: dict, dtype: str) -> None:
 
 
 def test_magnitude_bands_follow_the_dtype_and_the_lab_sweep_finds_its_window(browser, app_url):
-    page = _open(browser, app_url, WIDTH, HEIGHT)
+    page = open_page(browser, app_url, WIDTH, HEIGHT)
     try:
         # The magnitude chart sits above the tabs, drawn with the headline.
         bfloat16 = _magnitude_chart(page)
@@ -117,7 +118,7 @@ def test_magnitude_bands_follow_the_dtype_and_the_lab_sweep_finds_its_window(bro
         assert bfloat16["shapes"][2]["x1"] == pytest.approx(128, abs=0.01)
         assert float16["shapes"][2]["x1"] == pytest.approx(16, abs=0.01)
 
-        _select_tab(page, "Precision lab")
+        select_tab(page, "Precision lab")
         page.get_by_role("button", name="Sweep the loss scale").click()
         page.wait_for_function(
             "() => (document.querySelector('#sweep-reading')?.innerText || '').includes('window')",
@@ -148,9 +149,9 @@ def _visible_titles(page) -> list[str]:
 
 
 def test_training_dynamics_tab_trains_and_draws_three_charts(browser, app_url):
-    page = _open(browser, app_url, WIDTH, HEIGHT)
+    page = open_page(browser, app_url, WIDTH, HEIGHT)
     try:
-        _select_tab(page, "Training dynamics")
+        select_tab(page, "Training dynamics")
         before = _visible_titles(page)
         steps = page.locator("#steps input[type=number]")
         steps.fill(str(DYNAMICS_STEPS))
@@ -254,9 +255,9 @@ def _value_of_bits(raw: int, dtype: str) -> float:
 
 
 def test_pressing_a_bit_flips_it_and_inspects_the_new_pattern_in_every_format(browser, app_url):
-    page = _open(browser, app_url, WIDTH, HEIGHT)
+    page = open_page(browser, app_url, WIDTH, HEIGHT)
     try:
-        _select_tab(page, "Precision lab")
+        select_tab(page, "Precision lab")
         box = page.locator("#inspect-number textarea, #inspect-number input").first
         for dtype in DTYPES:  # the sign bit of each format's row: 1 becomes -1
             _type(page, "1", "1.0")
@@ -310,9 +311,9 @@ def _peer_cast(value: float, dtype: str) -> float:
 
 
 def test_the_block_formats_columns_flip_an_e2m1_bit_and_fit_a_phone(browser, app_url):
-    page = _open(browser, app_url, 390, 844)
+    page = open_page(browser, app_url, 390, 844)
     try:
-        _select_tab(page, "Precision lab")
+        select_tab(page, "Precision lab")
         box = page.locator("#inspect-number textarea, #inspect-number input").first
         _type(page, "3", "3.0")
         stored = _inspected(page)["stored value"]
@@ -362,9 +363,9 @@ def _raw_of_minus_one(dtype: str) -> int:
 
 
 def test_the_inspector_reads_nan_and_names_a_number_beyond_float64_on_a_phone(browser, app_url):
-    page = _open(browser, app_url, 390, 844)
+    page = open_page(browser, app_url, 390, 844)
     try:
-        _select_tab(page, "Precision lab")
+        select_tab(page, "Precision lab")
         _type(page, "nan", "nan")
         stored = _inspected(page)["stored value"]
         assert {stored[name] for name in DTYPES} == {"nan"}
@@ -400,12 +401,12 @@ def test_the_sweep_is_dimmed_under_a_banner_once_the_controls_differ(
     app_url,
     axe_source,  # noqa: F811 (the fixture imported above)
 ):
-    page = _open(browser, app_url, WIDTH, HEIGHT)
+    page = open_page(browser, app_url, WIDTH, HEIGHT)
     status = page.locator("#sweep-status")
     rerun = page.get_by_role("button", name=RERUN_LABEL)
     dtype = page.locator("#compute_dtype")
     try:
-        _select_tab(page, "Precision lab")
+        select_tab(page, "Precision lab")
         page.get_by_role("button", name="Sweep the loss scale").click()
         page.wait_for_function(
             "() => (document.querySelector('#sweep-reading')?.innerText || '').includes('window')",
@@ -427,7 +428,7 @@ def test_the_sweep_is_dimmed_under_a_banner_once_the_controls_differ(
         # The step's own results are current: the sweep's banner does not dim them.
         assert _opacity(page, "#headline") == 1
         # Dimmed, the sweep's text and the bit rows still pass axe-core's serious checks.
-        blocking = [v for v in _axe(page, axe_source) if v["impact"] in BLOCKING]
+        blocking = [v for v in run_axe(page, axe_source) if v["impact"] in BLOCKING]
         assert blocking == [], blocking
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.locator("#sweep-results").screenshot(path=str(ARTIFACTS / "sweep_stale.png"))
@@ -438,7 +439,7 @@ def test_the_sweep_is_dimmed_under_a_banner_once_the_controls_differ(
 
         dtype.get_by_role("radio", name="float16", exact=True).check()
         expect(rerun).to_be_visible(timeout=TIMEOUT_MS)
-        wait_for_headline(page, _expected(compute_dtype="float16"))
+        wait_for_headline(page, expected_headline(compute_dtype="float16"))
         rerun.click()  # the rerun sweeps the controls' settings
         page.wait_for_function(
             f"() => ({CHART_JS})('Loss-scale sweep (float16)') !== null", timeout=TIMEOUT_MS

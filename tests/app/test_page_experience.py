@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from playwright.sync_api import expect
-from test_browser import ARTIFACTS, TIMEOUT_MS, _expected
+from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import headline, wait_for_headline, wait_for_notice_or_headline, wait_in_view
+from helpers import contrast, expected_headline
 from playground import StepConfig, run_report
 from playground.core.lessons import lesson as lesson_by_id
 from playground.core.settings.settings import ConfigError, check_setting, defaults, settings
@@ -73,7 +74,7 @@ class Session:
     joins: list[int] = field(default_factory=list)
 
 
-def _open_session(browser, url: str, viewport: dict) -> Session:
+def open_session(browser, url: str, viewport: dict) -> Session:
     page = browser.new_page(viewport=viewport)
     page.set_default_timeout(TIMEOUT_MS)
     page.add_init_script(RECORD_HEADLINES)
@@ -87,12 +88,12 @@ def _open_session(browser, url: str, viewport: dict) -> Session:
     return session
 
 
-def _load(session: Session, query: str = "", charts: bool = True) -> None:
+def load_page(session: Session, query: str = "", charts: bool = True) -> None:
     """(Re)load the page and wait for the default results: the headline, then (``charts``) the
     first two charts."""
     page = session.page
     page.goto(session.url + query)
-    wait_for_headline(page, _expected())
+    wait_for_headline(page, expected_headline())
     if charts:
         page.wait_for_function(f"n => ({DRAWN_TITLES})().length >= n", arg=2, timeout=TIMEOUT_MS)
     session.joins.clear()
@@ -100,8 +101,8 @@ def _load(session: Session, query: str = "", charts: bool = True) -> None:
 
 @pytest.fixture(scope="module")
 def desk(browser, app_url):
-    session = _open_session(browser, app_url, DESKTOP)
-    _load(session)
+    session = open_session(browser, app_url, DESKTOP)
+    load_page(session)
     yield session
     session.page.close()
 
@@ -227,7 +228,7 @@ def test_the_magnitude_chart_axis_title_clears_its_legend(desk):
 
 def test_a_number_applies_on_enter_or_on_leaving_it_never_per_keystroke(desk):
     page = desk.page
-    _load(desk, charts=False)
+    load_page(desk, charts=False)
     before = headline(page)
     lr = page.locator("#lr input")
     lr.fill("")
@@ -238,36 +239,36 @@ def test_a_number_applies_on_enter_or_on_leaving_it_never_per_keystroke(desk):
     assert headline(page) == before
 
     lr.press("Enter")
-    wait_for_headline(page, _expected(lr=0.5))
+    wait_for_headline(page, expected_headline(lr=0.5))
 
     lr.fill("0.25")
     page.locator("#intro").click()  # leaving the field commits it
-    wait_for_headline(page, _expected(lr=0.25))
-    shown = [before, _expected(lr=0.5), _expected(lr=0.25)]
+    wait_for_headline(page, expected_headline(lr=0.25))
+    shown = [before, expected_headline(lr=0.5), expected_headline(lr=0.25)]
     assert page.evaluate("window.seen") == [f"{loss}|bfloat16" for loss in shown]
 
 
 def test_a_slider_box_applies_on_leaving_it_or_on_enter(desk):
     """(Releasing a dragged handle is checked on the loss-scale exponent, below.)"""
     page = desk.page
-    _load(desk, charts=False)
+    load_page(desk, charts=False)
     step_events = _step_events(desk.url)
     box = page.locator("#n input[type=number]")
     box.fill(str(FRESH_N))
     page.wait_for_timeout(SETTLE_MS)
     assert [j for j in desk.joins if j in step_events] == []  # typing alone sends nothing
     box.press("Tab")
-    wait_for_headline(page, _expected(n=FRESH_N))
+    wait_for_headline(page, expected_headline(n=FRESH_N))
 
     box.fill(str(defaults()["n"]))
     box.press("Enter")
-    wait_for_headline(page, _expected())
+    wait_for_headline(page, expected_headline())
     assert page.locator("#n input[type=range]").input_value() == str(defaults()["n"])
 
 
 def test_arrow_keys_on_a_slider_then_leaving_it_apply_it(desk):
     page = desk.page
-    _load(desk, charts=False)
+    load_page(desk, charts=False)
     track = page.locator("#n input[type=range]")
     track.focus()
     track.press("ArrowRight")
@@ -278,7 +279,7 @@ def test_arrow_keys_on_a_slider_then_leaving_it_apply_it(desk):
     )
     page.wait_for_timeout(SETTLE_MS)
     assert any(j in _step_events(desk.url) for j in desk.joins), "no run after the keyboard"
-    wait_for_headline(page, _expected(n=defaults()["n"] + 1))
+    wait_for_headline(page, expected_headline(n=defaults()["n"] + 1))
 
 
 # Every clip-path of every chart whose url() names another document than this one: such a
@@ -294,7 +295,7 @@ STALE_CLIPS_JS = """() => {
 
 def test_charts_stay_clipped_after_the_url_is_rewritten(desk):
     page = desk.page
-    _load(desk)  # the charts drawn at the bare address
+    load_page(desk)  # the charts drawn at the bare address
     # A setting that redraws no chart: only the address changes.
     page.locator("#sections").get_by_role("tab", name="Training dynamics", exact=True).click()
     steps = page.locator("#steps input[type=number]")
@@ -306,7 +307,7 @@ def test_charts_stay_clipped_after_the_url_is_rewritten(desk):
     lr = page.locator("#lr input")
     lr.fill("0.5")
     lr.press("Enter")
-    wait_for_headline(page, _expected(lr=0.5))
+    wait_for_headline(page, expected_headline(lr=0.5))
     # A viewport capture (an element capture resizes the page, and the resize redraws the charts).
     page.evaluate("document.getElementById('magnitude-figure').scrollIntoView()")
     page.wait_for_timeout(SETTLE_MS)
@@ -354,8 +355,8 @@ def _expect_current(page, expected: str) -> None:
 
 def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(desk):
     page = desk.page
-    _load(desk, charts=False)
-    default = _expected()
+    load_page(desk, charts=False)
+    default = expected_headline()
     # N first, with no other commit in flight (see the race test below).
     n = page.locator("#n input[type=number]")
     n.fill("1e40")
@@ -364,13 +365,13 @@ def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(des
     assert headline(page) == default
     n.fill(str(FRESH_N))
     n.press("Tab")
-    _expect_current(page, _expected(n=FRESH_N))
+    _expect_current(page, expected_headline(n=FRESH_N))
 
     lr = page.locator("#lr input")
     lr.fill("-1")
     lr.press("Enter")
     _expect_notice(page, "lr", _message("lr", -1), _fmt(defaults()["lr"]))
-    assert headline(page) == _expected(n=FRESH_N)
+    assert headline(page) == expected_headline(n=FRESH_N)
     page.screenshot(path=str(ARTIFACTS / "page_stale_desktop.png"))
 
     lr.fill("")  # a cleared field
@@ -379,9 +380,9 @@ def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(des
 
     lr.fill("0.3")
     lr.press("Enter")
-    _expect_current(page, _expected(n=FRESH_N, lr=0.3))
+    _expect_current(page, expected_headline(n=FRESH_N, lr=0.3))
     assert page.locator(".toast-body").count() == 0
-    shown = [default, _expected(n=FRESH_N), _expected(n=FRESH_N, lr=0.3)]
+    shown = [default, expected_headline(n=FRESH_N), expected_headline(n=FRESH_N, lr=0.3)]
     assert page.evaluate("window.seen") == [f"{loss}|bfloat16" for loss in shown]
 
 
@@ -391,13 +392,13 @@ def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(des
 @pytest.mark.flaky(reruns=1)
 def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     page = desk.page
-    _load(desk, charts=False)
+    load_page(desk, charts=False)
     lr = page.locator("#lr input")
     lr.fill("0.3")  # focused, uncommitted: leaving it commits it
     n = page.locator("#n input[type=number]")
     n.fill("1e40")  # lr's commit starts here ...
     n.press("Tab")  # ... and N's follows while it runs
-    largest = _expected(lr=0.3, n=int(settings()["n"].high))
+    largest = expected_headline(lr=0.3, n=int(settings()["n"].high))
     wait_for_notice_or_headline(page, "n", largest)
     assert page.locator("#n-notice").is_visible(), (
         f"N = 1e40 ran as N = {n.input_value()} (headline {headline(page)}) with no notice"
@@ -406,11 +407,11 @@ def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
 
 def test_a_refused_slider_value_stays_what_its_notice_names(desk):
     page = desk.page
-    _load(desk, charts=False)
+    load_page(desk, charts=False)
     n = page.locator("#n input[type=number]")
     n.fill("1e40")
     n.press("Tab")
-    largest = _expected(n=int(settings()["n"].high))
+    largest = expected_headline(n=int(settings()["n"].high))
     # Either the notice names the refused value, or the clamped value is run.
     wait_for_notice_or_headline(page, "n", largest)
     assert page.locator("#n-notice").is_visible(), "N = 1e40 ran without a notice"
@@ -449,7 +450,7 @@ def _caption_numbers(lesson_id: str, report) -> list[str]:
 
 def test_each_example_applies_its_inputs_together_runs_once_and_teaches(desk):
     page = desk.page
-    _load(desk, charts=False)
+    load_page(desk, charts=False)
     step_events = _step_events(desk.url)
     caption = page.locator("#example-caption")
     # From the defaults through every lesson and back to the first (which is the defaults).
@@ -500,7 +501,7 @@ def test_each_example_applies_its_inputs_together_runs_once_and_teaches(desk):
     lr = page.locator("#lr input")
     lr.fill("0.2")
     lr.press("Enter")
-    wait_for_headline(page, _expected(lr=0.2))
+    wait_for_headline(page, expected_headline(lr=0.2))
     expect(caption).to_be_hidden(timeout=TIMEOUT_MS)
 
 
@@ -527,7 +528,7 @@ def _expect_scale(page, scale: float, dtype: str) -> None:
         arg=[_fmt(scale), exponent, preset],
         timeout=TIMEOUT_MS,
     )
-    wait_for_headline(page, _expected(compute_dtype=dtype, loss_scale=scale))
+    wait_for_headline(page, expected_headline(compute_dtype=dtype, loss_scale=scale))
 
 
 # A known race under load (about one suite run in five on 2 busy vCPUs): the session's two
@@ -536,7 +537,7 @@ def _expect_scale(page, scale: float, dtype: str) -> None:
 @pytest.mark.flaky(reruns=1)
 def test_the_loss_scale_its_power_of_two_and_the_presets_stay_in_sync(desk):
     page = desk.page
-    _load(desk, charts=False)
+    load_page(desk, charts=False)
     default = defaults()["loss_scale"]
     preset = next((label for label, v in LOSS_SCALE_PRESETS.items() if v == default), None)
     assert _scale_state(page) == (_fmt(default), str(round(math.log2(default))), preset)
@@ -588,10 +589,10 @@ def test_the_loss_scale_its_power_of_two_and_the_presets_stay_in_sync(desk):
 
 
 def test_every_tab_is_reachable_at_phone_width(browser, app_url):
-    session = _open_session(browser, app_url, PHONE)
+    session = open_session(browser, app_url, PHONE)
     page = session.page
     try:
-        _load(session)
+        load_page(session)
         tabs = page.locator("#sections [role=tab]")
         assert tabs.all_inner_texts() == SECTION_TABS
         for index in range(tabs.count()):
@@ -616,8 +617,8 @@ def test_every_tab_is_reachable_at_phone_width(browser, app_url):
 
 @pytest.fixture(scope="module")
 def dark(browser, app_url):
-    session = _open_session(browser, app_url, DESKTOP)
-    _load(session, "?__theme=dark")
+    session = open_session(browser, app_url, DESKTOP)
+    load_page(session, "?__theme=dark")
     yield session
     session.page.close()
 
@@ -631,15 +632,6 @@ def test_the_dark_theme_shows_the_page_dark(dark):
     assert max(int(c) for c in re.findall(r"\d+", dark_rgb)[:3]) < 80, dark_rgb
     page.screenshot(path=str(ARTIFACTS / "page_dark_1400x1000.png"))
     page.screenshot(path=str(ARTIFACTS / "page_dark_full.png"), full_page=True)
-
-
-def _luminance(rgb: list[float]) -> float:
-    def channel(c: float) -> float:
-        c /= 255
-        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-
-    r, g, b = (channel(c) for c in rgb)
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
 def test_dark_theme_chart_text_has_readable_contrast(dark):
@@ -670,8 +662,7 @@ def test_dark_theme_chart_text_has_readable_contrast(dark):
         background = [float(c) for c in re.findall(r"[\d.]+", chart["background"])[:3]]
         for text in chart["text"]:
             fill = [float(c) for c in re.findall(r"[\d.]+", text)[:3]]
-            lighter, darker = sorted((_luminance(fill), _luminance(background)), reverse=True)
-            ratio = (lighter + 0.05) / (darker + 0.05)
+            ratio = contrast(fill, background)
             if ratio < 4.5:
                 low.append((chart["title"], text, chart["background"], round(ratio, 2)))
     assert not low, f"chart text below 4.5:1 in the dark theme: {low}"

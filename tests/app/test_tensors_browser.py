@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 from safetensors.torch import save_file
-from test_browser import ARTIFACTS, TIMEOUT_MS, _open
+from test_browser import ARTIFACTS, TIMEOUT_MS
 
+from helpers import open_page
 from playground.sections.tensors.summary import percent
 from playground.sections.tensors.tab import TAB_LABEL
 
@@ -41,7 +42,7 @@ def gradients(path) -> dict[str, np.ndarray]:
 def test_an_upload_fills_the_table_sentences_and_figure(browser, app_url, tmp_path):
     path = tmp_path / "mlp_grads.safetensors"
     tensors = gradients(path)
-    page = _open(browser, app_url, 1400, 1000)
+    page = open_page(browser, app_url, 1400, 1000)
     try:
         assert page.evaluate(TAB_ROWS) == 1, "the tab bar wraps at 1400 px"
         page.locator("#sections").get_by_role("tab", name=TAB_LABEL).click()

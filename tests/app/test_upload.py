@@ -74,9 +74,10 @@ def test_each_bad_file_is_refused_through_the_api(client, tmp_path: Path):
 
 
 def test_uploads_through_the_page_name_the_cell_then_fit_the_shapes(browser, app_url, tmp_path):
-    from test_browser import ARTIFACTS, _open
+    from test_browser import ARTIFACTS
 
     from browser_waits import headline, wait_for_headline
+    from helpers import open_page
 
     bad, good = tmp_path / "bad.csv", tmp_path / "good.csv"
     bad.write_text("x,y,t\n1,2,3\n4,oops,6\n")
@@ -88,7 +89,7 @@ def test_uploads_through_the_page_name_the_cell_then_fit_the_shapes(browser, app
             page.locator("#data").get_by_text("Click to Upload").click()
         chooser.value.set_files(str(path))
 
-    page = _open(browser, app_url, 1400, 1000)
+    page = open_page(browser, app_url, 1400, 1000)
     try:
         shown = headline(page)
         upload(page, bad)
@@ -107,7 +108,7 @@ def test_uploads_through_the_page_name_the_cell_then_fit_the_shapes(browser, app
     marked.write_text(_csv(ROWS).replace("c0,c1,c2,c3,c4,c5", "a,y1,b,c,d,target"))
     columns = {good: ([0, 1, 2, 3, 4], [5]), marked: ([0, 2, 3, 4], [1, 5])}
     for path, (inputs, targets) in columns.items():
-        page = _open(browser, app_url, 1400, 1000)
+        page = open_page(browser, app_url, 1400, 1000)
         try:
             upload(page, path)
             data = UserData(path.name, ROWS[:, inputs].astype(np.float32),

@@ -5,7 +5,6 @@ against a rounding written here by enumerating each format's values.
 """
 
 import bisect
-import functools
 import math
 from decimal import Decimal
 from fractions import Fraction
@@ -17,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import format_values
 from playground.core.formats.dtypes import DTYPES, FORMATS
 from playground.core.inspector.inspector import PRESETS, bit_view, inspect_number
 from playground.core.inspector.typed_number import read_number
@@ -155,23 +155,12 @@ def _ml_dtype(dtype: str) -> np.dtype:
     return np.dtype(jnp.dtype(dtype))
 
 
-@functools.cache
-def _values(dtype: str) -> tuple[list[Fraction], list[int]]:
-    """Every finite value >= 0 of a 8- or 16-bit format and its bit pattern, ascending: read
-    from ml_dtypes by viewing every pattern with the sign bit clear."""
-    bits = 8 * _ml_dtype(dtype).itemsize
-    raws = np.arange(2 ** (bits - 1), dtype=np.dtype(f"uint{bits}"))
-    values = raws.view(_ml_dtype(dtype)).astype(np.float64)
-    finite = np.isfinite(values)
-    pairs = sorted(zip(values[finite].tolist(), raws[finite].tolist(), strict=True))
-    return [Fraction(v) for v, _ in pairs], [int(r) for _, r in pairs]
-
-
 def _neighbours(dtype: str, magnitude: Fraction) -> tuple[list[Fraction], list[int]]:
     """The format's values around ``magnitude`` (float32: the float32 neighbours of the float64
     nearest to it, which enclose it)."""
     if dtype != "float32":
-        return _values(dtype)
+        pairs = format_values(_ml_dtype(dtype), 8 * _ml_dtype(dtype).itemsize)
+        return [value for value, _ in pairs], [raw for _, raw in pairs]
     centre = np.float32(min(float(magnitude), float(np.finfo(np.float32).max)))
     near = {centre, np.nextafter(centre, np.float32(0)), np.nextafter(centre, np.float32(np.inf))}
     near = sorted(v for v in near if np.isfinite(v))

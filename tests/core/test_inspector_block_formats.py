@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import format_values
 from playground.core.inspector.inspector import PRESETS, bit_view, inspect_number
 from playground.core.inspector.typed_number import read_number
 
@@ -20,19 +21,9 @@ PEERS = {E2M1: ml_dtypes.float4_e2m1fn, E8M0: ml_dtypes.float8_e8m0fnu}
 WIDTH = {E2M1: 4, E8M0: 8}
 
 
-def _values(dtype: str) -> list[tuple[Fraction, int]]:
-    """Every finite non-negative value of ``dtype`` with its bit pattern, from ml_dtypes."""
-    patterns = np.arange(2 ** WIDTH[dtype], dtype=np.uint8).view(PEERS[dtype])
-    found = {}
-    for raw, value in enumerate(patterns.astype(np.float64)):
-        if np.isfinite(value) and math.copysign(1.0, value) > 0:
-            found.setdefault(Fraction(value), raw)
-    return sorted(found.items())
-
-
 def _nearest(magnitude: Fraction, dtype: str) -> float:
     """The value a one-time rounding of ``magnitude`` (>= 0) gives, searched over the values."""
-    values = _values(dtype)
+    values = format_values(PEERS[dtype], WIDTH[dtype])
     largest = values[-1][0]
     if dtype == E2M1 and magnitude > largest:
         return float(largest)  # no inf, no NaN: the peer's cast clips
@@ -130,7 +121,7 @@ def test_e8m0_has_no_zero_no_sign_and_a_nan():
 
 @pytest.mark.parametrize("dtype", [E2M1, E8M0])
 def test_gap_to_next_is_the_distance_to_the_next_value(dtype):
-    values = [float(v) for v, _ in _values(dtype)]
+    values = [float(v) for v, _ in format_values(PEERS[dtype], WIDTH[dtype])]
     following = values[1:] + [math.inf]
     for value, after in zip(values, following, strict=True):
         assert bit_view(value, dtype).gap_to_next == after - value, value

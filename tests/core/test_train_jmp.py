@@ -28,7 +28,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from playground import StepConfig, dynamics_summary, make_batch, run_dynamics
+from helpers import dynamics_report
+from playground import StepConfig, dynamics_summary, make_batch
 
 # The final losses agree to float32 rounding: XLA may fuse the scan body's float32 arithmetic
 # differently from the replay's (about 1 ulp on the "none" curve).
@@ -143,20 +144,20 @@ def float32_replay(name: str) -> Replay:
     return replay(case.config, case.steps, "none", case.period, "float32")
 
 
-@functools.cache
-def report(name: str):
+def dynamics_run(name: str):
+    """run_dynamics' report for the case ``name`` (once per process)."""
     case = CASES[name]
-    return run_dynamics(case.config, case.steps, case.mode, case.period)
+    return dynamics_report(case.config, case.steps, case.mode, case.period)
 
 
 def both(name: str):
     """(the replay of the mixed run, run_dynamics' report) for the case ``name``."""
-    return mixed_replay(name), report(name)
+    return mixed_replay(name), dynamics_run(name)
 
 
 @case_ids
 def test_loss_curves_hold_the_loss_before_and_after_every_update(name):
-    steps, dynamics = CASES[name].steps, report(name)
+    steps, dynamics = CASES[name].steps, dynamics_run(name)
     for run in ("float32", "mixed", "pure"):
         assert getattr(dynamics, f"{run}_loss").shape == (steps + 1,), run
     assert dynamics.mixed_scale.shape == dynamics.mixed_skipped.shape == (steps,)
@@ -175,17 +176,19 @@ def test_mixed_scales_and_skips_match_jmp(name):
 @case_ids
 def test_mixed_loss_curve_matches_the_replay(name):
     # assert_allclose counts nan == nan and inf == inf (the static overflow case).
-    np.testing.assert_allclose(report(name).mixed_loss, mixed_replay(name).loss, rtol=RTOL)
+    np.testing.assert_allclose(dynamics_run(name).mixed_loss, mixed_replay(name).loss, rtol=RTOL)
 
 
 @case_ids
 def test_float32_loss_curve_matches_the_replay(name):
-    np.testing.assert_allclose(report(name).float32_loss, float32_replay(name).loss, rtol=RTOL)
+    np.testing.assert_allclose(
+        dynamics_run(name).float32_loss, float32_replay(name).loss, rtol=RTOL
+    )
 
 
 @case_ids
 def test_summary_reports_the_loss_after_the_last_update(name):
-    dynamics, summary = report(name), dynamics_summary(report(name))
+    dynamics, summary = dynamics_run(name), dynamics_summary(dynamics_run(name))
     final = {run: float(value) for run, value in summary["final_loss"].items()}  # "nan" -> nan
     assert set(final) == {"float32", "mixed", "pure"}
     np.testing.assert_allclose(final["mixed"], mixed_replay(name).loss[-1], rtol=RTOL)
@@ -237,7 +240,7 @@ def test_period_longer_than_the_run_never_changes_the_scale():
 
 
 def test_none_uses_scale_one_and_never_skips():
-    dynamics = report("none-float16")
+    dynamics = dynamics_run("none-float16")
     assert np.all(dynamics.mixed_scale == 1.0) and not dynamics.mixed_skipped.any()
 
 

@@ -31,6 +31,7 @@ from stated_figures import (
     stopped,
 )
 
+from helpers import dynamics_report
 from playground import StepConfig, dynamics_summary, make_batch, run_dynamics
 from playground.views import downloads
 
@@ -42,9 +43,9 @@ SLOW = StepConfig(n=32, d_in=8, d_out=4, lr=0.002, mode="dynamic", period=1000)
 STEPS = 200
 
 
-@functools.cache
-def report(rounding: str):
-    return run_dynamics(SLOW, STEPS, pure_rounding=rounding)
+def pure_run(rounding: str):
+    """The training run of SLOW with the pure run's ``rounding`` (once per process)."""
+    return dynamics_report(SLOW, STEPS, pure_rounding=rounding)
 
 
 @jax.jit
@@ -100,22 +101,24 @@ def gap_to_float32(dynamics) -> float:
 
 @pytest.mark.parametrize("rounding", ["nearest", "kahan"])
 def test_pure_run_matches_the_replay(rounding):
-    assert not report(rounding).pure_skipped.any() and np.all(report(rounding).pure_scale == 1024)
+    assert not pure_run(rounding).pure_skipped.any() and np.all(
+        pure_run(rounding).pure_scale == 1024
+    )
     # The replay's gradient is another XLA program, which may fuse (and round) differently
     # now and then; the curves still agree far inside the nearest-vs-Kahan difference.
-    np.testing.assert_allclose(report(rounding).pure_loss, replay(rounding), rtol=1e-3)
-    assert report("nearest").pure_loss[-1] > 1.2 * report("kahan").pure_loss[-1]
+    np.testing.assert_allclose(pure_run(rounding).pure_loss, replay(rounding), rtol=1e-3)
+    assert pure_run("nearest").pure_loss[-1] > 1.2 * pure_run("kahan").pure_loss[-1]
 
 
 def test_kahan_first_step_is_the_nearest_step():
     # c starts at 0, so the first update is p + u rounded to nearest in both.
-    assert report("kahan").pure_loss[1] == report("nearest").pure_loss[1]
-    assert report("kahan").pure_loss[2] != report("nearest").pure_loss[2]
+    assert pure_run("kahan").pure_loss[1] == pure_run("nearest").pure_loss[1]
+    assert pure_run("kahan").pure_loss[2] != pure_run("nearest").pure_loss[2]
 
 
 @pytest.mark.parametrize("rounding", ["stochastic", "kahan"])
 def test_remedies_bring_the_pure_run_to_float32(rounding):
-    nearest, remedy = report("nearest"), report(rounding)
+    nearest, remedy = pure_run("nearest"), pure_run(rounding)
     drop = float(nearest.float32_loss[0] - nearest.float32_loss[-1])
     # Nearest rounding stalls: it misses a good part of float32's progress ...
     assert nearest.pure_lost_share.mean() > 0.5
@@ -130,18 +133,20 @@ def test_remedies_bring_the_pure_run_to_float32(rounding):
 
 def test_kahan_keeps_what_nearest_loses():
     # An update waiting in the compensation buffer is not lost; almost none vanish entirely.
-    assert report("kahan").pure_lost_share.mean() < 0.1 * report("nearest").pure_lost_share.mean()
+    assert (
+        pure_run("kahan").pure_lost_share.mean() < 0.1 * pure_run("nearest").pure_lost_share.mean()
+    )
 
 
 def test_stochastic_draws_are_fixed_by_the_config():
     again = run_dynamics(SLOW, STEPS, pure_rounding="stochastic")
-    np.testing.assert_array_equal(again.pure_loss, report("stochastic").pure_loss)
-    np.testing.assert_array_equal(again.pure_lost_share, report("stochastic").pure_lost_share)
+    np.testing.assert_array_equal(again.pure_loss, pure_run("stochastic").pure_loss)
+    np.testing.assert_array_equal(again.pure_lost_share, pure_run("stochastic").pure_lost_share)
 
 
 @pytest.mark.parametrize("rounding", ["nearest", "stochastic", "kahan"])
 def test_summary_and_reading_name_the_rounding(rounding):
-    dynamics = report(rounding)
+    dynamics = pure_run(rounding)
     summary = dynamics_summary(dynamics)
     assert dynamics.pure_rounding == summary["pure_rounding"] == rounding
     assert summary["config"]["pure_rounding"] == rounding
@@ -175,7 +180,7 @@ def test_summary_and_reading_name_the_rounding(rounding):
 
 
 def test_dynamics_csv_holds_the_remedy_run():
-    dynamics = report("kahan")
+    dynamics = pure_run("kahan")
     path = downloads.dynamics_csv(dynamics)
     assert "kahan" in path
     with open(path, encoding="utf-8") as file:

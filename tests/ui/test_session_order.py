@@ -36,7 +36,10 @@ async def _events(starts: list[tuple[str, int, float]], ran: list[int]) -> None:
             ran.append(kind)
             await asyncio.sleep(0.01)
 
-        await in_lane(_page_event(kind), [], handler, session)
+        async def replaced() -> None:
+            ran.append(-kind)  # answered as a skip: a newer event of its kind came
+
+        await in_lane(_page_event(kind), [], handler, session, replaced)
 
     await asyncio.gather(*(one(*start) for start in starts))
 

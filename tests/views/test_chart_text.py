@@ -4,8 +4,8 @@ palette keeps every swapped colour readable (WCAG contrast computed here)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
+from helpers import contrast, hex_rgb
 from playground import StepConfig, run_report
 from playground.sections.lab.charts import fixed_binade_span, magnitude_histogram
 from playground.sections.step.charts import gradient_scatter
@@ -22,9 +22,7 @@ from playground.views.plotly import (
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 
 
-@pytest.fixture(scope="module")
-def report():
-    return run_report(StepConfig(**SMALL, compute_dtype="float16"))
+REPORT_CONFIG = StepConfig(**SMALL, compute_dtype="float16")  # the shared ``report`` fixture's
 
 
 def test_a_histograms_description_gives_its_total_and_tallest_bar(report):
@@ -54,24 +52,13 @@ def test_the_description_rides_in_the_layout_meta_without_changing_the_figure(re
     assert described["data"] is figure["data"] and "meta" not in figure["layout"]
 
 
-def _contrast(one: str, other: str) -> float:
-    def luminance(color: str) -> float:
-        channels = np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)]) / 255
-        curve = ((channels + 0.055) / 1.055) ** 2.4
-        linear = np.where(channels <= 0.03928, channels / 12.92, curve)
-        return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
-
-    high, low = sorted((luminance(one), luminance(other)), reverse=True)
-    return (high + 0.05) / (low + 0.05)
-
-
 def test_every_text_colour_reads_on_its_theme_at_4_5_to_1():
     light = [TEXT_COLOR, WARNING_TEXT_COLOR, *BAND_TEXT_COLORS.values()]
     for color in light:
-        assert _contrast(color, CHART_BACKGROUND) >= 4.5, color
+        assert contrast(hex_rgb(color), hex_rgb(CHART_BACKGROUND)) >= 4.5, color
         dark = DARK_PALETTE.get(color, color)
         assert dark != color, f"{color} has no dark counterpart"
-        assert _contrast(dark, DARK_BACKGROUND) >= 4.5, (color, dark)
+        assert contrast(hex_rgb(dark), hex_rgb(DARK_BACKGROUND)) >= 4.5, (color, dark)
 
 
 def test_the_magnitude_axis_is_the_same_for_every_dtype_and_scale():

@@ -52,9 +52,7 @@ def private_dir(tmp_path, monkeypatch):
     return root
 
 
-@pytest.fixture(scope="module")
-def report():
-    return run_report(FLOAT16)
+REPORT_CONFIG = FLOAT16  # the shared ``report`` fixture's (tests/helpers.py)
 
 
 @pytest.fixture(scope="module")

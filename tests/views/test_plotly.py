@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import pytest
 from app_figures import all_figures, figure_names
 
+from helpers import contrast
 from playground.views.plotly import BAND_COLORS, band, label_rows
 
 # Plotly's exponentformat values that write no SI suffix; its default, "B", writes 20n for 2e-8.
@@ -40,18 +41,6 @@ def _over(top: tuple, bottom: tuple) -> tuple:
     """``top`` composited over the opaque ``bottom``."""
     alpha = top[3]
     return (*(alpha * t + (1 - alpha) * b for t, b in zip(top[:3], bottom[:3], strict=True)), 1.0)
-
-
-def _luminance(rgb: tuple) -> float:
-    """WCAG 2 relative luminance of an sRGB colour (channels 0-255)."""
-    linear = [c / 255 for c in rgb[:3]]
-    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in linear]
-    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-
-
-def contrast(one: tuple, other: tuple) -> float:
-    light, dark = sorted((_luminance(one), _luminance(other)), reverse=True)
-    return (light + 0.05) / (dark + 0.05)
 
 
 def _text_colors(node, path="") -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from helpers import contrast, hex_rgb
 from playground import StepConfig
 from playground.core.runs.train import run_dynamics
 from playground.sections.dynamics.charts import (
@@ -142,13 +143,6 @@ def test_a_pin_whose_curves_are_all_the_current_runs_still_names_itself(runs):
     assert pinned_traces[0]["legendgrouptitle"]["text"] == "pinned: same settings"
 
 
-def _luminance(color: str) -> float:
-    """WCAG 2's relative luminance of a #rrggbb colour."""
-    channels = [int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-
-
 def test_each_pin_colour_is_a_line_of_three_to_one_on_the_light_and_dark_charts():
     from playground.sections.dynamics.pins import PIN_COLORS
     from playground.views.plotly import CHART_BACKGROUND, DARK_BACKGROUND
@@ -156,8 +150,7 @@ def test_each_pin_colour_is_a_line_of_three_to_one_on_the_light_and_dark_charts(
     assert len(set(PIN_COLORS)) == len(PIN_COLORS) >= MAX_PINS
     for background in (CHART_BACKGROUND, DARK_BACKGROUND):
         for color in PIN_COLORS:
-            light, dark = sorted((_luminance(color), _luminance(background)), reverse=True)
-            assert (light + 0.05) / (dark + 0.05) >= 3.0, (color, background)
+            assert contrast(hex_rgb(color), hex_rgb(background)) >= 3.0, (color, background)
 
 
 def test_a_long_pinned_run_is_drawn_with_fewer_points_from_its_first_to_its_last(runs):

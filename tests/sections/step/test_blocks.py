@@ -3,7 +3,6 @@ MXFP8 and per-tensor float8 quantization in numpy with ml_dtypes' E4M3, products
 
 from __future__ import annotations
 
-import functools
 import json
 from types import SimpleNamespace
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 from block_reference import E4M3, mxfp8, per_tensor_float8, relative_error, row_errors
 
+from helpers import step_report
 from playground.core.data.synthetic import make_batch
 from playground.core.lessons import STEP_LESSONS
 from playground.core.lessons.blocks import outlier_claim
@@ -29,13 +29,8 @@ SMALLEST_NORMAL = float(ml_dtypes.finfo(E4M3).smallest_normal)
 CONFIG = StepConfig(n=48, d_in=70, d_out=8, compute_dtype="mxfp8", outlier_share=0.002)
 
 
-@functools.cache
-def report(**changes):
-    return run_report(CONFIG.replace(**changes))
-
-
 def test_recipe_comparison_is_the_first_layers_output_error_against_float64():
-    step = report()
+    step = step_report(CONFIG)
     x, _ = make_batch(step.config)
     kernel = step.kernel.before
     exact = x.astype(np.float64) @ kernel
@@ -89,7 +84,7 @@ def test_an_outlier_row_decides_the_norm_and_the_median_shows_a_typical_row():
     note = " ".join(block_note(step).split())
     assert RANKED_DIFFERENTLY in note
     # Where the two agree (no outlier here), the note does not say they differ.
-    plain = report(outlier_share=0.0)
+    plain = step_report(CONFIG.replace(outlier_share=0.0))
     errors = recipe_comparison(plain)
     agree = (errors["output_rel_error"] < errors["per_tensor_float8_output_rel_error"]) == (
         errors["median_row_rel_error"] < errors["per_tensor_float8_median_row_rel_error"]
@@ -98,7 +93,7 @@ def test_an_outlier_row_decides_the_norm_and_the_median_shows_a_typical_row():
 
 
 def test_another_recipe_has_null_errors_and_a_note_naming_the_block_recipes():
-    step = report(compute_dtype="bfloat16")
+    step = step_report(CONFIG.replace(compute_dtype="bfloat16"))
     comparison = recipe_comparison(step)
     assert comparison["output_rel_error"] is None
     assert comparison["per_tensor_float8_output_rel_error"] is None
@@ -110,7 +105,7 @@ def test_another_recipe_has_null_errors_and_a_note_naming_the_block_recipes():
 
 
 def test_the_note_gives_the_kernel_the_last_block_and_the_shares_of_x():
-    step = report()
+    step = step_report(CONFIG)
     x, _ = make_batch(step.config)
     stored, _ = mxfp8(x)
     live = x != 0
@@ -130,13 +125,16 @@ def test_the_note_gives_the_kernel_the_last_block_and_the_shares_of_x():
 
 
 def test_the_lesson_is_taught_only_where_its_numbers_hold():
-    with_outliers, without = block_note(report()), block_note(report(outlier_share=0.0))
+    with_outliers, without = (
+        block_note(step_report(CONFIG)),
+        block_note(step_report(CONFIG.replace(outlier_share=0.0))),
+    )
     assert "keeps" in with_outliers and "not shown by this batch" not in with_outliers
     assert "not shown by this batch" in without
 
 
 def test_the_scale_map_is_log2_of_each_blocks_scale():
-    step = report()
+    step = step_report(CONFIG)
     x, _ = make_batch(step.config)
     figure = block_scale_figure(step)
     input_map = np.asarray(figure["data"][0]["z"], np.float64)
@@ -201,8 +199,10 @@ def test_the_outlier_lesson_holds_on_its_run_and_fails_elsewhere():
     assert np.sum(x != make_batch(lesson.config().replace(outlier_share=0.0))[0]) == 1
     claim = lesson.claim()
     assert claim.holds and claim.sentence in block_note(lesson.run())
-    assert not outlier_claim(report(outlier_share=0.0)).holds  # no outlier: nothing lost
-    assert not outlier_claim(report(compute_dtype="bfloat16")).holds
+    assert not outlier_claim(
+        step_report(CONFIG.replace(outlier_share=0.0))
+    ).holds  # no outlier: nothing lost
+    assert not outlier_claim(step_report(CONFIG.replace(compute_dtype="bfloat16"))).holds
 
 
 def test_gradients_lost_to_block_roundings_are_not_blamed_on_the_loss_scale():

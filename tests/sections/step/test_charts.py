@@ -24,9 +24,7 @@ def all_figures(report):
     return [figure(report) for figure in FIGURES] + [magnitude_histogram(report)]
 
 
-@pytest.fixture(scope="module")
-def report():
-    return run_report(StepConfig(n=300, d_in=70, d_out=30))
+REPORT_CONFIG = StepConfig(n=300, d_in=70, d_out=30)  # the shared ``report`` fixture's
 
 
 def _points(figure) -> int:

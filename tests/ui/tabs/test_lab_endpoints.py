@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import pytest
 from gradio.components.plot import PlotData
 
+from helpers import step_inputs
 from playground import StepConfig
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.settings.settings import defaults
@@ -35,12 +36,6 @@ TINY_FLOAT16 = {
 TEXT_OUTPUTS = 3
 MAGNITUDES = TEXT_OUTPUTS + FIGURE_LABELS.index("Gradient magnitudes against the dtype's ranges")
 BAND_LABELS = ("flushed to 0", "subnormal", "normal", "overflow")
-
-
-def _values(**overrides) -> list:
-    """The handlers' positional inputs (INPUT_ORDER) for the defaults with ``overrides``."""
-    config = defaults() | overrides
-    return [config[name] for name in INPUT_ORDER]
 
 
 def _format_limits(exponent_bits: int, mantissa_bits: int) -> dict[str, float]:
@@ -80,7 +75,9 @@ def _figure(plot: PlotData) -> go.Figure:
 
 
 def test_sweep_finds_the_float16_window_and_reports_the_overflow():
-    reading, summary, plot, files = run_sweep_event(*_values(**TINY_FLOAT16), downloads=True)
+    reading, summary, plot, files = run_sweep_event(
+        *step_inputs(INPUT_ORDER, **TINY_FLOAT16), downloads=True
+    )
     assert [Path(f).suffix for f in files] == [".csv", ".json"]
     assert summary["config"] == StepConfig(**(defaults() | TINY_FLOAT16)).to_dict()
     safe = summary["safe_log2_scales"]
@@ -99,7 +96,7 @@ def test_sweep_finds_the_float16_window_and_reports_the_overflow():
 
 def test_sweep_refuses_invalid_config_naming_the_field():
     with pytest.raises(gr.Error) as caught:
-        run_sweep_event(*_values(**(SMALL | {"n": 0})))
+        run_sweep_event(*step_inputs(INPUT_ORDER, **(SMALL | {"n": 0})))
     assert caught.value.message.startswith("n (batch rows N) must be an integer")
 
 
@@ -175,7 +172,7 @@ def test_format_limits_match_the_app_dtype_facts():
 
 
 def _bands(dtype: str) -> tuple[list, list]:
-    outputs = run_step(*_values(**SMALL, compute_dtype=dtype))
+    outputs = run_step(*step_inputs(INPUT_ORDER, **SMALL, compute_dtype=dtype))
     figure = json.loads(outputs[MAGNITUDES].plot)
     go.Figure(figure)
     assert figure["layout"]["title"]["text"] == f"Gradient magnitudes against {dtype}'s ranges"
@@ -203,7 +200,7 @@ def test_magnitude_bands_sit_at_the_format_limits(dtype):
 
 
 def test_float8_magnitudes_are_placed_on_e5m2_the_gradient_format():
-    outputs = run_step(*_values(**SMALL, compute_dtype="float8"))
+    outputs = run_step(*step_inputs(INPUT_ORDER, **SMALL, compute_dtype="float8"))
     figure = json.loads(outputs[MAGNITUDES].plot)
     assert figure["layout"]["title"]["text"] == "Gradient magnitudes against float8_e5m2's ranges"
     limits = _format_limits(5, 2)  # E5M2 is IEEE-style: largest 57344, subnormals to 2^-16

@@ -1,0 +1,23 @@
+"""Every use of Gradio past its documented API, in one room, pinned to GRADIO_VERSION.
+
+Rule: a module outside this package uses Gradio through its public API only (``gr.*``, an
+event's ``api_name``, ``concurrency_id``, ``concurrency_limit``, ``trigger_mode``, ``validator``,
+a ``request: gr.Request`` parameter, ``gr.skip()``, ``gr.validate``, ``gr.FileData``). What the
+public Space needs beyond it is read here, by name:
+
+  queue    what Gradio's queue holds (``queue``): the events waiting in each lane and running,
+           each event's visitor, inputs and session, a queued event's removal, an ended event
+           put on a session's stream, the records of finished sessions;
+  events   the page's events as Gradio registered them (``events``): found by API name or
+           index, their kind, their handler's parameters, a validator's event;
+  blocks   the two overrides of ``gr.Blocks``' event path (``blocks.EventBlocks``), each where
+           Gradio has no hook;
+  parts    a few helpers Gradio keeps outside its API (``parts``): gr.Plot's payload, the upload
+           folder, the file payload test.
+
+tests/ui/test_gradio_internals.py is the canary: it checks that Gradio is GRADIO_VERSION and
+that every name used here still exists with the signature relied on, so an upgrade fails
+there, in one place, and that no module outside this package reaches past the public API.
+"""
+
+GRADIO_VERSION = "6.31.0"
