@@ -267,9 +267,9 @@ def admit(handler: Callable) -> Callable:
 
     A validator runs when the run joins the queue, after the page's own check of its inputs
     (``ui.public.PublicBlocks.admit``: the upload check) and Gradio's preprocessing, so an input
-    refused there fails the join itself and the door frees the visitor's place. Every setting's own
-    refusal
-    stays the handler's (gr.Error with the field and its range, as the API has always answered).
+    refused there fails the join itself and the door frees the visitor's place. Every setting's
+    own refusal stays the handler's (gr.Error with the field and its range, as the API has
+    always answered).
     """
 
     @functools.wraps(handler)
