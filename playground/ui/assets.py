@@ -33,6 +33,11 @@ CSS = """
 #headline td, #inspection td, #magnitudes td,
 #operations-table :is(td, th), #note-block-scaling td { white-space: nowrap; }
 #note-block-scaling th { overflow-wrap: normal; word-break: normal; }
+/* The comparison's tables: a recipe's name and every number on one line, scrolling sideways
+   in their own box when the column is narrower than they are. */
+#compare-table table, #compare-memory table { display: block; overflow-x: auto; }
+#compare-table td, #compare-memory td { white-space: nowrap; }
+#compare-table th, #compare-memory th { overflow-wrap: normal; word-break: normal; }
 #headline p, #headline ul { margin-top: 4px; margin-bottom: 4px; }
 #intro p { margin: 4px 0; }
 #intro h1 { margin-bottom: 4px; }
