@@ -28,7 +28,7 @@ from playground.sections.lab.charts import (
     magnitude_histogram,
     sweep_figure,
 )
-from playground.sections.lab.notes import magnitude_note
+from playground.sections.lab.notes import magnitude_note, magnitude_scale
 from playground.sections.lab.summary import sweep_summary
 from playground.views import downloads
 from playground.views.numbers import bullets
@@ -105,7 +105,10 @@ def magnitude_table(report: StepReport) -> str:
     """
     counts = report.magnitudes
     total = counts["entries"]["total"]
-    dtype = recipe(report.config.compute_dtype).gradient_format  # float8: E5M2
+    chosen = recipe(report.config.compute_dtype)
+    dtype = chosen.gradient_format  # float8: E5M2
+    if chosen.block is not None:
+        return _block_magnitude_table(report)
     shown_as = {
         "before scaling": f"without loss scaling (float32 gradient cast to {dtype})",
         "after scaling": SCALED_LABEL,
@@ -139,6 +142,45 @@ def magnitude_table(report: StepReport) -> str:
         f"Gradient entries in {dtype} ({total:,} in all), "
         f"by where they land{note}:\n\n" + header + "\n".join(rows) + "\n\n"
         f"**What to notice:** {magnitude_note(report)}\n"
+    )
+
+
+def _counts_table(counts: dict, shown_as: dict[str, str]) -> str:
+    """One column per view (named by ``shown_as``), one row per kind, each cell a share of
+    every entry and its count."""
+    total = counts["entries"]["total"]
+    views = [when for when in counts if when != "entries"]
+    header = (
+        "| | "
+        + " | ".join(shown_as[when] for when in views)
+        + " |\n"
+        + "|---" * (len(views) + 1)
+        + "|\n"
+    )
+    rows = [
+        f"| {kind} | "
+        + " | ".join(f"{counts[when][kind] / total:.1%} ({counts[when][kind]:,})" for when in views)
+        + " |"
+        for kind in counts[views[0]]
+    ]
+    return header + "\n".join(rows)
+
+
+def _block_magnitude_table(report: StepReport) -> str:
+    """A block recipe's counts (``core.recipes.block_places``): where its block scales place
+    the gradient entries, at S = 1 (float32's gradient) and at this S (the scaled gradient)."""
+    spec = recipe(report.config.compute_dtype).block
+    name, scale = spec.name, magnitude_scale(report.config.loss_scale)
+    counts = report.magnitudes
+    shown_as = {
+        "before scaling": f"S = 1: float32's gradient stored in {name}'s blocks",
+        "after scaling": f"S = {scale}: the scaled gradient stored in {name}'s blocks",
+    }
+    return (
+        f"Gradient entries as {name} stores them ({counts['entries']['total']:,} in all), by "
+        "where they land in their blocks:\n\n"
+        + _counts_table(counts, shown_as)
+        + f"\n\n**What to notice:** {magnitude_note(report)}\n"
     )
 
 
