@@ -31,14 +31,22 @@ from playground.sections.lab.charts import (
 from playground.sections.lab.notes import magnitude_note, magnitude_scale
 from playground.sections.lab.summary import sweep_summary
 from playground.views import downloads
-from playground.views.numbers import bullets
+from playground.views.numbers import bullets, factor_text
 
 PRECISION_LAB = """
 Bars: the scaled gradients as the low-precision backward pass holds them. Outline: the same
-gradients after dividing by the loss scale (in float32). Shaded: the compute dtype's ranges.
-Anything left of the subnormal band is rounded to zero; anything right of the normal band
-becomes infinite. Switch the compute dtype to float16 to see how much narrower its range is.
+gradients after dividing by the loss scale (in float32); for a block recipe, float32's gradient
+at S = 1. Shaded: the ranges of the compute format (a block recipe's in its blocks' units).
 """
+# What the shaded bands mean for a plain format, and the other 16-bit format to compare with.
+PLAIN_BANDS_TEXT = (
+    "Left of the subnormal band an entry is rounded to zero; right of the normal band it "
+    "becomes infinite."
+)
+COMPARE_WITH = {
+    "float16": "Switch the compute dtype to bfloat16 to see a range as wide as float32's.",
+    "bfloat16": "Switch the compute dtype to float16 to see how much narrower its range is.",
+}
 _SWEEP_RANGES = " and ".join(
     f"2^{sweep_exponents(dtype)[-1]} for {dtype}" for dtype in COMPUTE_DTYPES
 )
@@ -47,7 +55,7 @@ SWEEP_INTRO = f"""
 Runs the mixed step at every power-of-two loss scale from 2^0 up to {_SWEEP_RANGES} (just past
 each dtype's largest value, and never past what a float32 scale can hold), in one compiled call,
 and compares each with float32. Green marks the scales whose gradients are finite and within
-{SAFE_FACTOR:g}x of the best error the sweep finds.
+{factor_text(SAFE_FACTOR)} the best error the sweep finds.
 """
 _E2M1, _E8M0 = (dtype_facts(name) for name in (*BLOCK_ELEMENT_FORMATS, *BLOCK_SCALE_FORMATS))
 INSPECTOR_INTRO = f"""
@@ -138,10 +146,14 @@ def magnitude_table(report: StepReport) -> str:
         if dtype != compute
         else ""
     )
+    compare = COMPARE_WITH.get(compute, "")
     return (
         f"Gradient entries in {dtype} ({total:,} in all), "
-        f"by where they land{note}:\n\n" + header + "\n".join(rows) + "\n\n"
-        f"**What to notice:** {magnitude_note(report)}\n"
+        f"by where they land{note}:\n\n"
+        + header
+        + "\n".join(rows)
+        + f"\n\n**What to notice:** {magnitude_note(report)} {PLAIN_BANDS_TEXT} {compare}".rstrip()
+        + "\n"
     )
 
 
