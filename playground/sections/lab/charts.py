@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from playground.core.formats.dtypes import log2_magnitude_bands
+from playground.core.recipes.block_formats import element_facts
 from playground.core.recipes.registry import RECIPES, recipe
 from playground.core.runs.sweep import SweepReport
 from playground.core.step.report import LOG2_LOW, StepReport
@@ -85,11 +86,12 @@ class BinadeAxis(NamedTuple):
         flush, subnormal, normal, beyond = self.labels
         if flushed_here:
             subnormal = SUBNORMAL_FLUSHED_LABEL
+        top = top_edge(self.dtype, self.labels)
         pieces = [
             band(self.low, bands["rounds_to_zero"], flush),
             band(bands["rounds_to_zero"], bands["smallest_normal"], subnormal),
-            band(bands["smallest_normal"], bands["max"], normal),
-            band(bands["max"], self.high, beyond),
+            band(bands["smallest_normal"], top, normal),
+            band(top, self.high, beyond),
         ]
         first, last = self.zero_x - self.gap / 2, self.nonfinite_x + self.gap / 2
         notes = [note for _, note in pieces]
@@ -122,6 +124,15 @@ class BinadeAxis(NamedTuple):
         layout["margin"]["t"] = math.ceil(2 * (highest + title_half + LABEL_GAP))
         layout["height"] = FIGURE_HEIGHT
         return layout
+
+
+def top_edge(dtype: str, labels: tuple[str, ...]) -> float:
+    """log2 of where the last band starts: a plain format's max (beyond it, overflow); a block
+    format's overflow edge (max plus half its last gap: a value below it rounds to max anyway,
+    one beyond it saturates, as ``core.recipes.block_places`` counts it)."""
+    if labels == BLOCK_BANDS:
+        return math.log2(element_facts(dtype).overflow_edge)
+    return log2_magnitude_bands(dtype)["max"]
 
 
 def fixed_binade_span() -> tuple[float, float]:
@@ -249,18 +260,24 @@ def _binade_figure(series, logs, dtype: str, labels, title: str, x_title: str) -
     smallest, largest = present.min(initial=np.inf), present.max(initial=-np.inf)
     axis = binade_axis(dtype, smallest, largest, dtype_binade_span(dtype), labels)
     edges, zero_x, nonfinite_x = axis.edges, axis.zero_x, axis.nonfinite_x
+    if labels == BLOCK_BANDS:
+        # A narrow element format's overflow edge sits inside a binade (E2M1's 7 at 2^2.81):
+        # that binade is split there, so no bar of kept values reaches into "saturates".
+        edges = np.union1d(edges, [top_edge(dtype, labels)])
+    centres, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
     data = []
     for index, (name, values) in enumerate(series.items()):
         counts, _ = np.histogram(logs[name], bins=edges)
         zeros, nonfinite = int(np.sum(values == 0)), int(np.sum(~np.isfinite(values)))
         trace = {
-            "x": [zero_x, *((edges[:-1] + 0.5).tolist()), nonfinite_x],
+            "x": [zero_x, *centres.tolist(), nonfinite_x],
             "y": [zeros, *counts.tolist(), nonfinite],
             "name": name,
             "hovertemplate": "%{y} entries at 2^%{x:.0f}<extra>" + name + "</extra>",
         }
         if index == 0:  # the scaled gradients as bars ...
-            trace.update(type="bar", width=1.0, marker={"color": MIXED_COLOR}, opacity=0.7)
+            width = [1.0, *widths.tolist(), 1.0]
+            trace.update(type="bar", width=width, marker={"color": MIXED_COLOR}, opacity=0.7)
         else:  # ... and the other view as an outline, so both stay visible where they overlap
             trace.update(
                 type="scatter",
