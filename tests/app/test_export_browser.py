@@ -89,7 +89,7 @@ def test_the_note_and_script_are_marked_stale_when_dtype_and_lr_change(browser, 
         lr.press("Enter")
         wait_for_new_headline(page, second, 120_000)
         page.wait_for_function(
-            f"() => ({STATUS}?.innerText ?? '').includes('lr = 0.05')", timeout=60_000
+            f"() => ({STATUS}?.innerText ?? '').includes('learning rate = 0.05')", timeout=60_000
         )
         banner = page.locator("#export-status").inner_text()
         # Both results name what they were made with and what the controls say now.
