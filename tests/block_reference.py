@@ -1,6 +1,7 @@
 """numpy references for the block-scaling panel's numbers, written apart from the code under
 test: MXFP8 and per-tensor float8 (E4M3, current scaling) quantization with ml_dtypes' E4M3,
-and the relative error of a product in float64."""
+the elements each block recipe (MXFP8, fp8_block, NVFP4) stores by its published rule, and the
+relative error of a product in float64."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import numpy as np
 
 E4M3 = ml_dtypes.float8_e4m3fn
 E4M3_MAX = float(ml_dtypes.finfo(E4M3).max)  # 448
+E2M1 = ml_dtypes.float4_e2m1fn
+E2M1_MAX = float(ml_dtypes.finfo(E2M1).max)  # 6
 
 
 def mxfp8(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -45,3 +48,40 @@ def row_errors(out: np.ndarray, reference: np.ndarray) -> np.ndarray:
     live = np.linalg.norm(reference, axis=1) > 0
     difference = np.linalg.norm((out - reference)[live], axis=1)
     return difference / np.linalg.norm(reference[live], axis=1)
+
+
+def _blocks(values: np.ndarray, block: int) -> tuple[np.ndarray, int]:
+    rows = values.reshape(1, -1) if values.ndim < 2 else values
+    cols = rows.shape[1]
+    padded = np.zeros((rows.shape[0], math.ceil(cols / block) * block), np.float32)
+    padded[:, :cols] = rows
+    return padded.reshape(rows.shape[0], -1, block), cols
+
+
+def block_elements(values: np.ndarray, name: str) -> np.ndarray:
+    """The element each entry is stored as, by each recipe's published rule, round to nearest:
+
+    mxfp8      scale 2^ceil(log2(amax / 448)) per 32, element E4M3(v / scale)
+    fp8_block  scale amax / 448 (float32) per 128, element E4M3(v / scale)
+    nvfp4      tensor scale amax_t / (448 x 6), block scale E4M3(amax_b / ts / 6) per 16,
+               element E2M1(clip(v / ts / bs, +-6))
+    """
+    block = {"mxfp8": 32, "fp8_block": 128, "nvfp4": 16}[name]
+    blocks, cols = _blocks(np.asarray(values, np.float32), block)
+    amax = np.abs(blocks).max(axis=-1, keepdims=True)
+    if name == "mxfp8":
+        ratio = (np.where(amax > 0, amax, 1) / np.float32(E4M3_MAX)).astype(np.float64)
+        scale = np.exp2(np.ceil(np.log2(ratio)))
+        elements = (blocks / scale).astype(E4M3).astype(np.float64)
+    elif name == "fp8_block":
+        scale = np.where(amax > 0, amax / np.float32(E4M3_MAX), np.float32(1))
+        elements = (blocks / scale).astype(np.float32).astype(E4M3).astype(np.float64)
+    else:
+        tensor = np.float32(max(np.abs(blocks).max() / np.float32(E4M3_MAX * E2M1_MAX), 2**-126))
+        inner = blocks / tensor
+        block_scale = np.minimum(amax / tensor / np.float32(E2M1_MAX), E4M3_MAX)
+        block_scale = block_scale.astype(np.float32).astype(E4M3).astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scaled = np.where(block_scale > 0, inner / block_scale, 0).astype(np.float32)
+        elements = np.clip(scaled, -E2M1_MAX, E2M1_MAX).astype(E2M1).astype(np.float64)
+    return elements.reshape(blocks.shape[0], -1)[:, :cols].ravel()

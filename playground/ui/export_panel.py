@@ -37,6 +37,7 @@ from playground.ui.uploads import upload_key, user_data
 from playground.ui.widgets import DEFAULTS, commit_triggers
 from playground.views.export import FRAMEWORKS
 from playground.views.export_note import pytorch_note
+from playground.views.labels import labelled
 
 
 @dataclass
@@ -111,12 +112,12 @@ def stale_banner(
     for what, held in (("the PyTorch note", note), ("the script", script)):
         differing = [name for name in (held or {}) if held[name] != now.get(name)]
         if differing:
-            held_text = ", ".join(f"{name} = {_shown(held[name])}" for name in differing)
+            held_text = labelled(held, differing, _shown)
             parts.append(f"{what} below was made with {held_text}")
             changed |= dict.fromkeys(differing)
     if not parts:
         return ""
-    controls = ", ".join(f"{name} = {_shown(now.get(name))}" for name in changed)
+    controls = labelled(now, changed, _shown)
     return (
         f"<div class='stale-banner' role='status'><strong>Not updated</strong>: "
         f"{'; '.join(parts)}. The controls now say {controls}. Press "

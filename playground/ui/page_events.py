@@ -42,6 +42,7 @@ from playground.ui.examples import LESSONS, Lesson, caption_text
 from playground.ui.sections import TAB_FIGURES
 from playground.ui.uploads import user_data
 from playground.ui.widgets import DEFAULTS, SLIDERS, as_plot
+from playground.views.labels import control_label, labelled
 from playground.views.numbers import json_number
 
 INPUTS = STEP.order
@@ -147,10 +148,10 @@ def _shown(value: Any) -> str:
 
 def stale_banner(problems: dict[str, str], last: dict[str, Any] | None) -> str:
     """The banner over results that no longer match the inputs."""
-    names = ", ".join(f"`{name}`" for name in problems)
+    names = ", ".join(f"<em>{control_label(name)}</em>" for name in problems)
     if not last:
         return f"<div class='stale-banner'>Not computed: fix {names} (see the note under it).</div>"
-    held = ", ".join(f"{name} = {_shown(last[name])}" for name in problems if name in last)
+    held = labelled(last, [name for name in problems if name in last], _shown)
     shown = f"showing results for {held}" if held else "showing the last valid results"
     return (
         f"<div class='stale-banner'><strong>Not updated</strong>: fix {names} (see the note under "

@@ -2,7 +2,9 @@
 
 Rule: a JSON value is a finite number or, for a value JSON cannot hold, one of the documented
 strings "inf", "-inf" and "nan"; agreement between two losses is counted in significant decimal
-digits, never beyond what float32 resolves.
+digits, never beyond what float32 resolves; a factor (one number over another) is written one
+way everywhere, as ``factor_text`` writes it: 4 significant digits, then " x" (2 x, 1.565e+11 x),
+never with thousands separators nor glued to the x.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def agreeing_digits(value: float, reference: float) -> float:
         return 0.0
     scale = abs(reference) if reference != 0 else abs(value)
     return float(min(max(-math.log10(abs(value - reference) / scale), 0.0), FLOAT32_DIGITS))
+
+
+def factor_text(value: float, digits: int = 4) -> str:
+    """A factor as the page writes one: ``2 x``, ``0.7448 x``, ``3.208e+04 x``."""
+    return f"{value:.{digits}g} x"
 
 
 def bullets(sentences: list[str]) -> str:

@@ -42,6 +42,8 @@ BAND_COLORS = {
     "subnormal, flushed here": "rgba(124, 58, 237, 0.16)",
     "normal": "rgba(89, 161, 79, 0.10)",
     "overflow": "rgba(225, 87, 89, 0.16)",
+    "lost to 0": "rgba(225, 87, 89, 0.16)",  # a block recipe's bands, in its blocks' units
+    "saturates": "rgba(225, 87, 89, 0.16)",
 }
 # Each band's label in its band's hue (darkened past 4.5:1 on white), so two narrow neighbours'
 # stacked labels ("flushed to 0" red, "subnormal, flushed here" violet) each name their own band.
@@ -51,6 +53,8 @@ BAND_TEXT_COLORS = {
     "subnormal, flushed here": "#6d28d9",  # 7.1:1
     "normal": "#2f6b26",  # 6.6:1
     "overflow": WARNING_TEXT_COLOR,
+    "lost to 0": WARNING_TEXT_COLOR,
+    "saturates": WARNING_TEXT_COLOR,
 }
 
 # The dark theme's counterparts of the light palette's text and paper colours (the data colours

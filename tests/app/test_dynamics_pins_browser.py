@@ -15,6 +15,7 @@ from helpers import select_tab
 from playground.core.runs.train import run_dynamics
 from playground.core.step.report import run_report
 from playground.sections.dynamics.summary import dynamics_reading
+from playground.views.labels import control_label
 from scenarios import TINY_FLOAT16
 
 STEPS = 20
@@ -35,6 +36,12 @@ LOSS_GROUPS = """() => {
     .filter(Boolean))];
 }"""
 OPACITY = "id => getComputedStyle(document.getElementById(id)).opacity"
+# The names of the lost-update meter's traces of the first pin.
+METER_PIN = """() => {
+  const chart = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+    g => g.layout && g.layout.title && String(g.layout.title.text).startsWith('Lost-update'));
+  return chart ? chart.data.filter(t => t.legendgroup === 'pin0').map(t => t.name) : [];
+}"""
 
 
 def _train_and_wait(page, config) -> None:
@@ -77,7 +84,7 @@ def test_two_pinned_loss_scales_are_named_in_the_legend_and_a_change_marks_the_r
         # A preset changes the loss scale: the shown run is now stale, named with both values.
         page.locator("#loss-scale-presets").get_by_text("2^10", exact=True).click()
         expect(_banner(page)).to_contain_text(
-            "computed with loss_scale=1; the controls now say loss_scale=1024"
+            "computed with loss scale = 1; the controls now say loss scale = 1024"
         )
         expect(_banner(page)).to_contain_text("Train the three runs")
         assert float(page.evaluate(OPACITY, "dynamics-reading")) < 0.6  # dimmed
@@ -98,12 +105,17 @@ def test_two_pinned_loss_scales_are_named_in_the_legend_and_a_change_marks_the_r
         expect(legend).to_contain_text("pinned: loss_scale=1")
         expect(legend).to_contain_text("this run: loss_scale=1024")
         expect(page.locator("#dynamics-notes")).to_contain_text("pin 1: loss_scale=1")
+        # The meter draws the pinned S = 1 run's flushed updates beside this run's, not a
+        # legend entry saying the curves are the same.
+        meter = page.evaluate(METER_PIN)
+        assert "float32 masters: gradient flushed to 0" in meter, meter
+        assert "same curves as this run" not in meter
         _shot(page, "dynamics_pins.png")
 
         # Another compute dtype after the run: stale again, naming the dtype it was computed with.
         page.locator("#compute_dtype").get_by_role("radio", name="bfloat16", exact=True).check()
         expect(_banner(page)).to_contain_text(
-            "computed with compute_dtype=float16; the controls now say compute_dtype=bfloat16"
+            "computed with compute dtype = float16; the controls now say compute dtype = bfloat16"
         )
         _shot(page, "dynamics_stale_dtype.png")
         page.set_viewport_size({"width": 390, "height": 844})  # a phone
@@ -178,7 +190,7 @@ def test_a_run_on_an_upload_is_current_until_the_upload_goes(browser, app_url, t
         # The upload removed: the run was computed with the file, the controls say synthetic.
         page.locator("#data").get_by_role("button", name="Clear").click()
         expect(_banner(page)).to_contain_text(
-            "computed with data=four.csv; the controls now say data=synthetic"
+            "computed with data = four.csv; the controls now say data = synthetic"
         )
     finally:
         page.close()
@@ -236,7 +248,7 @@ def test_a_refused_run_keeps_the_shown_run_stale_under_one_error(browser, app_ur
                 "document.querySelector('#headline').innerText)",
                 timeout=RUN_TIMEOUT_MS,
             )
-            expect(_banner(page)).to_contain_text(f"{name}={value}")
+            expect(_banner(page)).to_contain_text(f"{control_label(name)} = {value}")
         steps = page.locator("#steps input[type=number]")
         steps.fill("1000")
         steps.press("Enter")
@@ -251,8 +263,9 @@ def test_a_refused_run_keeps_the_shown_run_stale_under_one_error(browser, app_ur
         assert page.locator("#dynamics-reading").inner_text() == reading
         assert not page.evaluate("() => window.coveredResults")
         expect(_banner(page)).to_contain_text(
-            "computed with n=32, d_in=8, d_out=4, steps=20; the controls now say n=4096, "
-            "d_in=1024, d_out=64, steps=1000"
+            "computed with batch rows N = 32, input width D_in = 8, output width D_out = 4, "
+            "training steps = 20; the controls now say batch rows N = 4096, input width D_in = "
+            "1024, output width D_out = 64, training steps = 1000"
         )
         _shot(page, "dynamics_refused_run.png")
     finally:

@@ -89,13 +89,14 @@ def test_the_note_and_script_are_marked_stale_when_dtype_and_lr_change(browser, 
         lr.press("Enter")
         wait_for_new_headline(page, second, 120_000)
         page.wait_for_function(
-            f"() => ({STATUS}?.innerText ?? '').includes('lr = 0.05')", timeout=60_000
+            f"() => ({STATUS}?.innerText ?? '').includes('learning rate = 0.05')", timeout=60_000
         )
         banner = page.locator("#export-status").inner_text()
         # Both results name what they were made with and what the controls say now.
         for made in ("the PyTorch note", "the script"):
-            assert f"{made} below was made with lr = 0.1, compute_dtype = bfloat16" in banner
-        assert "The controls now say lr = 0.05, compute_dtype = float16" in banner
+            held = "learning rate = 0.1, compute dtype = bfloat16"
+            assert f"{made} below was made with {held}" in banner
+        assert "The controls now say learning rate = 0.05, compute dtype = float16" in banner
         opacity = page.evaluate(
             "() => getComputedStyle(document.querySelector('#export-script')).opacity"
         )

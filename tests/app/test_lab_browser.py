@@ -419,7 +419,7 @@ def test_the_sweep_is_dimmed_under_a_banner_once_the_controls_differ(
         dtype.get_by_role("radio", name="float16", exact=True).check()
         expect(status).to_contain_text("Not updated", timeout=TIMEOUT_MS)
         text = status.inner_text()
-        assert "ran with compute_dtype = bfloat16" in text and "compute_dtype = float16" in text
+        assert "ran with compute dtype = bfloat16" in text and "compute dtype = float16" in text
         expect(rerun).to_be_visible()
         page.wait_for_function(
             "() => Number(getComputedStyle(document.querySelector('#sweep-reading')).opacity) < 1"

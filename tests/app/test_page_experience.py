@@ -33,6 +33,7 @@ from playground.sections.step import tab as step_tab
 from playground.ui.examples import caption_text
 from playground.ui.page_events import LOSS_SCALE_PRESETS
 from playground.ui.sections import SECTIONS
+from playground.views.labels import control_label
 
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
@@ -336,10 +337,13 @@ def _expect_notice(page, name: str, message: str, shown_value: str) -> None:
     expect(notice).to_contain_text(message, timeout=TIMEOUT_MS)
     banner = page.locator("#status .stale-banner")
     expect(banner).to_be_visible(timeout=TIMEOUT_MS)
-    expect(banner).to_contain_text(f"Not updated: fix `{name}`", timeout=TIMEOUT_MS)
+    # The control is named by its label, as the page shows it (no code quotes, no API name).
+    label = control_label(name)
+    expect(banner).to_contain_text(f"Not updated: fix {label} (see", timeout=TIMEOUT_MS)
     expect(banner).to_contain_text(
-        f"showing results for {name} = {shown_value}", timeout=TIMEOUT_MS
+        f"showing results for {label} = {shown_value}", timeout=TIMEOUT_MS
     )
+    assert "`" not in banner.inner_text()
     stale = _stale(page)
     assert stale["opacity"] and set(stale["opacity"]) == {"0.45"}, stale
     assert stale["status"] == "1", stale

@@ -43,6 +43,7 @@ from playground.core.model.models import (
 )
 from playground.core.model.op_policy import KINDS
 from playground.core.model.optimizers import build_optimizer
+from playground.core.recipes.block_places import block_magnitude_counts, block_units
 from playground.core.recipes.block_report import BlockReport, measure, report_from
 from playground.core.recipes.block_stats import comparison_measure
 from playground.core.recipes.float8 import ROLES, STATS
@@ -200,13 +201,33 @@ class StepReport:
     def magnitudes(self) -> dict[str, dict[str, int]]:
         """``metrics.magnitude_counts`` of all parameters' gradients together, in the gradient
         format of the compute recipe (float8: E5M2, the format of the gradient that flows back
-        into each matmul)."""
+        into each matmul); for a block recipe, where its block scales place them
+        (``core.recipes.block_places``: lost to zero, subnormal, saturated, non-finite)."""
         every = self.params.values()
+        compute = recipe(self.config.compute_dtype)
+        if compute.block is not None:
+            return block_magnitude_counts(
+                [p.float32_grads for p in every], [p.scaled_grads for p in every], compute.block
+            )
         return metrics.magnitude_counts(
             np.concatenate([p.float32_grads.ravel() for p in every]),
             np.concatenate([p.scaled_grads.ravel() for p in every]),
             recipe(self.config.compute_dtype).gradient_format,
         )
+
+    @functools.cached_property
+    def block_units(self) -> dict[str, np.ndarray] | None:
+        """For a block recipe, every gradient entry in its block's units
+        (``core.recipes.block_places``), by view: ``scaled`` (the backward pass's scaled
+        gradients) and ``float32`` (float32's gradient, at S = 1); None for another recipe."""
+        spec = recipe(self.config.compute_dtype).block
+        if spec is None:
+            return None
+        every = list(self.params.values())
+        return {
+            "scaled": block_units([p.scaled_grads for p in every], spec),
+            "float32": block_units([p.float32_grads for p in every], spec),
+        }
 
     @property
     def kernel(self) -> ParamReport:

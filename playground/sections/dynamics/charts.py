@@ -160,73 +160,100 @@ def _meter_traces(
 
 
 FLUSHED_HOVER = "step %{x}: %{y:.3g}% of entries flushed"
+# The two dotted lines of updates lost to a flushed gradient: told apart by their dash, not
+# only by colour (the pure run's red and the masters' orange are near neighbours).
+FLUSHED_DASHES = {"pure": "dashdot", "mixed": "dot"}
 
 
-def _flushed_traces(run: RunCurves, points: int = MAX_POINTS) -> list[Figure]:
-    """The updates lost before the optimizer (their gradient underflowed), dotted, for the runs
-    that lost any: rounding away cannot count them, so at S = 1 in float16 they are the loss."""
+def _flushed_traces(
+    run: RunCurves,
+    colors: dict[str, str] | None = None,
+    runs: Sequence[str] = ("pure", "mixed"),
+    points: int = MAX_POINTS,
+) -> list[Figure]:
+    """The updates lost before the optimizer (their gradient underflowed), dotted, for the
+    ``runs`` that lost any: rounding away cannot count them, so at S = 1 in float16 they are the
+    loss. ``colors``: the run's own (the section's) unless given (a pin's)."""
     picked = _picked(run.steps, points)
     x = (picked + 1).tolist()
     names = {"pure": f"pure {run.compute_dtype}", "mixed": "float32 masters"}
-    colors = {"pure": OVERFLOW_COLOR, "mixed": MIXED_COLOR}
+    colors = colors or {"pure": OVERFLOW_COLOR, "mixed": MIXED_COLOR}
     return [
         line_trace(
             x,
             100 * run.flushed_share(name)[picked],
             f"{names[name]}: gradient flushed to 0",
             colors[name],
-            line={"color": colors[name], "width": 2, "dash": "dot"},
+            line={"color": colors[name], "width": 2, "dash": FLUSHED_DASHES[name]},
         )
         | {"hovertemplate": f"{FLUSHED_HOVER}<extra>{names[name]}</extra>"}
-        for name in ("pure", "mixed")
+        for name in runs
         if run.flushed_share(name).any()
     ]
+
+
+def _saturated_trace(run: RunCurves, color: str, points: int = MAX_POINTS) -> Figure:
+    """float8: the share of the mixed run's quantized entries that saturated at the format's
+    largest value (delayed scaling clips the step after an amax jump)."""
+    picked = _picked(run.steps, points)
+    saturated = 100 * run.mixed_saturated_share[picked]
+    name = f"{run.compute_dtype} entries saturated (mixed run)"
+    return line_trace((picked + 1).tolist(), saturated, name, color) | {
+        "hovertemplate": "step %{x}: %{y:.3g}% saturated<extra></extra>"
+    }
+
+
+def _meter_curves(run: RunCurves) -> list[np.ndarray]:
+    """Every share the meter draws of ``run``."""
+    curves = [run.lost_share(name) for name in ("pure", "mixed")]
+    curves += [run.flushed_share(name) for name in ("pure", "mixed")]
+    return curves + ([run.mixed_saturated_share] if run.saturates else [])
 
 
 def lost_update_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
     """Share of parameter entries whose update was rounded away, per step, pure vs masters,
     and (dotted) the share lost earlier, to a gradient that flushed to zero.
 
+    A pin draws each of these curves that differs from the current run's, in its colour: a
+    pinned float16 run at S = 1 shows its flushed share beside this run's.
+
     The y axis is fitted to the shares, not fixed at 0-100%: shares are often below 1%, which a
     0-100% axis draws as a flat line on the floor. It runs from a little below 0 (so a run that
     loses nothing draws its line above the x axis, not hidden on it) to a little above the
-    largest share; 0-1% when nothing is lost.
+    largest share, the pins' included; 0-1% when nothing is lost.
     """
     current = as_curves(dynamics)
     flushed = _flushed_traces(current)
     data = _meter_traces(current, OVERFLOW_COLOR, MIXED_COLOR) + flushed
-    curves = [current.pure_lost_share, current.mixed_lost_share]
-    curves += [current.pure_flushed_share, current.mixed_flushed_share]
     if current.saturates:
-        # float8: the share of the mixed run's quantized entries that saturated at the format's
-        # largest value (delayed scaling clips the step after an amax jump).
-        picked = subsample(current.steps)
-        saturated = 100 * current.mixed_saturated_share[picked]
-        name = f"{current.compute_dtype} entries saturated (mixed run)"
-        data.append(
-            line_trace((picked + 1).tolist(), saturated, name, FLOAT32_COLOR)
-            | {"hovertemplate": "step %{x}: %{y:.3g}% saturated<extra></extra>"}
-        )
-        curves.append(current.mixed_saturated_share)
+        data.append(_saturated_trace(current, FLOAT32_COLOR))
     lost = LOST_MEANING[current.pure_rounding]
-    if flushed:
+    if flushed or any(pin.flushed_share(run).any() for pin in pins for run in ("pure", "mixed")):
         lost += "; dotted: updates that were 0 because their gradient flushed to 0"
     layout = base_layout(f"Lost-update meter<br><sup>{lost}</sup>", "step", "share of entries")
 
     def pinned(pin: RunCurves, color: str) -> list[Figure]:
-        runs = [
-            name
-            for name in ("pure", "mixed")
-            if not same_curve(pin.lost_share(name), current.lost_share(name))
-        ]
+        def differs(shares) -> list[str]:
+            return [
+                name
+                for name in ("pure", "mixed")
+                if not same_curve(shares(pin, name), shares(current, name))
+            ]
+
+        runs = differs(RunCurves.lost_share)
         traces = _meter_traces(pin, color, color, runs, PIN_POINTS)
         for trace, name in zip(traces, runs, strict=True):
             trace["line"]["dash"] = PIN_DASHES[name]
+        colors = {"pure": color, "mixed": color}
+        traces += _flushed_traces(pin, colors, differs(RunCurves.flushed_share), PIN_POINTS)
+        if pin.saturates and not same_curve(
+            pin.mixed_saturated_share, current.mixed_saturated_share
+        ):
+            traces.append(_saturated_trace(pin, color, PIN_POINTS))
         return traces
 
     data = overlay(current, pins, data, pinned, layout)
-    curves += [share for pin in pins for share in (pin.pure_lost_share, pin.mixed_lost_share)]
-    shares = 100 * np.concatenate(curves)
+    shares = 100 * np.concatenate([c for run in (current, *pins) for c in _meter_curves(run)])
     shares = shares[np.isfinite(shares)]
     top = float(shares.max()) if shares.size and shares.max() > 0 else 1.0
     layout["yaxis"].update(range=[-0.05 * top, 1.08 * top], ticksuffix="%")

@@ -3,10 +3,11 @@
 Rule:
     pin       ``pinned(pins, run)`` adds ``run`` last; a pin with the very same settings is
               replaced (pinning twice keeps one); at most MAX_PINS are kept, the oldest dropped
-    names     a run is named by the settings whose values differ among the runs on the chart
-              (the pins and the current run), in the settings table's order, as ``field=value``
-              (``loss_scale=1, pure_rounding=kahan``); runs whose settings all agree are
-              ``same settings``
+    names     a pin is named by the settings in which it differs from the current run, the
+              current run by those in which any pin differs from it, in the settings table's
+              order, as ``field=value`` (``loss_scale=1, pure_rounding=kahan``): a setting two
+              pins share with the current run is never named; a run whose settings all agree
+              with the current run's is ``same settings``
     drawn     a pinned curve equal to the current run's same curve (same steps, same values,
               NaN where it is NaN) is not drawn again: the notes say it coincides
 
@@ -48,9 +49,13 @@ def run_name(run: RunCurves, fields: Sequence[str]) -> str:
 
 
 def names(current: RunCurves, pins: Sequence[RunCurves]) -> tuple[str, list[str]]:
-    """(the current run's name, each pin's name), by what differs among all of them."""
+    """(the current run's name, each pin's name), by what differs from the current run."""
+    own = [differing([pin, current]) for pin in pins]
     fields = differing([*pins, current])
-    return run_name(current, fields), [run_name(pin, fields) for pin in pins]
+    current_fields = [name for name in fields if any(name in f for f in own)]
+    return run_name(current, current_fields), [
+        run_name(pin, f) for pin, f in zip(pins, own, strict=True)
+    ]
 
 
 def same_curve(a: np.ndarray, b: np.ndarray) -> bool:

@@ -2,15 +2,16 @@
 
 Rule: the shown run was computed with ``computed`` (every setting as text, and ``data``, as
 ``curves.settings_text`` writes them); the controls say ``now``. The results are stale when a
-setting's text differs; the banner then names each differing setting with the value the results
-were computed with and the value the controls hold, and offers the run (the Train button). The
-page dims whatever sits beside a ``stale-banner`` in the results' column, as it does for the
-step's results.
-"""
+setting's text differs; the banner then names each differing setting by its control's label
+(``views.labels``) with the value the results were computed with and the value the controls
+hold, and offers the run (the Train button). The page dims whatever sits beside a
+``stale-banner`` in the results' column, as it does for the step's results."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from playground.views.labels import labelled
 
 TRAIN_WORDS = "Train the three runs"
 
@@ -29,8 +30,7 @@ def stale_banner(computed: Mapping[str, str] | None, now: Mapping[str, str]) -> 
     fields = stale_fields(computed, now)
     if not fields:
         return ""
-    then = ", ".join(f"{name}={computed.get(name, '-')}" for name in fields)
-    later = ", ".join(f"{name}={now.get(name, '-')}" for name in fields)
+    then, later = labelled(computed, fields), labelled(now, fields)
     return (
         "<div class='stale-banner'><strong>Not updated</strong>: the training results below "
         f"were computed with {then}; the controls now say {later}. Press "

@@ -112,15 +112,21 @@ def _flushed(dynamics: DynamicsReport, run: str) -> np.ndarray:
 
 
 def _flushed_sentence(dynamics: DynamicsReport) -> str:
-    """The updates lost before the optimizer: zero because the gradient flushed to zero."""
-    mixed, pure = (
-        _share(dynamics, run, float(_flushed(dynamics, run).mean())) for run in ("mixed", "pure")
-    )
+    """The updates lost before the optimizer: zero because the gradient flushed to zero,
+    averaged over every step; where the second half's average (the one the training lessons
+    quote, once the gradients have shrunk) reads otherwise, that one too."""
+    shares = {}
+    for run in ("mixed", "pure"):
+        flushed = _flushed(dynamics, run)
+        whole = _share(dynamics, run, float(flushed.mean()))
+        late = _share(dynamics, run, float(flushed[len(flushed) // 2 :].mean()))
+        shares[run] = whole if late == whole else f"{whole} ({late} over the second half)"
     return (
-        f"Apart from those, {mixed} of the mixed run's parameter updates per step and "
-        f"{pure} of the pure run's were zero because their gradient underflowed to zero in "
-        f"{dynamics.config.compute_dtype} (float32's gradient at the same weights is not zero "
-        "there): lost before the optimizer, with nothing left to round away."
+        f"Apart from those, averaged over all {dynamics.steps} steps, {shares['mixed']} of the "
+        f"mixed run's parameter updates per step and {shares['pure']} of the pure run's were "
+        f"zero because their gradient underflowed to zero in {dynamics.config.compute_dtype} "
+        "(float32's gradient at the same weights is not zero there): lost before the "
+        "optimizer, with nothing left to round away."
     )
 
 

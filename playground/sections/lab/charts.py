@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from playground.core.formats.dtypes import log2_magnitude_bands
+from playground.core.recipes.block_formats import element_facts
 from playground.core.recipes.registry import RECIPES, recipe
 from playground.core.runs.sweep import SweepReport
 from playground.core.step.report import LOG2_LOW, StepReport
@@ -41,6 +42,20 @@ FIGURE_HEIGHT = 390
 # The two views of the gradients, named alike in the chart's legend and the counters table.
 SCALED_LABEL = "scaled (as the backward pass holds them)"
 UNSCALED_LABEL = "after unscaling (÷ S, float32)"
+# A block recipe's two views, in its blocks' units (``block_magnitude_histogram``).
+BLOCK_SCALED_LABEL = "scaled gradient, in its blocks"
+BLOCK_FLOAT32_LABEL = "float32 gradient at S = 1, in its blocks"
+
+
+# The band labels of the magnitude axis: a plain format's ranges, and a block recipe's element
+# format's ranges in its blocks' units (``core.recipes.block_places``).
+PLAIN_BANDS = ("flushed to 0", "subnormal", "normal", "overflow")
+BLOCK_BANDS = ("lost to 0", "subnormal", "normal", "saturates")
+# At most this many numbered ticks, level (never turned on end) and apart from the "zeros" and
+# "inf/NaN" ticks even on a phone's plot (about 300 px): Plotly turns crowded labels and then
+# drops the outer ones.
+MAX_TICKS = 6
+TICK_STEPS = (1, 2, 4, 8, 16, 32, 64)
 
 
 class BinadeAxis(NamedTuple):
@@ -53,25 +68,37 @@ class BinadeAxis(NamedTuple):
     zero_x: float
     nonfinite_x: float
     gap: int
+    labels: tuple[str, ...] = PLAIN_BANDS
+
+    @property
+    def step(self) -> int:
+        """The tick step: the smallest of TICK_STEPS that leaves at most MAX_TICKS ticks."""
+        span = self.high - self.low
+        return next((s for s in TICK_STEPS if span / s <= MAX_TICKS), TICK_STEPS[-1])
 
     def layout(self, title: str, x_title: str) -> dict[str, Any]:
         """The figure layout: the dtype's shaded bands, ticks, a log count axis."""
         bands = log2_magnitude_bands(self.dtype)
         # On a backend that flushes this dtype's subnormals, the IEEE subnormal band is drawn
         # but named for what happens to values there: they become zero in the next operation.
-        subnormal = SUBNORMAL_FLUSHED_LABEL if bands["subnormals_flushed_here"] else "subnormal"
+        # (A block's elements are rounded in float32, where they are normal numbers.)
+        flushed_here = bands["subnormals_flushed_here"] and self.labels == PLAIN_BANDS
+        flush, subnormal, normal, beyond = self.labels
+        if flushed_here:
+            subnormal = SUBNORMAL_FLUSHED_LABEL
+        top = top_edge(self.dtype, self.labels)
         pieces = [
-            band(self.low, bands["rounds_to_zero"], "flushed to 0"),
+            band(self.low, bands["rounds_to_zero"], flush),
             band(bands["rounds_to_zero"], bands["smallest_normal"], subnormal),
-            band(bands["smallest_normal"], bands["max"], "normal"),
-            band(bands["max"], self.high, "overflow"),
+            band(bands["smallest_normal"], top, normal),
+            band(top, self.high, beyond),
         ]
         first, last = self.zero_x - self.gap / 2, self.nonfinite_x + self.gap / 2
         notes = [note for _, note in pieces]
         rows = label_rows([n["x"] - first for n in notes], [n["text"] for n in notes], last - first)
         for note, row in zip(notes, rows, strict=True):
             note["yshift"] = row * LABEL_ROW
-        step = 16 if self.high - self.low > 80 else 4
+        step = self.step
         ticks = list(range(int(math.ceil(self.low / step) * step), self.high + 1, step))
         layout = base_layout(
             title,
@@ -84,6 +111,7 @@ class BinadeAxis(NamedTuple):
         layout["xaxis"].update(
             tickvals=[self.zero_x, *ticks, self.nonfinite_x],
             ticktext=["zeros", *[str(t) for t in ticks], "inf/NaN"],
+            tickangle=0,
             range=[first, last],
         )
         # A tick per power of ten, no minor labels.
@@ -98,6 +126,15 @@ class BinadeAxis(NamedTuple):
         return layout
 
 
+def top_edge(dtype: str, labels: tuple[str, ...]) -> float:
+    """log2 of where the last band starts: a plain format's max (beyond it, overflow); a block
+    format's overflow edge (max plus half its last gap: a value below it rounds to max anyway,
+    one beyond it saturates, as ``core.recipes.block_places`` counts it)."""
+    if labels == BLOCK_BANDS:
+        return math.log2(element_facts(dtype).overflow_edge)
+    return log2_magnitude_bands(dtype)["max"]
+
+
 def fixed_binade_span() -> tuple[float, float]:
     """One log2 range for every run: every recipe's gradient format's bands and float32's (the
     unscaled gradients), so switching dtype or scale moves the bars, never the axis."""
@@ -106,15 +143,29 @@ def fixed_binade_span() -> tuple[float, float]:
     return min(b["rounds_to_zero"] for b in bands), max(b["max"] for b in bands)
 
 
-def binade_axis(dtype: str, smallest: float, largest: float) -> BinadeAxis:
-    """The fixed axis (``fixed_binade_span``), widened only for data beyond it (a float32
-    value never is) to cover the data's log2 range [smallest, largest]."""
-    fixed_low, fixed_high = fixed_binade_span()
+def dtype_binade_span(dtype: str) -> tuple[float, float]:
+    """The log2 range of ``dtype``'s own bands, from below its flush edge to past its max."""
+    bands = log2_magnitude_bands(dtype)
+    return bands["rounds_to_zero"], bands["max"]
+
+
+def binade_axis(
+    dtype: str,
+    smallest: float,
+    largest: float,
+    span: tuple[float, float] | None = None,
+    labels: tuple[str, ...] = PLAIN_BANDS,
+) -> BinadeAxis:
+    """The axis over ``span`` (the fixed ``fixed_binade_span`` unless given), widened only for
+    data beyond it to cover the data's log2 range [smallest, largest]; the "zeros" and
+    "inf/NaN" slots one tick step beyond its ends."""
+    fixed_low, fixed_high = fixed_binade_span() if span is None else span
     low = math.floor(min(fixed_low, smallest)) - 1
     high = math.ceil(max(fixed_high, largest)) + 1
-    gap = max(3, round((high - low) * 0.04))  # room for the "0" and "inf/NaN" bars' ticks
     edges = np.arange(low, high + 1, dtype=np.float64)
-    return BinadeAxis(dtype, low, high, edges, low - gap, high + gap, gap)
+    axis = BinadeAxis(dtype, low, high, edges, low, high, 0, labels)
+    gap = max(3, axis.step)  # room for the "zeros" and "inf/NaN" ticks beside the numbered ones
+    return axis._replace(zero_x=low - gap, nonfinite_x=high + gap, gap=gap)
 
 
 def activation_histogram(report: StepReport) -> Figure:
@@ -134,7 +185,8 @@ def activation_histogram(report: StepReport) -> Figure:
     title += f"<br><sup>{activation_note(report)}</sup>"  # what to notice
     live = [np.flatnonzero(a.log2_counts) for a in report.activations]
     present = (np.concatenate(live) + LOG2_LOW).astype(np.float64)
-    axis = binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
+    smallest, largest = present.min(initial=np.inf), present.max(initial=-np.inf)
+    axis = binade_axis(dtype, smallest, largest, dtype_binade_span(dtype))
     data = []
     for activation in report.activations:
         counts = np.zeros(axis.edges.size - 1, np.int64)
@@ -157,46 +209,83 @@ def activation_histogram(report: StepReport) -> Figure:
     return {"data": data, "layout": layout}
 
 
+def _log2_magnitudes(values: np.ndarray) -> np.ndarray:
+    magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
+    return np.log2(magnitudes.astype(np.float64))
+
+
 def magnitude_histogram(report: StepReport) -> Figure:
     """log2 |gradient| per binade, scaled (backward pass) and unscaled, over the dtype's ranges.
 
     Exact zeros and non-finite entries get bars of their own left and right of the axis; the
     shaded bands are the compute dtype's flush-to-zero, subnormal, normal and overflow ranges,
-    from ``jnp.finfo``.
+    from ``jnp.finfo``; the axis spans them and the data (``dtype_binade_span``), so each
+    dtype's range fills the chart. A block recipe's figure is ``block_magnitude_histogram``.
     """
-    dtype = recipe(report.config.compute_dtype).gradient_format  # float8: E5M2
+    chosen = recipe(report.config.compute_dtype)
+    if chosen.block is not None:
+        return block_magnitude_histogram(report)
+    dtype = chosen.gradient_format  # float8: E5M2
     series = {
         SCALED_LABEL: np.concatenate([p.scaled_grads.ravel() for p in report.params.values()]),
         UNSCALED_LABEL: np.concatenate([p.mixed_grads.ravel() for p in report.params.values()]),
     }
-    logs = {}
-    for name, values in series.items():
-        magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
-        logs[name] = np.log2(magnitudes.astype(np.float64))
+    logs = {name: _log2_magnitudes(values) for name, values in series.items()}
+    title = f"Gradient magnitudes against {dtype}'s ranges"
+    return _binade_figure(series, logs, dtype, PLAIN_BANDS, title, "log2 |gradient entry|")
+
+
+def block_magnitude_histogram(report: StepReport) -> Figure:
+    """For a block recipe: each gradient entry in its block's units (``core.recipes.block_places``:
+    |value| / (block scale x tensor scale), what the quantizer rounds), per binade, over the
+    element format's ranges: lost to 0 in its block, subnormal, normal, saturates. Bars: the
+    scaled gradients; outline: float32's gradient at S = 1, stored by the same recipe. The two
+    coincide but for the paths' own differences: each block's scale absorbs the loss scale."""
+    spec = recipe(report.config.compute_dtype).block
+    params = list(report.params.values())
+    series = {
+        BLOCK_SCALED_LABEL: np.concatenate([p.scaled_grads.ravel() for p in params]),
+        BLOCK_FLOAT32_LABEL: np.concatenate([p.float32_grads.ravel() for p in params]),
+    }
+    units = {BLOCK_SCALED_LABEL: "scaled", BLOCK_FLOAT32_LABEL: "float32"}
+    logs = {name: _log2_magnitudes(report.block_units[view]) for name, view in units.items()}
+    title = f"Gradient magnitudes against {spec.element_format}'s ranges, in {spec.name}'s blocks"
+    x_title = f"log2 |entry| / its block's scale (blocks of {spec.block})"
+    return _binade_figure(series, logs, spec.element_format, BLOCK_BANDS, title, x_title)
+
+
+def _binade_figure(series, logs, dtype: str, labels, title: str, x_title: str) -> Figure:
+    """Bars for the first series, an outline for the second, on ``dtype``'s binade axis."""
     present = np.concatenate(list(logs.values()))
-    axis = binade_axis(dtype, present.min(initial=np.inf), present.max(initial=-np.inf))
+    smallest, largest = present.min(initial=np.inf), present.max(initial=-np.inf)
+    axis = binade_axis(dtype, smallest, largest, dtype_binade_span(dtype), labels)
     edges, zero_x, nonfinite_x = axis.edges, axis.zero_x, axis.nonfinite_x
+    if labels == BLOCK_BANDS:
+        # A narrow element format's overflow edge sits inside a binade (E2M1's 7 at 2^2.81):
+        # that binade is split there, so no bar of kept values reaches into "saturates".
+        edges = np.union1d(edges, [top_edge(dtype, labels)])
+    centres, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
     data = []
     for index, (name, values) in enumerate(series.items()):
         counts, _ = np.histogram(logs[name], bins=edges)
         zeros, nonfinite = int(np.sum(values == 0)), int(np.sum(~np.isfinite(values)))
         trace = {
-            "x": [zero_x, *((edges[:-1] + 0.5).tolist()), nonfinite_x],
+            "x": [zero_x, *centres.tolist(), nonfinite_x],
             "y": [zeros, *counts.tolist(), nonfinite],
             "name": name,
             "hovertemplate": "%{y} entries at 2^%{x:.0f}<extra>" + name + "</extra>",
         }
         if index == 0:  # the scaled gradients as bars ...
-            trace.update(type="bar", width=1.0, marker={"color": MIXED_COLOR}, opacity=0.7)
-        else:  # ... and the unscaled ones as an outline, so both stay visible where they overlap
+            width = [1.0, *widths.tolist(), 1.0]
+            trace.update(type="bar", width=width, marker={"color": MIXED_COLOR}, opacity=0.7)
+        else:  # ... and the other view as an outline, so both stay visible where they overlap
             trace.update(
                 type="scatter",
                 mode="lines",
                 line={"shape": "hvh", "color": FLOAT32_COLOR, "width": 2},
             )
         data.append(trace)
-    layout = axis.layout(f"Gradient magnitudes against {dtype}'s ranges", "log2 |gradient entry|")
-    return {"data": data, "layout": layout}
+    return {"data": data, "layout": axis.layout(title, x_title)}
 
 
 def sweep_figure(sweep: SweepReport) -> Figure:

@@ -18,13 +18,20 @@ from typing import Any
 import numpy as np
 
 from playground.core.formats.dtypes import dtype_facts
+from playground.core.recipes.block_formats import (
+    E8M0_MAX_EXPONENT,
+    E8M0_MIN_EXPONENT,
+    BlockRecipe,
+    element_facts,
+)
 from playground.core.recipes.registry import recipe
 from playground.core.runs.sweep import SweepReport
 from playground.core.step.report import StepReport
 from playground.views.plotly import WARNING_TEXT_COLOR, true_runs
 
 
-def _scale(loss_scale: float) -> str:
+def magnitude_scale(loss_scale: float) -> str:
+    """A loss scale as the lab writes it: 2^10, or 1000 (2^9.97)."""
     exponent = math.log2(loss_scale)
     return f"2^{exponent:g}" if exponent.is_integer() else f"{loss_scale:g} (2^{exponent:.3g})"
 
@@ -38,8 +45,11 @@ def magnitude_note(report: StepReport) -> str:
     counts = report.magnitudes
     total = counts["entries"]["total"]
     unscaled, scaled = counts["before scaling"], counts["after scaling"]
-    dtype = recipe(report.config.compute_dtype).gradient_format
-    scale = _scale(report.config.loss_scale)
+    chosen = recipe(report.config.compute_dtype)
+    if chosen.block is not None:
+        return block_magnitude_note(report)
+    dtype = chosen.gradient_format
+    scale = magnitude_scale(report.config.loss_scale)
     if scaled["non-finite"]:
         return (
             f"At S = {scale}, {_share(scaled['non-finite'], total)} of the scaled gradient "
@@ -75,6 +85,62 @@ def magnitude_note(report: StepReport) -> str:
     return (
         f"Every entry lands in {dtype}'s normal range at S = {scale}: nothing is lost to zero "
         "or to overflow, so the scale changes where the bars sit, not what they keep."
+    )
+
+
+def block_range(spec: BlockRecipe) -> str:
+    """What a block of ``spec`` holds, from its formats' limits: the share of its largest entry
+    below which an entry is lost, and how far its scale reaches."""
+    element = element_facts(spec.element_format)
+    within = 2 * element.max / element.smallest_subnormal  # amax sits at about the max
+    if spec.power_of_two_scales:  # a power-of-two scale puts amax between max / 2 and max
+        share = f"1/{within:,.0f} to 1/{within / 2:,.0f}"
+    else:
+        share = f"about 1/{within:,.0f}"
+    sentence = (
+        f"a block keeps an entry unless it is below {share} of the block's largest "
+        f"({spec.element_format}'s max, {element.max:g}, over half its smallest subnormal, "
+        f"{element.smallest_subnormal:.3g})"
+    )
+    if spec.power_of_two_scales:
+        return sentence + (
+            f", and its {spec.scale_format} scale reaches 2^{E8M0_MIN_EXPONENT} to "
+            f"2^{E8M0_MAX_EXPONENT}, far beyond any gradient"
+        )
+    if spec.two_level:
+        # A block scale amax_block / tensor_scale / max is 448 amax_block / amax_tensor in E4M3:
+        # it rounds to zero below half E4M3's smallest subnormal.
+        scale = element_facts(spec.scale_format)
+        floor = scale.smallest_subnormal / 2 / scale.max
+        return sentence + (
+            f"; its {spec.scale_format} block scale, times a float32 tensor scale, holds blocks "
+            f"down to about 2^{math.log2(floor):.1f} of the tensor's largest entry (a block "
+            "below that is stored as zeros)"
+        )
+    return sentence + ", and its float32 scale reaches float32's whole range"
+
+
+def block_magnitude_note(report: StepReport) -> str:
+    """A block recipe's magnitude note: its block range, what it lost at S = 1 and at this S,
+    and loss scaling for what it is here."""
+    spec = recipe(report.config.compute_dtype).block
+    counts = report.magnitudes
+    total = counts["entries"]["total"]
+    unscaled, scaled = counts["before scaling"], counts["after scaling"]
+    scale = magnitude_scale(report.config.loss_scale)
+    sentence = (
+        f"In {spec.name}, {block_range(spec)}. Stored this way, float32's gradient loses "
+        f"{_share(unscaled['lost to zero'], total)} of its entries to zero and saturates "
+        f"{_share(unscaled['saturated'], total)}; the scaled gradient of this step at S = "
+        f"{scale}, {_share(scaled['lost to zero'], total)} and "
+        f"{_share(scaled['saturated'], total)}."
+    )
+    return sentence + (
+        " Loss scaling does not change this: multiplying the loss by S multiplies each block's "
+        "largest entry by S too and its scale follows, so the entries sit at the same place in "
+        "their blocks at any S (the columns differ only because the scaled gradient comes from "
+        f"{spec.name}'s own backward pass). The block scales do the job a loss scale does for "
+        "float16."
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from playground.core.runs.sweep import SAFE_FACTOR, SweepReport
-from playground.views.numbers import json_number
+from playground.views.numbers import factor_text, json_number
 
 
 def sweep_summary(sweep: SweepReport) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def sweep_reading(sweep: SweepReport) -> list[str]:
     best = float(np.nanmin(np.where(np.isfinite(sweep.rel_error), sweep.rel_error, np.nan)))
     sentences = [
         f"Scales from 2^{safe.min()} to 2^{safe.max()} give {dtype} gradients within "
-        f"{SAFE_FACTOR:g}x of the best relative error in the sweep ({best:.3g})."
+        f"{factor_text(SAFE_FACTOR)} the best relative error in the sweep ({best:.3g})."
         if safe.size
         else f"No scale in the sweep gives finite {dtype} gradients."
     ]

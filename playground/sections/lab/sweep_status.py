@@ -2,9 +2,10 @@
 
 Rule: a sweep is stale when some setting it ran with (its JSON ``config``) differs from the
 control's value now, read as the settings table reads it (a control whose value is invalid
-differs from every sweep). The banner names each differing setting with the value the sweep ran
-with and the value now, and offers the rerun; the page dims the sweep under it (the class
-``stale-banner``, as it does for the step's results). No sweep yet, or none differing: no banner.
+differs from every sweep). The banner names each differing setting by its control's label with
+the value the sweep ran with and the value now, and offers the rerun; the page dims the sweep
+under it (the class ``stale-banner``, as it does for the step's results). No sweep yet, or none
+differing: no banner.
 
 Example::
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from playground.core.settings.settings import ConfigError, check_setting, settings
+from playground.views.labels import labelled
 
 RERUN_LABEL = "Sweep again with the current settings"
 
@@ -48,8 +50,8 @@ def stale_banner(ran_with: dict[str, Any] | None, controls: dict[str, Any]) -> s
     differing = stale_fields(ran_with, controls)
     if not differing:
         return ""
-    then = ", ".join(f"{name} = {_shown(held)}" for name, (held, _) in differing.items())
-    now = ", ".join(f"{name} = {_shown(value)}" for name, (_, value) in differing.items())
+    then = labelled({name: held for name, (held, _) in differing.items()}, differing, _shown)
+    now = labelled({name: value for name, (_, value) in differing.items()}, differing, _shown)
     return (
         f"<div class='stale-banner' role='status'><strong>Not updated</strong>: this sweep ran "
         f"with {then}; the controls now say {now}. Press <em>{RERUN_LABEL}</em> to sweep "

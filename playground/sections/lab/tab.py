@@ -28,17 +28,35 @@ from playground.sections.lab.charts import (
     magnitude_histogram,
     sweep_figure,
 )
-from playground.sections.lab.notes import magnitude_note
+from playground.sections.lab.notes import magnitude_note, magnitude_scale
 from playground.sections.lab.summary import sweep_summary
 from playground.views import downloads
-from playground.views.numbers import bullets
+from playground.views.numbers import bullets, factor_text
 
 PRECISION_LAB = """
 Bars: the scaled gradients as the low-precision backward pass holds them. Outline: the same
-gradients after dividing by the loss scale (in float32). Shaded: the compute dtype's ranges.
-Anything left of the subnormal band is rounded to zero; anything right of the normal band
-becomes infinite. Switch the compute dtype to float16 to see how much narrower its range is.
+gradients after dividing by the loss scale (in float32); for a block recipe, float32's gradient
+at S = 1. Shaded: the ranges of the compute format (a block recipe's in its blocks' units).
 """
+# What the shaded bands mean for a plain format.
+PLAIN_BANDS_TEXT = (
+    "Left of the subnormal band an entry is rounded to zero; right of the normal band it "
+    "becomes infinite."
+)
+
+
+def compare_with(compute: str) -> str:
+    """For a plain recipe, the sentence that points to the other registered plain format of as
+    many bits (float16 <-> bfloat16), saying whether its range is wider or narrower; else ""."""
+    own = recipe(compute).plain_dtype
+    if own is None:
+        return ""
+    for name in COMPUTE_DTYPES:
+        other = recipe(name).plain_dtype
+        if name != compute and other and dtype_facts(other).bits == dtype_facts(own).bits:
+            wider = "wider" if dtype_facts(other).max > dtype_facts(own).max else "narrower"
+            return f"Switch the compute dtype to {name} to see how much {wider} its range is."
+    return ""
 
 
 def sweep_intro() -> str:
@@ -49,7 +67,7 @@ def sweep_intro() -> str:
 Runs the mixed step at every power-of-two loss scale from 2^0 up to {ranges} (just past
 each dtype's largest value, and never past what a float32 scale can hold), in one compiled call,
 and compares each with float32. Green marks the scales whose gradients are finite and within
-{SAFE_FACTOR:g}x of the best error the sweep finds.
+{factor_text(SAFE_FACTOR)} the best error the sweep finds.
 """
 
 
@@ -122,7 +140,10 @@ def magnitude_table(report: StepReport) -> str:
     """
     counts = report.magnitudes
     total = counts["entries"]["total"]
-    dtype = recipe(report.config.compute_dtype).gradient_format  # float8: E5M2
+    chosen = recipe(report.config.compute_dtype)
+    dtype = chosen.gradient_format  # float8: E5M2
+    if chosen.block is not None:
+        return _block_magnitude_table(report)
     shown_as = {
         "before scaling": f"without loss scaling (float32 gradient cast to {dtype})",
         "after scaling": SCALED_LABEL,
@@ -152,10 +173,53 @@ def magnitude_table(report: StepReport) -> str:
         if dtype != compute
         else ""
     )
+    compare = compare_with(compute)
     return (
         f"Gradient entries in {dtype} ({total:,} in all), "
-        f"by where they land{note}:\n\n" + header + "\n".join(rows) + "\n\n"
-        f"**What to notice:** {magnitude_note(report)}\n"
+        f"by where they land{note}:\n\n"
+        + header
+        + "\n".join(rows)
+        + f"\n\n**What to notice:** {magnitude_note(report)} {PLAIN_BANDS_TEXT} {compare}".rstrip()
+        + "\n"
+    )
+
+
+def _counts_table(counts: dict, shown_as: dict[str, str]) -> str:
+    """One column per view (named by ``shown_as``), one row per kind, each cell a share of
+    every entry and its count."""
+    total = counts["entries"]["total"]
+    views = [when for when in counts if when != "entries"]
+    header = (
+        "| | "
+        + " | ".join(shown_as[when] for when in views)
+        + " |\n"
+        + "|---" * (len(views) + 1)
+        + "|\n"
+    )
+    rows = [
+        f"| {kind} | "
+        + " | ".join(f"{counts[when][kind] / total:.1%} ({counts[when][kind]:,})" for when in views)
+        + " |"
+        for kind in counts[views[0]]
+    ]
+    return header + "\n".join(rows)
+
+
+def _block_magnitude_table(report: StepReport) -> str:
+    """A block recipe's counts (``core.recipes.block_places``): where its block scales place
+    the gradient entries, at S = 1 (float32's gradient) and at this S (the scaled gradient)."""
+    spec = recipe(report.config.compute_dtype).block
+    name, scale = spec.name, magnitude_scale(report.config.loss_scale)
+    counts = report.magnitudes
+    shown_as = {
+        "before scaling": f"S = 1: float32's gradient stored in {name}'s blocks",
+        "after scaling": f"S = {scale}: the scaled gradient stored in {name}'s blocks",
+    }
+    return (
+        f"Gradient entries as {name} stores them ({counts['entries']['total']:,} in all), by "
+        "where they land in their blocks:\n\n"
+        + _counts_table(counts, shown_as)
+        + f"\n\n**What to notice:** {magnitude_note(report)}\n"
     )
 
 

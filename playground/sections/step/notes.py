@@ -18,6 +18,7 @@ from playground.core.step.report import ParamReport, StepReport
 from playground.sections.step.blocks import BLOCK_TAB, block_note
 from playground.sections.step.causes import causes, forward_failure
 from playground.sections.step.charts import shown_params
+from playground.views.numbers import factor_text
 
 # A loss that grew past this factor of its start is written as the factor (4 significant
 # digits): as a percentage with two decimals it would state more digits than float32 holds.
@@ -60,7 +61,7 @@ def _change(before: float, after: float) -> str:
     if before == 0 or not math.isfinite(before) or not math.isfinite(after):
         return f"{_value(before)} to {_value(after)}"
     if abs(after / before) >= FACTOR_FROM:
-        return f"{_value(before)} to {_value(after)} ({after / before:.4g} x)"
+        return f"{_value(before)} to {_value(after)} ({factor_text(after / before)})"
     return f"{_value(before)} to {_value(after)} ({(after - before) / abs(before):+.2%})"
 
 

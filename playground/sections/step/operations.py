@@ -82,15 +82,19 @@ def title_sentence(report: StepReport) -> str:
 
 
 def first_nonfinite_sentence(report: StepReport) -> str:
-    """Where inf or NaN first appeared, forward and backward, in words."""
+    """Where inf or NaN first appeared, forward and backward, in words: "On the way forward,
+    inf or NaN first appeared in <operation>; on the way backward, in the gradient passed back
+    from <operation>." (the backward part alone names what appeared)."""
     first = report.first_nonfinite
     if first == {"forward": None, "backward": None}:
         return "Every operation's result and gradient was finite."
+    what = "inf or NaN first appeared in"
     parts = []
     if first["forward"] is not None:
-        parts.append(f"forward, inf or NaN first appeared in {first['forward']}")
+        parts.append(f"forward, {what} {first['forward']}")
     if first["backward"] is not None:
-        parts.append(f"backward, in what {first['backward']} passed back")
+        named = "in" if parts else what
+        parts.append(f"backward, {named} the gradient passed back from {first['backward']}")
     return "On the way " + "; on the way ".join(parts) + "."
 
 

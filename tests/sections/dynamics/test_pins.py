@@ -182,3 +182,39 @@ def test_a_long_pinned_run_is_drawn_with_fewer_points_from_its_first_to_its_last
     assert pinned_mixed["x"][0] == 0 and pinned_mixed["x"][-1] == steps
     for x, y in zip(pinned_mixed["x"], pinned_mixed["y"], strict=True):
         assert y == pytest.approx(3 * falling[x])
+
+
+def test_a_pinned_runs_flushed_share_is_drawn_on_the_meter_beside_this_runs(runs):
+    one, big = curves_of(runs["S=1"]), curves_of(runs["S=2^10"])
+    # The float16 runs at S = 1 and S = 2^10 round away the same updates but flush different ones.
+    assert one.mixed_flushed_share.max() > 0.5 > big.mixed_flushed_share.max()
+    meter = _figure(lost_update_figure(big, [one]))
+    pinned_meter = {t["name"]: t["y"] for t in meter["data"] if t.get("legendgroup") == "pin0"}
+    assert "same curves as this run" not in pinned_meter
+    flushed = pinned_meter["float32 masters: gradient flushed to 0"]
+    assert flushed == pytest.approx((100 * one.mixed_flushed_share).tolist())
+    assert meter["layout"]["yaxis"]["range"][1] >= 100 * one.mixed_flushed_share.max()
+    # The other way round: the pinned S = 2^10 run flushed nothing, so its line lies at 0.
+    back = _figure(lost_update_figure(one, [big]))
+    names_back = [t["name"] for t in back["data"] if t.get("legendgroup") == "pin0"]
+    assert "same curves as this run" not in names_back
+
+
+def test_pins_are_named_only_by_the_settings_in_which_they_differ_from_this_run(runs):
+    one, big = curves_of(runs["S=1"]), curves_of(runs["S=2^10"])
+    kahan = curves_of(runs["kahan"])
+    # Two pins: the S = 1 run differs from this one (S = 2^10) in its loss scale alone, though
+    # the kahan pin differs in its data, dtype and rounding too.
+    current_name, pin_names = names(big, [one, kahan])
+    assert pin_names[0] == "loss_scale=1"
+    assert pin_names[1].startswith("input_scale=") and "loss_scale" not in pin_names[1]
+    assert current_name.startswith("loss_scale=1024, input_scale=")
+    note = pins_note(big, [one, kahan])
+    assert note.splitlines()[1].startswith("- pin 1: loss_scale=1 (its float32")
+
+
+def test_the_meters_dotted_lines_are_told_apart_by_their_dash(runs):
+    one = curves_of(runs["S=1"])
+    meter = _figure(lost_update_figure(one))
+    dashes = {t["name"]: t["line"]["dash"] for t in meter["data"] if "flushed to 0" in t["name"]}
+    assert len(dashes) == 2 and len(set(dashes.values())) == 2, dashes

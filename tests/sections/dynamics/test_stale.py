@@ -18,11 +18,19 @@ def test_the_banner_names_the_settings_computed_with_and_the_controls_now():
     assert stale_fields(COMPUTED, now) == ["loss_scale", "compute_dtype"]
     banner = stale_banner(COMPUTED, now)
     assert "class='stale-banner'" in banner
-    assert "computed with loss_scale=1, compute_dtype=bfloat16" in banner
-    assert "the controls now say loss_scale=1024, compute_dtype=float16" in banner
+    # Each setting by its control's label, never by its API name nor in code quotes.
+    assert "computed with loss scale = 1, compute dtype = bfloat16" in banner
+    assert "the controls now say loss scale = 1024, compute dtype = float16" in banner
+    assert "`" not in banner and "loss_scale" not in banner
     assert TRAIN_WORDS in banner and TRAIN_WORDS.startswith("Train")
 
 
 def test_a_new_upload_is_a_difference_too():
     banner = stale_banner(COMPUTED, COMPUTED | {"data": "mine.csv"})
-    assert "computed with data=synthetic" in banner and "now say data=mine.csv" in banner
+    assert "computed with data = synthetic" in banner and "now say data = mine.csv" in banner
+
+
+def test_the_scaling_mode_is_named_by_its_controls_label():
+    banner = stale_banner(COMPUTED | {"mode": "static"}, COMPUTED | {"mode": "dynamic"})
+    assert "loss scaling = static" in banner and "loss scaling = dynamic" in banner
+    assert "mode=" not in banner

@@ -31,3 +31,20 @@ def test_s1_reading_says_where_the_updates_went():
     # Every update flushed, so the loss never moved: a stopped run's share, in whole percents.
     assert "100% of the mixed run's parameter updates per step" in reading
     assert "underflowed to zero in float16" in reading
+
+
+def test_the_flushed_share_says_it_is_the_whole_runs_and_gives_the_second_halfs_beside_it():
+    import dataclasses
+
+    dynamics = run_dynamics(TINY_FLOAT16.replace(loss_scale=2.0**20), 8, "static")
+    # The training lessons quote the second half's share (74% at S = 1), this bullet the whole
+    # run's (40%): a share that grows over the run gets both, each named.
+    growing = np.repeat([0.0, 0.5], 4)
+    reading = dynamics_summary(dataclasses.replace(dynamics, mixed_flushed_share=growing))[
+        "reading"
+    ]
+    sentence = next(s for s in reading if "underflowed to zero" in s)
+    whole, late = f"{growing.mean():.1%}", f"{growing[4:].mean():.1%}"
+    assert f"averaged over all 8 steps, {whole} ({late} over the second half) of the mixed" in (
+        sentence
+    )

@@ -140,3 +140,16 @@ def test_e8m0_has_no_sign_and_no_mantissa_bits_in_the_table():
     assert rows["sign bit"]["float8_e8m0fnu"] == rows["mantissa bits"]["float8_e8m0fnu"] == "none"
     raw = int(np.asarray(4.0, np.float32).astype(ml_dtypes.float8_e8m0fnu).view(np.uint8))
     assert rows["exponent bits"]["float8_e8m0fnu"] == f"`{raw:08b}`"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "nvfp4"])
+def test_the_magnitude_texts_never_ask_to_switch_to_the_dtype_already_selected(dtype):
+    from playground import StepConfig, run_report
+    from playground.sections.lab.tab import PRECISION_LAB, magnitude_table
+
+    report = run_report(StepConfig(n=32, d_in=8, d_out=4, compute_dtype=dtype))
+    shown = PRECISION_LAB + magnitude_table(report)
+    assert f"Switch the compute dtype to {dtype}" not in shown
+    # A block recipe saturates rather than overflowing: no plain-format words for its bands.
+    if dtype == "nvfp4":
+        assert "becomes infinite" not in shown

@@ -22,8 +22,9 @@ def test_a_changed_control_names_the_value_the_sweep_ran_with_and_the_value_now(
     banner = stale_banner(RAN_WITH, _controls(compute_dtype="bfloat16", lr=0.01))
     assert "class='stale-banner'" in banner and RERUN_LABEL in banner
     then, now = banner.split("ran with ")[1].split("; the controls now say ")
-    assert "compute_dtype = float16" in then and "lr = 0.1" in then
-    assert "compute_dtype = bfloat16" in now and "lr = 0.01" in now
+    assert "compute dtype = float16" in then and "learning rate = 0.1" in then
+    assert "compute dtype = bfloat16" in now and "learning rate = 0.01" in now
+    assert "compute_dtype" not in banner and "`" not in banner
 
 
 def test_values_the_table_reads_alike_are_not_a_change_and_invalid_ones_are():

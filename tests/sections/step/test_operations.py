@@ -52,3 +52,18 @@ def test_autocast_uses_and_shows_the_float32_loss():
     assert summary["operations"]["rows"][-1]["operation"] == "softmax cross-entropy"
     assert "this step used the float32 one" in operations_markdown(report)
     assert "Every operation's result and gradient was finite." in operations_markdown(report)
+
+
+def test_the_first_non_finite_sentence_reads_as_a_sentence_backward_alone():
+    from playground import StepConfig, run_report
+    from playground.sections.step.operations import first_nonfinite_sentence
+
+    report = run_report(
+        StepConfig(n=32, d_in=8, d_out=4, compute_dtype="float16", loss_scale=2.0**16)
+    )
+    first = report.first_nonfinite
+    assert first["forward"] is None and first["backward"] is not None
+    assert first_nonfinite_sentence(report) == (
+        "On the way backward, inf or NaN first appeared in the gradient passed back from "
+        f"{first['backward']}."
+    )

@@ -76,10 +76,10 @@ def test_the_stale_banner_follows_the_controls():
     assert controls_settings(values | {"n": 32.0}) == shown.settings
     changed = stale_status(values | {"compute_dtype": "float16"}, shown)
     assert changed["visible"] is True
-    assert "computed with compute_dtype=bfloat16" in changed["value"]
-    assert "now say compute_dtype=float16" in changed["value"]
+    assert "computed with compute dtype = bfloat16" in changed["value"]
+    assert "now say compute dtype = float16" in changed["value"]
     refused = stale_status(values | {"lr": "abc"}, shown)["value"]
-    assert "now say lr=abc" in refused  # a value the field refuses is named as typed
+    assert "now say learning rate = abc" in refused  # a value the field refuses is named as typed
     assert stale_status(values, None)["visible"] is False  # nothing trained yet
 
 
@@ -88,5 +88,5 @@ def test_a_control_changed_during_the_run_leaves_the_run_shown_and_marked_stale(
     moved = values | {"lr": 0.2}  # what the controls say when the run ends
     _, shown, _, status, *_ = after_run(moved, summary, ())
     assert shown is not None and shown.settings["lr"] == "0.05"
-    assert status["visible"] is True and "computed with lr=0.05" in status["value"]
-    assert "now say lr=0.2" in status["value"]
+    assert status["visible"] is True and "computed with learning rate = 0.05" in status["value"]
+    assert "now say learning rate = 0.2" in status["value"]
