@@ -6,9 +6,10 @@ in tests/artifacts/compare_section.png."""
 
 from __future__ import annotations
 
-from test_browser import ARTIFACTS, TIMEOUT_MS, _open
+from test_browser import ARTIFACTS, TIMEOUT_MS
 from test_tensors_browser import TAB_ROWS
 
+from helpers import open_page
 from playground.core.recipes.registry import RECIPES
 from playground.sections.compare.summary import ROW_HEADER
 from playground.sections.compare.tab import LABEL
@@ -22,7 +23,7 @@ TRACES = """() => {
 
 def test_the_button_fills_the_table_sentences_and_figure(browser, app_url):
     query = "&".join(f"{name}={value}" for name, value in SMALL.items())
-    page = _open(browser, f"{app_url}?{query}", 1400, 1000)
+    page = open_page(browser, f"{app_url}?{query}", 1400, 1000)
     try:
         assert page.evaluate(TAB_ROWS) == 1, "the tab bar wraps at 1400 px"
         page.locator("#compare").get_by_text(LABEL).first.click()
