@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
+import optax
 from flax import nnx
 
 from playground.core.data.synthetic import make_batch
@@ -32,9 +32,10 @@ from playground.core.lessons.claim import Claim, StepLesson, checked
 from playground.core.model.models import ModelChoice, build_model
 from playground.core.settings.settings import StepConfig
 from playground.core.step.compiled import program, run_compiled
+from playground.core.step.loss_scale import StaticLossScale
 from playground.core.step.policy import Policy, policy_for
 from playground.core.step.report import StepReport, run_report
-from playground.core.step.step import low_precision_loss
+from playground.core.step.step import step_trace
 
 LAYERNORM = dict(
     compute_dtype="float16", model="mlp", hidden_layers=1, norm="layernorm", input_scale=256.0
@@ -109,18 +110,18 @@ def classification_rounding(report: StepReport) -> Claim:
 
 @program(static_argnames=("steps", "precision", "model"))
 def _step_losses(model_seed, x, y, lr, loss_scale, *, steps: int, precision: Policy, model):
-    """The loss each of ``steps`` SGD steps computes (in the policy's loss dtype, as float32)."""
+    """The loss each of ``steps`` SGD steps computes before its update: the one mixed-precision
+    rule (``core.step.step.step_trace``) at a fixed loss scale, in a ``lax.scan``."""
     network = build_model(model, x.shape[-1], y.shape[-1], nnx.Rngs(jax.random.key(model_seed)))
     graphdef, params = nnx.split(network, nnx.Param)
+    sgd = optax.sgd(lr)
 
     def one_step(params, _):
-        def scaled(params):
-            loss = low_precision_loss(nnx.merge(graphdef, params), x, y, precision)
-            return precision.cast_to_output(loss) * loss_scale, loss
-
-        grads, loss = jax.grad(scaled, has_aux=True)(params)
-        params = jax.tree.map(lambda p, g: p - lr * (g / loss_scale), params, grads)
-        return params, loss.astype(jnp.float32)
+        stepped = nnx.merge(graphdef, params)
+        trace = step_trace(
+            stepped, sgd, x, y, StaticLossScale(loss_scale), precision, new_loss=False
+        )
+        return nnx.state(stepped, nnx.Param), trace.initial_loss[0]
 
     return jax.lax.scan(one_step, params, None, length=steps)[1]
 
