@@ -49,10 +49,14 @@ MODEL = ["linear", 2, 64, "relu", "sgd", None]  # the defaults, and no uploaded 
 FLOAT8 = ["current", 16]  # the defaults
 OPERATIONS = ["exercise", "regression", "none"]  # the defaults
 BLOCKS = [0.0, 65536.0, "on"]  # the defaults: no outliers
+STATE = ["float32", "float32", 0]  # the defaults: moments, accumulation, never promoted
 BASE = {
-    "step": [*TINY, *MODEL, *FLOAT8, *OPERATIONS, *BLOCKS],
-    "sweep": [*TINY, *MODEL, *FLOAT8, False, *OPERATIONS, *BLOCKS],
-    "dynamics": [*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest", False, *OPERATIONS, *BLOCKS],
+    "step": [*TINY, *MODEL, *FLOAT8, *OPERATIONS, *BLOCKS, *STATE],
+    "sweep": [*TINY, *MODEL, *FLOAT8, False, *OPERATIONS, *BLOCKS, *STATE],
+    "dynamics": [
+        *(*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest", False),
+        *(*OPERATIONS, *BLOCKS, *STATE),
+    ],
     "inspect": [1.5],
 }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import concurrent.futures
 import inspect
 import pathlib
 
@@ -146,7 +147,10 @@ def test_an_ended_event_is_put_on_its_sessions_stream_and_forgotten():
     async def refuse() -> tuple[str, bool]:
         return await gradio_queue.end_on_stream(queue, "s", "no", "Refused")
 
-    event_id, opened = asyncio.run(refuse())
+    # In a thread of its own: a worker that also holds Playwright's sync loop refuses
+    # asyncio.run on its own thread.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        event_id, opened = pool.submit(asyncio.run, refuse()).result()
     assert opened and gradio_queue.recorded_sessions(queue) == 1
     message = queue.pending_messages_per_session["s"].get_nowait()
     assert isinstance(message, ProcessCompletedMessage)

@@ -18,7 +18,7 @@ def test_a_factor_is_written_one_way_in_every_text_that_gives_one():
     import re
 
     from playground.core.runs.sweep import SAFE_FACTOR
-    from playground.sections.lab.tab import SWEEP_INTRO
+    from playground.sections.lab.tab import sweep_intro
     from playground.views.numbers import factor_text
 
     assert [factor_text(v) for v in (2.0, 0.74481, 32067.2, 1.565e11)] == [
@@ -28,5 +28,5 @@ def test_a_factor_is_written_one_way_in_every_text_that_gives_one():
         "1.565e+11 x",
     ]
     # The sweep's window is a factor like any other: "2 x", never "2x" (nor "32,067 x").
-    assert f"within {SAFE_FACTOR:g} x the best error" in " ".join(SWEEP_INTRO.split())
-    assert not re.search(r"\dx\b|\d,\d{3} x", SWEEP_INTRO)
+    assert f"within {SAFE_FACTOR:g} x the best error" in " ".join(sweep_intro().split())
+    assert not re.search(r"\dx\b|\d,\d{3} x", sweep_intro())

@@ -39,10 +39,7 @@ gradients after dividing by the loss scale (in float32); for a block recipe, flo
 at S = 1. Shaded: the ranges of the compute format (a block recipe's in its blocks' units).
 """
 # What the shaded bands mean for a plain format.
-PLAIN_BANDS_TEXT = (
-    "Left of the subnormal band an entry is rounded to zero; right of the normal band it "
-    "becomes infinite."
-)
+PLAIN_BANDS_TEXT = "Left of the subnormal band: rounded to zero; right of the normal band: infinite."
 
 
 def compare_with(compute: str) -> str:
@@ -55,7 +52,7 @@ def compare_with(compute: str) -> str:
         other = recipe(name).plain_dtype
         if name != compute and other and dtype_facts(other).bits == dtype_facts(own).bits:
             wider = "wider" if dtype_facts(other).max > dtype_facts(own).max else "narrower"
-            return f"Switch the compute dtype to {name} to see how much {wider} its range is."
+            return f"Try {name}: its range is much {wider}."
     return ""
 
 
