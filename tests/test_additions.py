@@ -9,7 +9,8 @@ backticks, ``playground/`` left out):
   which choose what they teach; for recipes also the module declaring the settings recipes take.
   A recipe's names that are also format names (``bfloat16``, ``float16``) are left out: formats
   are named throughout. The bullet's test module names every entry of the kind.
-- lesson: the core modules that construct a lesson (``StepLesson(...)``, ``DynamicsLesson(...)``).
+- lesson: the core modules that construct a lesson (``StepLesson(...)``, ``DynamicsLesson(...)``),
+  and the route that gives each its chapter.
 - tab: the module that constructs a ``Section``; each section's layout lives under ``ui/tabs/``
   and its figures under ``sections/``.
 """
@@ -147,9 +148,11 @@ def test_an_entry_touches_the_files_its_bullet_names(kind):
         assert names <= constants, f"{test_module} has no reference for {names - constants}"
 
 
-def test_a_lesson_touches_the_modules_that_construct_lessons():
+def test_a_lesson_touches_the_modules_that_construct_lessons_and_the_route():
+    """A lesson is built where lessons are, and has its chapter in the route, which teaches
+    every lesson once (``tests/core/test_route.py``)."""
     constructing = constructing_modules({"StepLesson", "DynamicsLesson"}, "core/")
-    assert package_files("lesson") == constructing
+    assert package_files("lesson") == constructing | {"core/lessons/route.py"}
 
 
 def test_a_tab_touches_the_sections_registry_its_layout_and_its_section_package():
