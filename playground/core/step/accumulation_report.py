@@ -59,9 +59,13 @@ class AccumulationReport:
 
 
 # Both compiled once per (shapes, dtype, accumulation), kept in the page's table of programs.
-@program(static_argnames=("accumulation",))
-def _accumulator_output(lhs, rhs, *, accumulation: Accumulation) -> jax.Array:
-    return matmul(lhs, rhs, accumulation)
+@program(static_argnames=("dtype", "accumulations"))
+def _accumulator_outputs(x, kernel, *, dtype: str, accumulations: tuple[Accumulation, ...]):
+    """The operands cast to ``dtype`` (returned widened to float32, exactly) and their product
+    under each accumulation: one compiled call, no eager casts."""
+    lhs, rhs = x.astype(dtype), kernel.astype(dtype)
+    outputs = tuple(matmul(lhs, rhs, accumulation) for accumulation in accumulations)
+    return lhs.astype(jnp.float32), rhs.astype(jnp.float32), outputs
 
 
 @program(static_argnames=("accumulation",))
@@ -100,13 +104,12 @@ def accumulation_report(
 ) -> AccumulationReport:
     """The rule's figures for ``config`` (a StepConfig), its batch's x and its first kernel."""
     accumulation = Accumulation(config.accumulation, config.promotion_interval).normalized()
-    lhs = jnp.asarray(x[:OUTPUT_ROWS]).astype(matmul_dtype)
-    rhs = jnp.asarray(kernel).astype(matmul_dtype)
+    rules = tuple(dict.fromkeys((accumulation, Accumulation())))
+    lhs, rhs, outputs = _accumulator_outputs(
+        x[:OUTPUT_ROWS], kernel, dtype=matmul_dtype, accumulations=rules
+    )
     exact = _exact(lhs, rhs)
-    errors = [
-        rel_error(np.asarray(_accumulator_output(lhs, rhs, accumulation=rule)), exact)
-        for rule in dict.fromkeys((accumulation, Accumulation()))
-    ]
+    errors = [rel_error(np.asarray(output), exact) for output in outputs]
     growth = {}
     if accumulation.emulated:
         interval, plain, promoted = _growth(accumulation, matmul_dtype, config.data_seed)
