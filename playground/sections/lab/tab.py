@@ -39,7 +39,9 @@ gradients after dividing by the loss scale (in float32); for a block recipe, flo
 at S = 1. Shaded: the ranges of the compute format (a block recipe's in its blocks' units).
 """
 # What the shaded bands mean for a plain format.
-PLAIN_BANDS_TEXT = "Left of the subnormal band: rounded to zero; right of the normal band: infinite."
+PLAIN_BANDS_TEXT = (
+    "Left of the subnormal band: rounded to zero; right of the normal band: infinite."
+)
 
 
 def compare_with(compute: str) -> str:
