@@ -147,23 +147,6 @@ def magnitude_table(report: StepReport) -> str:
         "before scaling": f"without loss scaling (float32 gradient cast to {dtype})",
         "after scaling": SCALED_LABEL,
     }
-    # One column per view and one row per kind: the long view names wrap in the header, so the
-    # numbers stay readable beside the headline.
-    views = [when for when in counts if when != "entries"]
-    kinds = list(counts["before scaling"])
-    header = (
-        "| | "
-        + " | ".join(shown_as.get(when, when) for when in views)
-        + " |\n"
-        + "|---" * (len(views) + 1)
-        + "|\n"
-    )
-    rows = [
-        f"| {kind} | "
-        + " | ".join(f"{counts[when][kind] / total:.1%} ({counts[when][kind]:,})" for when in views)
-        + " |"
-        for kind in kinds
-    ]
     compute = report.config.compute_dtype
     note = (
         f" ({compute}: {dtype} is the format of the gradient arriving at each matmul's output; "
@@ -176,8 +159,7 @@ def magnitude_table(report: StepReport) -> str:
     return (
         f"Gradient entries in {dtype} ({total:,} in all), "
         f"by where they land{note}:\n\n"
-        + header
-        + "\n".join(rows)
+        + _counts_table(counts, shown_as)
         + f"\n\n**What to notice:** {magnitude_note(report)} {PLAIN_BANDS_TEXT} {compare}".rstrip()
         + "\n"
     )
@@ -185,7 +167,8 @@ def magnitude_table(report: StepReport) -> str:
 
 def _counts_table(counts: dict, shown_as: dict[str, str]) -> str:
     """One column per view (named by ``shown_as``), one row per kind, each cell a share of
-    every entry and its count."""
+    every entry and its count; the long view names wrap in the header, so the numbers stay
+    readable beside the headline."""
     total = counts["entries"]["total"]
     views = [when for when in counts if when != "entries"]
     header = (
