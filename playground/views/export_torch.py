@@ -7,9 +7,10 @@ the batch, embedded) and the docstring's run command. The template is a runnable
 holding the export of ``TEMPLATE_CONFIG`` (a small shape, so it stays short); it imports
 torch, which the playground itself never needs, and is read as text, never imported.
 
-The starting parameters are ``models.initial_state``'s (JAX's draws from the model seed), each
-layer's kernel written transposed as ``nn.Linear``'s weight; the layers are numbered as
-``nn.Sequential`` numbers them (Linear, activation, Linear, ...: layer i is module 2i). The
+The starting parameters are ``models.initial_state``'s (JAX's draws from the model seed), under
+the page's own paths (the template's modules carry the page's names: ``layers.0``, ``norms.1``,
+``attention.query``, ...), each kernel written transposed as ``nn.Linear``'s weight and each
+layer norm's scale as ``nn.LayerNorm``'s weight. The
 batch is ``make_batch(config)``'s, or the upload. Everything embedded is counted before
 anything is computed (``export_text.check_embedded``: the refusal names ``data``, ``n``, or the
 field that sets the parameter count).
@@ -81,16 +82,16 @@ def render(
 
 
 def torch_names(start: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The starting parameters under ``nn.Sequential``'s names, kernels as weights (see the
-    rule): {path: array} in ``param_arrays`` order (each layer's kernel, then its bias)."""
-    layers: dict[str, int] = {}
+    """The starting parameters under the template's names, kernels as weights (see the rule):
+    {path: array} in ``param_arrays`` order. A path keeps its modules; its leaf ``kernel``
+    becomes ``weight``, transposed ((in, out) -> nn.Linear's (out, in)), a layer norm's
+    ``scale`` becomes ``weight``, and ``bias`` stays."""
     named = {}
     for path, array in start.items():
-        layer, _, leaf = path.rpartition(".")
-        index = layers.setdefault(layer, len(layers))
-        # A kernel is (in, out); nn.Linear's weight is (out, in).
-        value = np.asarray(array).T if np.ndim(array) == 2 else np.asarray(array)
-        named[f"{2 * index}.{'weight' if np.ndim(array) == 2 else leaf}"] = value
+        module, _, leaf = path.rpartition(".")
+        value = np.asarray(array).T if leaf == "kernel" else np.asarray(array)
+        name = "weight" if leaf in ("kernel", "scale") else leaf
+        named[f"{module}.{name}" if module else name] = value
     return named
 
 

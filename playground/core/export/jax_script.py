@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from flax.nnx.nn.attention import dot_product_attention_weights
 
 # --- settings: the playground writes the page's values here when it exports ---
 MODEL_SEED = 0  # model seed
@@ -45,6 +46,9 @@ STEPS = 200  # training steps
 MODE = "static"  # loss scaling
 PERIOD = 100  # growth period
 PURE_ROUNDING = "nearest"  # pure-run rounding
+NORM = "none"  # normalisation
+SEQ_LEN = 8  # sequence length
+HEADS = 2  # attention heads
 
 NOISE_STD = 0.1  # of the noise added to the teacher's targets
 DATA = None  # an uploaded batch (float32, little-endian, base64), or None
@@ -79,27 +83,116 @@ def make_batch():
     return np.float32(INPUT_SCALE) * z, np.float32(TARGET_SCALE) * (z @ teacher + noise)
 
 
+def layer_norm(norm, x):
+    """nnx.LayerNorm `norm` applied in x's dtype: in float32 its own call; in a low
+    dtype flax's rule written out in that dtype (flax would widen its statistics):
+    (x - mean) * (rsqrt(max(0, E[x^2] - mean^2) + epsilon) * scale) + bias."""
+    if x.dtype == jnp.float32:
+        return norm(x)
+    scale, bias = norm.scale[...].astype(x.dtype), norm.bias[...].astype(x.dtype)
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    mean_square = jnp.mean(x * x, axis=-1, keepdims=True)
+    variance = jnp.maximum(0, mean_square - mean * mean)
+    return (x - mean) * (jax.lax.rsqrt(variance + norm.epsilon) * scale) + bias
+
+
+def make_norms(widths, rngs):
+    """NORM's layer norms, one per width (float32 scale and bias), or None."""
+    if NORM != "layernorm":
+        return None
+    norms = [nnx.LayerNorm(w, param_dtype=jnp.float32, rngs=rngs) for w in widths]
+    return nnx.List(norms)
+
+
 class MultiLayer(nnx.Module):
-    """nnx.Linear layers D_IN -> HIDDEN_WIDTH ... -> D_OUT; ACTIVATION between them."""
+    """nnx.Linear layers D_IN -> HIDDEN_WIDTH ... -> D_OUT; ACTIVATION between them,
+    each hidden layer's output normalised first when NORM is layernorm."""
 
     def __init__(self, rngs):
         widths = [D_IN, *[HIDDEN_WIDTH] * HIDDEN_LAYERS, D_OUT]
         pairs = zip(widths[:-1], widths[1:], strict=True)
         self.layers = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in pairs])
+        self.norms = make_norms(widths[1:-1], rngs)  # after the layers: their draws stay
 
     def __call__(self, x):
-        for layer in self.layers[:-1]:
-            x = ACTIVATIONS[ACTIVATION](layer(x))
+        for index, layer in enumerate(self.layers[:-1]):
+            x = layer(x)
+            if self.norms is not None:
+                x = layer_norm(self.norms[index], x)
+            x = ACTIVATIONS[ACTIVATION](x)
         return self.layers[-1](x)
 
 
+class Attention(nnx.Module):
+    """Causal multi-head self-attention within sequences of SEQ_LEN consecutive rows."""
+
+    def __init__(self, width, rngs):
+        self.query = nnx.Linear(width, width, rngs=rngs)
+        self.key = nnx.Linear(width, width, rngs=rngs)
+        self.value = nnx.Linear(width, width, rngs=rngs)
+        self.out = nnx.Linear(width, width, rngs=rngs)
+
+    def __call__(self, a):
+        rows, width = a.shape
+        # A last short sequence is padded with zero rows; with the causal mask no real
+        # token sees them, and they are dropped again before the output layer.
+        pad = -rows % SEQ_LEN
+
+        def split(t):  # (rows, width) -> (sequences, SEQ_LEN, HEADS, width / HEADS)
+            t = jnp.pad(t, ((0, pad), (0, 0)))
+            return t.reshape(-1, SEQ_LEN, HEADS, width // HEADS)
+
+        q, k, v = split(self.query(a)), split(self.key(a)), split(self.value(a))
+        # softmax(q / sqrt(d_head) k^T) per head, each query seeing tokens s <= t.
+        mask = nnx.make_causal_mask(jnp.ones(q.shape[:2]))
+        weights = dot_product_attention_weights(q, k, mask=mask)
+        o = jnp.einsum("...hqk,...khd->...qhd", weights, v)
+        return self.out(o.reshape(-1, width)[:rows])
+
+
+class SwiGLU(nnx.Module):
+    """The gated MLP: down(silu(gate(b)) * up(b)), gated width 2 x HIDDEN_WIDTH."""
+
+    def __init__(self, width, rngs):
+        self.gate = nnx.Linear(width, 2 * width, rngs=rngs)
+        self.up = nnx.Linear(width, 2 * width, rngs=rngs)
+        self.down = nnx.Linear(2 * width, width, rngs=rngs)
+
+    def __call__(self, b):
+        return self.down(jax.nn.silu(self.gate(b)) * self.up(b))
+
+
+class Transformer(nnx.Module):
+    """One pre-norm block on tokens of D_IN features: embed, attention and SwiGLU, each
+    added to the residual stream after NORM, then a linear read-out to D_OUT."""
+
+    def __init__(self, rngs):
+        self.embed = nnx.Linear(D_IN, HIDDEN_WIDTH, rngs=rngs)
+        self.attention = Attention(HIDDEN_WIDTH, rngs)
+        self.mlp = SwiGLU(HIDDEN_WIDTH, rngs)
+        self.readout = nnx.Linear(HIDDEN_WIDTH, D_OUT, rngs=rngs)
+        self.norms = make_norms([HIDDEN_WIDTH] * 2, rngs)  # after the layers, as above
+
+    def normalised(self, index, h):
+        return h if self.norms is None else layer_norm(self.norms[index], h)
+
+    def __call__(self, x):
+        h = self.embed(x)
+        h = h + self.attention(self.normalised(0, h))
+        h = h + self.mlp(self.normalised(1, h))
+        return self.readout(h)
+
+
 def build_model(rngs):
-    """The page's model: the exercise's nnx.Linear, or the multi-layer perceptron."""
+    """The page's model: the exercise's nnx.Linear, the multi-layer perceptron or the
+    transformer block."""
     if MODEL == "linear":
         return nnx.Linear(D_IN, D_OUT, rngs=rngs)
     if MODEL == "mlp":
         return MultiLayer(rngs)
-    raise ValueError(f"this script builds MODEL linear or mlp; got {MODEL!r}")
+    if MODEL == "transformer":
+        return Transformer(rngs)
+    raise ValueError(f"this script builds MODEL linear, mlp or transformer; got {MODEL!r}")
 
 
 def initial_params(seed):
@@ -288,7 +381,7 @@ def main():
     print(f"after {STEPS} steps: {final}, skipped: {skipped}")
     names = "model_seed data_seed n d_in d_out lr loss_scale input_scale target_scale"
     names += " compute_dtype model hidden_layers hidden_width activation optimizer"
-    names += " steps mode period pure_rounding"
+    names += " steps mode period pure_rounding norm seq_len heads"
     config = {name: globals()[name.upper()] for name in names.split()}
     step_losses = {"mixed_new": mixed_new, "float32_new": float32_new}
     summary = {name: json_number(loss) for name, loss in step_losses.items()}

@@ -9,7 +9,10 @@ batch (embedded below: PyTorch cannot draw JAX's random numbers), it runs
   train                 STEPS steps of a float32 run and a mixed run (autocast, and
                         GradScaler by MODE), from the same start,
 
-with the settings below (the page's fields, in capitals).
+with the settings below (the page's fields, in capitals). The model is the page's:
+nn.Linear, a MultiLayer of nn.Linear layers, or a Transformer block (nn.Linear layers,
+torch.nn.functional.scaled_dot_product_attention with a causal mask, nn.LayerNorm, a
+SwiGLU MLP), its parameters under the page's names.
 
 What differs from the page: autocast rounds where PyTorch's op lists say (nn.Linear in
 COMPUTE_DTYPE, mse_loss in float32), not where the exercise casts (the data, weights and
@@ -54,6 +57,9 @@ STEPS = 20  # training steps
 MODE = "static"  # loss scaling
 PERIOD = 100  # growth period
 PURE_ROUNDING = "nearest"  # pure-run rounding
+NORM = "none"  # normalisation
+SEQ_LEN = 8  # sequence length
+HEADS = 2  # attention heads
 # --- end of settings ---
 
 # --- data: the page's starting parameters and batch (float32, little-endian, base64)
@@ -90,17 +96,91 @@ def make_batch():
     return decoded(X).reshape(N, D_IN), decoded(Y).reshape(N, D_OUT)
 
 
+def make_norm(width):
+    """NORM's normalisation of a width: nn.LayerNorm with flax's epsilon, or none."""
+    return nn.LayerNorm(width, eps=1e-6) if NORM == "layernorm" else nn.Identity()
+
+
+class MultiLayer(nn.Module):
+    """nn.Linear layers D_IN -> HIDDEN_WIDTH ... -> D_OUT with ACTIVATION between them,
+    each hidden layer's output normalised by NORM before its activation."""
+
+    def __init__(self):
+        super().__init__()
+        widths = [D_IN, *[HIDDEN_WIDTH] * HIDDEN_LAYERS, D_OUT]
+        pairs = zip(widths[:-1], widths[1:], strict=True)
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairs)
+        self.norms = nn.ModuleList(make_norm(width) for width in widths[1:-1])
+        self.activation = ACTIVATIONS[ACTIVATION]()
+
+    def forward(self, x):
+        for layer, norm in zip(self.layers[:-1], self.norms, strict=True):
+            x = self.activation(norm(layer(x)))
+        return self.layers[-1](x)  # no activation after the last layer
+
+
+class Attention(nn.Module):
+    """Causal multi-head self-attention within sequences of SEQ_LEN consecutive rows."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.query, self.key = nn.Linear(width, width), nn.Linear(width, width)
+        self.value, self.out = nn.Linear(width, width), nn.Linear(width, width)
+
+    def forward(self, a):
+        rows, width = a.shape
+        # A last short sequence is padded with zero rows; with the causal mask no real
+        # token sees them, and they are dropped again before the output layer.
+        pad = -rows % SEQ_LEN
+
+        def split(t):  # (rows, width) -> (sequences, HEADS, SEQ_LEN, width / HEADS)
+            t = nn.functional.pad(t, (0, 0, 0, pad))
+            return t.reshape(-1, SEQ_LEN, HEADS, width // HEADS).transpose(1, 2)
+
+        q, k, v = split(self.query(a)), split(self.key(a)), split(self.value(a))
+        # softmax(q k^T / sqrt(d_head)) v, each query seeing its own and earlier tokens.
+        o = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(o.transpose(1, 2).reshape(-1, width)[:rows])
+
+
+class SwiGLU(nn.Module):
+    """The gated MLP: down(silu(gate(b)) * up(b)), gated width 2 x HIDDEN_WIDTH."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.gate, self.up = nn.Linear(width, 2 * width), nn.Linear(width, 2 * width)
+        self.down = nn.Linear(2 * width, width)
+
+    def forward(self, b):
+        return self.down(nn.functional.silu(self.gate(b)) * self.up(b))
+
+
+class Transformer(nn.Module):
+    """One pre-norm block on tokens of D_IN features: embed, attention and SwiGLU, each
+    added to the residual stream after NORM, then a linear read-out to D_OUT."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(D_IN, HIDDEN_WIDTH)
+        self.attention = Attention(HIDDEN_WIDTH)
+        self.mlp = SwiGLU(HIDDEN_WIDTH)
+        self.readout = nn.Linear(HIDDEN_WIDTH, D_OUT)
+        self.norms = nn.ModuleList(make_norm(HIDDEN_WIDTH) for _ in range(2))
+
+    def forward(self, x):
+        h = self.embed(x)
+        h = h + self.attention(self.norms[0](h))
+        h = h + self.mlp(self.norms[1](h))
+        return self.readout(h)
+
+
 def build_model():
-    """The page's model with its starting parameters: nn.Linear(D_IN, D_OUT), or
-    nn.Linear layers D_IN -> HIDDEN_WIDTH ... -> D_OUT with ACTIVATION between."""
-    if MODEL not in ("linear", "mlp"):
-        raise ValueError(f"this script builds MODEL linear or mlp; got {MODEL!r}")
-    hidden = [HIDDEN_WIDTH] * HIDDEN_LAYERS if MODEL == "mlp" else []
-    widths = [D_IN, *hidden, D_OUT]
-    layers = []
-    for a, b in zip(widths[:-1], widths[1:], strict=True):
-        layers += [nn.Linear(a, b), ACTIVATIONS[ACTIVATION]()]
-    model = nn.Sequential(*layers[:-1])  # no activation after the last layer
+    """The page's model with its starting parameters: nn.Linear(D_IN, D_OUT), the
+    MultiLayer or the Transformer, its parameters named as the page names them."""
+    if MODEL not in ("linear", "mlp", "transformer"):
+        raise ValueError(f"this script builds MODEL linear, mlp or transformer; got {MODEL!r}")
+    models = {"mlp": MultiLayer, "transformer": Transformer}
+    model = models[MODEL]() if MODEL in models else nn.Linear(D_IN, D_OUT)
     shapes = {name: value.shape for name, value in model.state_dict().items()}
     # JAX's kernel is nn.Linear's weight transposed; the export wrote it as a weight.
     start = {name: decoded(b64).reshape(shapes[name]) for name, b64 in WEIGHTS.items()}
@@ -203,7 +283,7 @@ def main():
     print(f"after {STEPS} steps: {final}, skipped: {skipped}")
     names = "model_seed data_seed n d_in d_out lr loss_scale input_scale target_scale"
     names += " compute_dtype model hidden_layers hidden_width activation optimizer"
-    names += " steps mode period pure_rounding"
+    names += " steps mode period pure_rounding norm seq_len heads"
     config = {name: globals()[name.upper()] for name in names.split()}
     summary = {
         "mixed_new": json_number(mixed_new),
