@@ -78,6 +78,7 @@ EXPORTED_FIELDS = (
     "mode",
     "period",
     "pure_rounding",
+    "norm",
 )
 FRAMEWORKS = ("jax", "pytorch")
 # Compute dtypes the scripts handle: recipes that are a plain cast to their own dtype.

@@ -405,7 +405,6 @@ def test_settings_the_run_does_not_read_do_not_change_the_script():
         ("compute_dtype", "float8"),
         ("precision_policy", "autocast"),
         ("task", "classification"),
-        ("norm", "layernorm"),
     ],
 )
 def test_a_run_the_script_cannot_reproduce_is_refused_by_name(field, value):

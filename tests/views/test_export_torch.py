@@ -309,21 +309,25 @@ def test_scripts_are_not_bit_for_bit_copies(differences):
 
 def test_the_starting_parameters_are_flax_initializers(tmp_path):
     """The script's model, loaded without running main(), holds nnx's own draws for the model
-    seed, each kernel as nn.Linear's weight (transposed)."""
+    seed, each kernel as nn.Linear's weight (transposed), under the page's names."""
     config = CONFIGS["mlp-gelu-momentum-bf16-static"]
     path = tmp_path / "script.py"
     path.write_text(export_script(config, framework="pytorch"))
     namespace = runpy.run_path(str(path), run_name="exported_script")
     model = namespace["build_model"]()
-    linears = [layer for layer in model if isinstance(layer, torch.nn.Linear)]
+    linears = [layer for layer in model.modules() if isinstance(layer, torch.nn.Linear)]
     rngs = nnx.Rngs(config.model_seed)
     widths = [config.d_in, *[config.hidden_width] * config.hidden_layers, config.d_out]
     layers = [nnx.Linear(a, b, rngs=rngs) for a, b in zip(widths[:-1], widths[1:], strict=True)]
     assert len(linears) == len(layers) == 3
+    assert [name for name, _ in model.named_parameters()][:2] == [
+        "layers.0.weight",
+        "layers.0.bias",
+    ]
     for ours, flax_layer in zip(linears, layers, strict=True):
         np.testing.assert_array_equal(ours.weight.detach().numpy(), np.asarray(flax_layer.kernel).T)
         np.testing.assert_array_equal(ours.bias.detach().numpy(), np.asarray(flax_layer.bias))
-    assert isinstance(model[1], torch.nn.GELU) and model[1].approximate == "tanh"
+    assert isinstance(model.activation, torch.nn.GELU) and model.activation.approximate == "tanh"
 
 
 def test_the_template_is_the_export_of_its_own_settings():

@@ -24,7 +24,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from flax.nnx.nn.attention import dot_product_attention_weights
 
 # --- settings: the playground writes the page's values here when it exports ---
 MODEL_SEED = 0  # model seed
@@ -67,10 +66,22 @@ HELD = lambda u, p: u.astype(p.dtype)  # noqa: E731
 IN_PARAM_DTYPE = optax.stateless(lambda us, ps: jax.tree.map(HELD, us, ps))
 
 
+def running_means(z):
+    """Each row of z replaced by the mean of its sequence's rows up to it (sequences of
+    SEQ_LEN consecutive rows, the last one shorter), in float64, rounded once."""
+    padded = -(-N // SEQ_LEN) * SEQ_LEN
+    rows = np.zeros((padded, D_IN), np.float64)
+    rows[:N] = z
+    sums = np.cumsum(rows.reshape(-1, SEQ_LEN, D_IN), axis=1)
+    counts = np.arange(1, SEQ_LEN + 1, dtype=np.float64)[None, :, None]
+    return (sums / counts).reshape(padded, D_IN)[:N].astype(np.float32)
+
+
 def make_batch():
     """The upload, or x = input_scale * z, y = target_scale * (z @ T + e): z, T and e
     are float32 normal draws from numpy's PCG64 in that order, all in float32 in the
-    page's order, so x and y are the page's bits."""
+    page's order, so x and y are the page's bits. The transformer's token t sees its
+    sequence so far: its target has the running mean c_t of z in place of z_t."""
     if DATA is not None:
         x, y = (np.frombuffer(base64.b64decode(DATA[k]), "<f4") for k in "xy")
         return x.reshape(N, D_IN), y.reshape(N, D_OUT)
@@ -80,7 +91,8 @@ def make_batch():
     teacher /= np.float32(np.sqrt(D_IN))  # z @ teacher of order one at any width
     noise = rng.standard_normal((N, D_OUT), dtype=np.float32)
     noise *= np.float32(NOISE_STD)
-    return np.float32(INPUT_SCALE) * z, np.float32(TARGET_SCALE) * (z @ teacher + noise)
+    seen = running_means(z) if MODEL == "transformer" else z  # a sequence model's
+    return np.float32(INPUT_SCALE) * z, np.float32(TARGET_SCALE) * (seen @ teacher + noise)
 
 
 def layer_norm(norm, x):
@@ -143,10 +155,15 @@ class Attention(nnx.Module):
             return t.reshape(-1, SEQ_LEN, HEADS, width // HEADS)
 
         q, k, v = split(self.query(a)), split(self.key(a)), split(self.value(a))
-        # softmax(q / sqrt(d_head) k^T) per head, each query seeing tokens s <= t.
-        mask = nnx.make_causal_mask(jnp.ones(q.shape[:2]))
-        weights = dot_product_attention_weights(q, k, mask=mask)
-        o = jnp.einsum("...hqk,...khd->...qhd", weights, v)
+        # flax's dot_product_attention, in its pieces: the query scaled by 1/sqrt(d_head)
+        # first, the scores of each head, a later key's set to the dtype's lowest value
+        # (causal: token t sees tokens s <= t), softmax over the keys, the values' sum.
+        q = q / jnp.sqrt(width // HEADS).astype(q.dtype)
+        scores = jnp.einsum("sqhd,skhd->shqk", q, k)
+        causal = jnp.tril(jnp.ones((SEQ_LEN, SEQ_LEN), bool))
+        scores = jnp.where(causal, scores, jnp.finfo(scores.dtype).min)
+        weights = jax.nn.softmax(scores, axis=-1)
+        o = jnp.einsum("shqk,skhd->sqhd", weights, v)
         return self.out(o.reshape(-1, width)[:rows])
 
 
