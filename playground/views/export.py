@@ -79,6 +79,8 @@ EXPORTED_FIELDS = (
     "period",
     "pure_rounding",
     "norm",
+    "seq_len",
+    "heads",
 )
 FRAMEWORKS = ("jax", "pytorch")
 # Compute dtypes the scripts handle: recipes that are a plain cast to their own dtype.

@@ -201,7 +201,11 @@ def test_the_bit_for_bit_cases_move_and_skip(jax_printed):
 
 @pytest.fixture(scope="module")
 def torch_module():
-    return pytest.importorskip("torch")
+    """torch, on one thread: the tiny models gain nothing from more, and on a busy machine
+    its thread pool waits on the others."""
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(1)
+    return torch
 
 
 @pytest.fixture(scope="module")

@@ -64,8 +64,8 @@ HEADS = 2  # attention heads
 
 # --- data: the page's starting parameters and batch (float32, little-endian, base64)
 WEIGHTS = {
-    "0.weight": "lvsIP5jwzb7B7O6+6GTHPglA+L6Uhx6/sq6iPm3MC78=",
-    "0.bias": "AAAAAAAAAAA=",
+    "weight": "lvsIP5jwzb7B7O6+6GTHPglA+L6Uhx6/sq6iPm3MC78=",
+    "bias": "AAAAAAAAAAA=",
 }
 X = (
     "PQ6PP0+Nsb+YZ9q+5bdNvyv3GT8Plpm92oB0PdEYA72y7z2+BjaaPyoHRz8n3K2/cBNFPzLHXr8N"
