@@ -25,8 +25,10 @@ Adam keeps 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter). ``bytes(f)`` is format f
       each dense layer's input, kept for its weight gradient: in the matmul's input dtype, or
       as a quantizing recipe keeps it (its forward format; float8's one float32 scale, a block
       recipe's scales of the weight gradient's b x 1 blocks along the batch and a two-level
-      recipe's tensor scale); each hidden layer's pre-activation in the activation's dtype.
-      A layer norm's statistics are not counted.
+      recipe's tensor scale); each hidden layer's pre-activation in the activation's dtype
+      (the model's ``Layout.kept``: a transformer's attention scores and weights in the
+      attention dtype, its SwiGLU's g and u in the activation dtype). A layer norm's statistics
+      are not counted.
 
 A user's own size scales it: ``param_count`` parameters at this model's bytes per parameter,
 ``tokens_per_batch`` tokens at this model's activation bytes per token (its widths); 0 means
@@ -43,7 +45,6 @@ Example::
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -142,10 +143,10 @@ def activation_bytes(config: StepConfig, recipe: Recipe) -> int:
     """Bytes of the activations the backward pass keeps for ``config``'s batch (the rule's)."""
     policy = policy_for(config.replace(compute_dtype=recipe.name))
     choice = config.model_choice
-    widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
+    layout = MODELS[choice.name].layout(choice, config.d_in, config.d_out)
     rows = config.n
     kept = 0
-    for fan_in in widths[:-1]:
+    for fan_in, _ in layout.dense:
         entries = rows * fan_in
         if not recipe.quantizes:
             kept += _bytes(entries, policy.op_dtype("matmul"))
@@ -155,8 +156,7 @@ def activation_bytes(config: StepConfig, recipe: Recipe) -> int:
             column = (recipe.block.block, 1)  # the weight gradient's blocks along the batch
             kept += sum(_block_copy((rows, fan_in), column, recipe))
             kept += _bytes(1, FLOAT32) if recipe.block.two_level else 0
-    hidden = MODELS[choice.name].hidden(choice)
-    kept += sum(_bytes(rows * width, policy.op_dtype("activation")) for width in hidden)
+    kept += sum(_bytes(rows * entries, policy.op_dtype(kind)) for kind, entries in layout.kept)
     return kept
 
 
@@ -219,8 +219,7 @@ def memory_ledger(
         "optimizer_state": OPTIMIZERS[config.optimizer].state_arrays
         * math.ceil(entries * format_bits(moments) / 8),
     } | dict.fromkeys(PARTS[4:], 0)
-    widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
-    for shape in itertools.pairwise(widths):
+    for shape in MODELS[choice.name].layout(choice, config.d_in, config.d_out).dense:
         for name, value in _kernel_parts(shape, recipe, config).items():
             own[name] += value
     parameters = param_count or entries

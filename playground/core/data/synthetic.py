@@ -1,4 +1,5 @@
-"""Synthetic regression data: a random linear teacher plus a little noise.
+"""Synthetic regression data: a random linear teacher plus a little noise (per token for a
+sequence model).
 
 Rule, with z ~ N(0, 1) of shape (N, D_in), teacher T ~ N(0, 1/D_in) of shape (D_in, D_out) and
 noise e ~ N(0, NOISE_STD**2) of shape (N, D_out), all drawn from ``data_seed``::
@@ -13,6 +14,15 @@ teacher's largest output, and y is its one-hot row (``target_scale`` plays no pa
     label = argmax(z @ T + e, axis=-1)        y = one_hot(label, D_out)
 
 so the best logits are a multiple of z @ T, and the logits of a model grow with ``input_scale``.
+For a sequence model (a registry entry with ``sequence``: the transformer) the rows are tokens of
+sequences of ``seq_len`` (rows 0..T-1 the first, the last one shorter when T does not divide N),
+and the same draws give each token the teacher applied to the causal running mean of z over its
+sequence so far::
+
+    c_t = mean(z_s for s in t's sequence, s <= t)        y_t = target_scale * (c_t @ T + e_t)
+
+(classification: the argmax of c_t @ T + e_t, one-hot); x is unchanged. The mean is taken in
+float64 and rounded to float32 once.
 With ``outlier_share`` > 0, a few entries of x (drawn from the data seed) are then multiplied by
 ``outlier_scale`` (``core.recipes.block_outliers.add_outliers``); y is unchanged.
 The two knobs move the data toward the low-precision dtype's underflow
@@ -27,6 +37,7 @@ import functools
 import numpy as np
 
 from playground.core.bounds import ConfigError
+from playground.core.model.models import MODELS
 from playground.core.recipes.block_outliers import add_outliers
 from playground.core.settings.settings import StepConfig
 
@@ -42,7 +53,7 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
 
     Args:
       config: a validated StepConfig; uses data_seed, n, d_in, d_out, input_scale, target_scale,
-        task, outlier_share and outlier_scale.
+        task, outlier_share and outlier_scale, and seq_len for a sequence model.
 
     Returns:
       (x, y): read-only float32 numpy arrays of shapes (n, d_in) and (n, d_out).
@@ -57,7 +68,20 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
         config.task,
         config.outlier_share,
         config.outlier_scale,
+        config.seq_len if MODELS[config.model].sequence else 0,
     )
+
+
+def running_means(z: np.ndarray, seq_len: int) -> np.ndarray:
+    """c (float32, z's shape): each row the mean of z's rows of its sequence up to itself
+    (sequences of ``seq_len`` consecutive rows, the last one shorter), in float64."""
+    n, d = z.shape
+    padded = -(-n // seq_len) * seq_len
+    rows = np.zeros((padded, d), np.float64)
+    rows[:n] = z
+    sums = np.cumsum(rows.reshape(-1, seq_len, d), axis=1)
+    counts = np.arange(1, seq_len + 1, dtype=np.float64)[None, :, None]
+    return (sums / counts).reshape(padded, d)[:n].astype(np.float32)
 
 
 def class_targets(
@@ -100,6 +124,7 @@ def _draw(
     task="regression",
     outlier_share=0.0,
     outlier_scale=1.0,
+    seq_len=0,
 ):
     rng = np.random.default_rng(data_seed)
     z = rng.standard_normal((n, d_in), dtype=np.float32)
@@ -108,10 +133,11 @@ def _draw(
     noise = rng.standard_normal((n, d_out), dtype=np.float32)
     noise *= np.float32(NOISE_STD)
     x = np.float32(input_scale) * z
+    seen = running_means(z, seq_len) if seq_len else z  # what each row's target depends on
     if task == "classification":
-        y = one_hot(np.argmax(z @ teacher + noise, axis=-1), d_out)
+        y = one_hot(np.argmax(seen @ teacher + noise, axis=-1), d_out)
     else:
-        y = np.float32(target_scale) * (z @ teacher + noise)
+        y = np.float32(target_scale) * (seen @ teacher + noise)
     if outlier_share > 0:
         x = add_outliers(x, outlier_share, outlier_scale, data_seed)
     x.flags.writeable = False

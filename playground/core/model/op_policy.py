@@ -1,21 +1,26 @@
 """Precision per operation: which dtype each kind of operation of a step computes in.
 
-Rule: an operation of the step is one of four kinds (``KINDS``). A preset (``OpPolicy``, one
+Rule: an operation of the step is one of five kinds (``KINDS``). A preset (``OpPolicy``, one
 entry of ``PRESETS``, the ``precision_policy`` setting) names the kinds that compute in float32;
 every other kind computes in the recipe's compute dtype (its ``cast_dtype``). An operation casts
 its inputs to its kind's dtype on entry and returns its result in that dtype, so the next one
 casts again::
 
     matmul         the dense layers: operands (input, kernel, bias) and result
-    activation     relu / gelu / tanh
-    normalisation  the MLP's layer norm: statistics (mean, E[x^2] - mean^2), scale and bias
+    activation     relu / gelu / tanh, and the transformer's SwiGLU (silu(g) * u)
+    normalisation  a layer norm (the MLP's, the transformer's two): statistics (mean,
+                   E[x^2] - mean^2), scale and bias
     loss           the MSE, or the softmax cross-entropy (a max-subtracted log_softmax)
+    attention      the transformer's attention scores (q / sqrt(d_head) . k, causal mask), their
+                   softmax and the weighted values: what torch's scaled_dot_product_attention
+                   computes inside its fused kernel
 
     exercise               nothing in float32: every operation in the compute dtype (the seed
                            exercise's step, and the default: today's numbers bit for bit)
-    autocast               normalisation and loss in float32: what PyTorch 2.13's CPU autocast
-                           does (below)
-    all_float32_but_matmul activation, normalisation and loss in float32: only matmuls low
+    autocast               normalisation, loss and attention in float32: what PyTorch 2.13's
+                           CPU autocast does (below)
+    all_float32_but_matmul activation, normalisation, loss and attention in float32: only the
+                           dense matmuls low
 
 What ``autocast`` copies from torch 2.13.0 (CPU, bfloat16 or float16; ``TORCH_AUTOCAST`` holds
 the names and ``tests/core/test_autocast_torch.py`` checks them against the installed torch):
@@ -25,7 +30,16 @@ list on CPU, but its CPU kernel computes the statistics and the normalised value
 rounds only its output to the input's dtype, which the next operation (an activation, low)
 casts to anyway; the activations are on neither list and run in their input's (low) dtype.
 Called on their own, torch's CPU ``softmax`` and ``log_softmax`` stay low (they are on the float32
-list of CUDA autocast, not of CPU autocast); the step's only softmax is the loss's.
+list of CUDA autocast, not of CPU autocast). ``scaled_dot_product_attention`` is on CPU autocast's
+lower-precision list: it takes q, k, v low (they come from the linears, low anyway) and returns
+a low output, but its CPU kernel computes the scores and their softmax in float32 and rounds only
+its output: float16 q, k whose scaled dot products pass 65504 give a finite output, and its
+error against the float32 attention is within the one rounding of its output (at most eps / 2
+in norm; the same three steps computed low err about three times as much). So the attention
+kind (scores, softmax, values) is float32 under ``autocast``, and the next operation
+(attention.out, a matmul) rounds its result to the low dtype on entry, as torch's output is.
+(CUDA autocast differs: softmax is on its float32 list and sdpa on its lower one, whose flash
+and memory-efficient kernels accumulate in float32 too.)
 
 Example::
 
@@ -42,7 +56,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-KINDS = ("matmul", "activation", "normalisation", "loss")
+KINDS = ("matmul", "activation", "normalisation", "loss", "attention")
 FLOAT32 = "float32"
 
 
@@ -75,13 +89,13 @@ PRESETS: dict[str, OpPolicy] = {
         OpPolicy("exercise", frozenset(), "every operation in the compute dtype (the exercise)"),
         OpPolicy(
             "autocast",
-            frozenset({"normalisation", "loss"}),
-            "matmuls and activations low; layer norm and loss (with its log_softmax) in float32, "
-            "as torch 2.13's CPU autocast",
+            frozenset({"normalisation", "loss", "attention"}),
+            "matmuls and activations low; layer norm, loss (with its log_softmax) and attention "
+            "(scores, softmax, values: sdpa's kernel) in float32, as torch 2.13's CPU autocast",
         ),
         OpPolicy(
             "all_float32_but_matmul",
-            frozenset({"activation", "normalisation", "loss"}),
+            frozenset({"activation", "normalisation", "loss", "attention"}),
             "only the matmuls low; everything between them in float32",
         ),
     )
@@ -92,7 +106,9 @@ EXERCISE_OPS = PRESETS["exercise"]
 # What the autocast preset copies from torch 2.13.0's CPU autocast (see the module rule).
 TORCH_VERSION = "2.13.0"
 TORCH_AUTOCAST = {
-    "lower_precision": ("linear", "matmul"),
+    # scaled_dot_product_attention returns low, but its CPU kernel's scores and softmax are
+    # float32 (tests/core/test_autocast_torch.py checks both).
+    "lower_precision": ("linear", "matmul", "scaled_dot_product_attention"),
     "float32": ("mse_loss", "cross_entropy"),
     # On no list on CPU: run in their input's dtype (layer_norm's statistics in float32 inside).
     "neither": ("layer_norm", "softmax", "log_softmax", "relu", "gelu", "tanh"),

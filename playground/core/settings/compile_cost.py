@@ -38,7 +38,7 @@ from typing import NamedTuple, Protocol
 
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_BUDGET
 from playground.core.model.losses import TASKS
-from playground.core.model.models import NORMS, ModelChoice
+from playground.core.model.models import MODELS, NORMS, ModelChoice
 from playground.core.recipes.registry import COMPILE_ENDPOINTS, RECIPES, recipe
 
 
@@ -106,10 +106,12 @@ class Compiled(Protocol):
 
 def _seconds(config: Compiled, endpoint: str, compute_dtype: str | None = None) -> float:
     choice = config.model_choice
+    # Every dense matmul of the model's layout (a chain's hidden layers + 1).
+    dense_layers = len(MODELS[choice.name].layout(choice, 1, 1).dense)
     return compile_seconds(
         endpoint,
         compute_dtype or config.compute_dtype,
-        dense_layers=choice.hidden_count + 1,
+        dense_layers=dense_layers,
         norm=choice.norm != NORMS[0],
         classification=config.task != TASKS[0],
     )

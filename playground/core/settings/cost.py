@@ -3,13 +3,15 @@
 Rule: every endpoint's request is priced from its settings before any JAX code runs, and one
 over a cap is refused with a ConfigError that names the field, the cap and what fits.
 
-    pass work   N x the model's multiply-adds per row (``ModelSpec.work``), times the recipe's
+    pass work   N x the model's multiply-adds per row (``ModelSpec.work``: its dense matmuls'
+                fan_in x fan_out, plus a transformer's attention contractions), times the recipe's
                 ``work_factor`` (float8 scales, clips and casts every tensor) and, under an
                 emulated ``accumulation``, ACCUMULATION_WORK_FACTOR, plus the
                 optimizer's element-wise work on its state (``OptimizerSpec.state_arrays`` per
                 parameter) over every parameter entry, plus ``operation_work``: N x (a layer
                 norm's NORM_ELEMENTWISE per normalised entry + a softmax cross-entropy's
-                SOFTMAX_ELEMENTWISE per logit), none for the exercise's linear MSE
+                SOFTMAX_ELEMENTWISE per logit + ATTENTION_ELEMENTWISE per attention score and
+                weight), none for the exercise's linear MSE
     /step       two passes (the mixed step and its float32 twin) + REPORT_ELEMENTWISE per
                 parameter entry (the report's host work) <= STEP_BUDGET; /downloads and the
                 page's commit are a /step, and /downloads also needs at most MAX_GRADIENT_ROWS
@@ -29,7 +31,9 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
                 the request's lane (``core.settings.compile_cost``)
     memory      the bytes one request adds at its peak: a fixed part (programs, buffers), per
                 parameter entry (float32 copies in both runs, gradients, the optimizer's state,
-                the report's arrays) and per activation entry (N x every width) <= MEMORY_BUDGET
+                the report's arrays) and per activation entry (N x the layout's activations:
+                a chain's every width; a transformer's dense inputs, scores, weights, g and u)
+                <= MEMORY_BUDGET; a refusal names the model's ``size_field`` and what fits
 
 The constants were measured on a 2-vCPU machine (bench/bench_load.py prints the rows): the
 largest linear /step (4096 x 1024 x 1024) takes 0.4-0.55 s warm and adds about 290 MB; the
@@ -45,7 +49,6 @@ Example::
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from typing import Protocol
@@ -54,7 +57,7 @@ from playground.core.bounds import ConfigError
 from playground.core.caps import STEP_BUDGET, SWEEP_BUDGET, WORK_FACTOR
 from playground.core.formats.accumulation import Accumulation
 from playground.core.model.losses import TASKS
-from playground.core.model.models import MODELS, NORMS, ModelChoice
+from playground.core.model.models import MODELS, ModelChoice
 from playground.core.model.optimizers import OPTIMIZERS
 from playground.core.recipes.registry import RECIPES, recipe
 
@@ -71,6 +74,15 @@ REPORT_ELEMENTWISE = 3072
 # shift, gradients and checks; per logit: a softmax cross-entropy's and its gradient's.
 NORM_ELEMENTWISE = 24
 SOFTMAX_ELEMENTWISE = 16
+# Per attention score and softmax weight a transformer keeps (its Layout's attention entries):
+# the mask, the softmax and their gradients (the contractions are in its work).
+ATTENTION_ELEMENTWISE = 8
+# The labels of the fields a size refusal names (``ModelSpec.size_field``).
+SIZE_LABELS = {
+    "hidden_layers": "hidden layers",
+    "hidden_width": "hidden width",
+    "d_in": "input width D_in",
+}
 # The gradients download has one CSV row per parameter entry (about 107 bytes each).
 MAX_GRADIENT_ROWS = 2**20 + 2**10
 # /compare: every recipe's step in one request, up to two largest /step's work (about 4 s warm).
@@ -116,21 +128,26 @@ class Priced(Protocol):
 def parameter_entries(choice: ModelChoice, d_in: int, d_out: int) -> int:
     """Entries of every parameter: each dense layer's kernel (a x b) and bias (b), and each
     layer norm's scale and bias (its width each)."""
-    widths = MODELS[choice.name].widths(choice, d_in, d_out)
-    dense = sum(a * b + b for a, b in itertools.pairwise(widths))
-    return dense + 2 * normalised_entries(choice)
+    layout = MODELS[choice.name].layout(choice, d_in, d_out)
+    dense = sum(a * b + b for a, b in layout.dense)
+    return dense + 2 * layout.normalised
 
 
 def normalised_entries(choice: ModelChoice) -> int:
-    """Entries per batch row that a layer norm normalises (every hidden width, or none)."""
-    return sum(MODELS[choice.name].hidden(choice)) if choice.norm != NORMS[0] else 0
+    """Entries per batch row that a layer norm normalises (an MLP's every hidden width, a
+    transformer's two d_model-wide norms, or none); independent of D_in and D_out."""
+    return MODELS[choice.name].layout(choice, 1, 1).normalised
 
 
 def operation_work(config: Priced) -> int:
-    """The layer norms' and the softmax cross-entropy's work in one pass (see the rule)."""
+    """The layer norms', the softmax cross-entropy's and the attention's element-wise work in
+    one pass (see the rule)."""
     logits = config.d_out if config.task != TASKS[0] else 0
-    norms = normalised_entries(config.model_choice)
-    return config.n * (norms * NORM_ELEMENTWISE + logits * SOFTMAX_ELEMENTWISE)
+    choice = config.model_choice
+    layout = MODELS[choice.name].layout(choice, config.d_in, config.d_out)
+    attention = sum(entries for kind, entries in layout.kept if kind == "attention")
+    elementwise = layout.normalised * NORM_ELEMENTWISE + logits * SOFTMAX_ELEMENTWISE
+    return config.n * (elementwise + attention * ATTENTION_ELEMENTWISE)
 
 
 def matmul_factor(config: Priced) -> float:
@@ -159,9 +176,9 @@ def memory_bytes(config: Priced) -> int:
     """Bytes one /step of ``config`` adds to the server's peak (an upper bound)."""
     choice = config.model_choice
     entries = parameter_entries(choice, config.d_in, config.d_out)
-    widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
+    layout = MODELS[choice.name].layout(choice, config.d_in, config.d_out)
     per_entry = PARAMETER_BYTES + STATE_BYTES * OPTIMIZERS[config.optimizer].state_arrays
-    activations = sum(widths) + normalised_entries(choice)  # a norm keeps its own outputs
+    activations = layout.activations + layout.normalised  # a norm keeps its own outputs
     return FIXED_BYTES + entries * per_entry + config.n * activations * ACTIVATION_BYTES
 
 
@@ -184,8 +201,8 @@ def sweep_memory_bytes(config: Priced) -> int:
     """Bytes a sweep of ``config`` adds to the server's peak (an upper bound)."""
     choice = config.model_choice
     entries = parameter_entries(choice, config.d_in, config.d_out)
-    widths = MODELS[choice.name].widths(choice, config.d_in, config.d_out)
-    activations = config.n * sum(widths) * ACTIVATION_BYTES * SWEEP_BATCH
+    layout = MODELS[choice.name].layout(choice, config.d_in, config.d_out)
+    activations = config.n * layout.activations * ACTIVATION_BYTES * SWEEP_BATCH
     return FIXED_BYTES + entries * SWEEP_ENTRY_BYTES + activations
 
 
@@ -315,10 +332,10 @@ def _priced(config: Priced, **changes: int | str) -> Priced:
 
 
 def _size_field(config: Priced) -> tuple[str, str]:
-    """The field that sets the model's size: its hidden layers, or D_in for the linear one."""
-    if config.model_choice.hidden_count:
-        return "hidden_layers", "hidden layers"
-    return "d_in", "input width D_in"
+    """The field that sets the model's size (its registry entry's ``size_field``: the MLP's
+    hidden layers, the transformer's hidden width, D_in for the linear one) and its label."""
+    field = MODELS[config.model_choice.name].size_field
+    return field, SIZE_LABELS[field]
 
 
 def _refuse_memory(
@@ -335,6 +352,13 @@ def _refuse_memory(
             if fits
             else "a narrower hidden width or a smaller N fits"
         )
+    elif field == "hidden_width":
+        fits = _widest_fitting(config, need)
+        advice = (
+            f"a hidden width of at most {fits} fits at this N"
+            if fits
+            else "a smaller N or smaller widths fit"
+        )
     else:
         advice = "smaller widths or a smaller N fit"
     raise ConfigError(
@@ -343,3 +367,18 @@ def _refuse_memory(
         f"server's memory, more than the {MEMORY_BUDGET / 2**20:,.0f} MB one request may use "
         f"(this model, optimizer and batch); {advice}.",
     )
+
+
+def _widest_fitting(config: Priced, need: Callable[[Priced], int]) -> int:
+    """The largest hidden width below the config's, a multiple of its ``heads`` (each head a
+    whole number of features), whose ``need`` is within MEMORY_BUDGET; 0 when none is. The
+    need grows with the width, so a bisection over the multiples finds it."""
+    step = max(1, getattr(config.model_choice, "heads", 1))
+    low, high = 0, config.model_choice.hidden_width // step - 1  # in multiples of ``step``
+    while low < high:
+        middle = (low + high + 1) // 2
+        if need(_priced(config, hidden_width=middle * step)) <= MEMORY_BUDGET:
+            low = middle
+        else:
+            high = middle - 1
+    return low * step

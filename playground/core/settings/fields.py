@@ -31,6 +31,7 @@ from playground.core.model.losses import TASKS
 from playground.core.model.models import ACTIVATIONS, DEFAULT_MODEL, MODELS, NORMS
 from playground.core.model.op_policy import PRECISION_POLICIES, PRESETS
 from playground.core.model.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS
+from playground.core.model.transformer import MAX_HEADS, MAX_SEQ_LEN
 from playground.core.recipes.registry import COMPUTE_DTYPES
 from playground.core.settings.block_settings import NVFP4_HADAMARD, OUTLIER_SCALE, OUTLIER_SHARE
 from playground.core.settings.state_settings import (
@@ -68,6 +69,8 @@ class SettingsTable:
         the loss (``core.model.losses``) and the MLP's layer norm (``core.model.models``).
       moments_dtype, accumulation, promotion_interval: the optimizer state's storage dtype and
         the matmuls' accumulation (``core.settings.state_settings``).
+      seq_len, heads: the transformer's tokens per sequence and attention heads
+        (``core.model.transformer``; heads must divide hidden_width).
     """
 
     model_seed: int = _setting(
@@ -199,7 +202,13 @@ class SettingsTable:
     hidden_width: int = _setting(
         DEFAULT_MODEL.hidden_width,
         Bounds(
-            "hidden width", 1, MAX_WIDTH, "Units per hidden layer of the MLP.", True, group="model"
+            "hidden width",
+            1,
+            MAX_WIDTH,
+            "Units per hidden layer of the MLP; the transformer's d_model (its SwiGLU is twice "
+            "as wide).",
+            True,
+            group="model",
         ),
     )
     activation: str = _setting(
@@ -296,8 +305,9 @@ class SettingsTable:
             "normalisation",
             0,
             0,
-            "MLP only. layernorm: flax nnx.LayerNorm (float32 scale and bias) before each hidden "
-            "activation, computed in the precision policy's normalisation dtype.",
+            "MLP and transformer. layernorm: flax nnx.LayerNorm (float32 scale and bias) before "
+            "each hidden activation of the MLP, or before the transformer's attention and MLP "
+            "(pre-norm), computed in the precision policy's normalisation dtype.",
             choices=NORMS,
             group="model",
         ),
@@ -311,3 +321,29 @@ class SettingsTable:
     moments_dtype: str = _setting(MOMENTS_DTYPE.choices[0], MOMENTS_DTYPE)
     accumulation: str = _setting(ACCUMULATION.choices[0], ACCUMULATION)
     promotion_interval: int = _setting(0, PROMOTION_INTERVAL)
+    # The transformer's sequence length and heads (issue 36), appended last.
+    seq_len: int = _setting(
+        DEFAULT_MODEL.seq_len,
+        Bounds(
+            "sequence length",
+            1,
+            MAX_SEQ_LEN,
+            "Transformer only. Tokens per sequence: consecutive batch rows form sequences of this "
+            "many tokens (the last one shorter when it does not divide N), each attending "
+            "causally to its own earlier tokens.",
+            True,
+            group="model",
+        ),
+    )
+    heads: int = _setting(
+        DEFAULT_MODEL.heads,
+        Bounds(
+            "attention heads",
+            1,
+            MAX_HEADS,
+            "Transformer only. Attention heads; each has hidden_width / heads features, so heads "
+            "must divide hidden_width.",
+            True,
+            group="model",
+        ),
+    )

@@ -99,8 +99,9 @@ class StepConfig(SettingsTable):
             raise ConfigError(
                 "norm",
                 f"norm (normalisation) must be {NORMS[0]} for the {self.model} model: only "
-                f"{', '.join(takes)} has hidden activations to normalise; got {self.norm!r}",
+                f"{' and '.join(takes)} have a layer norm to turn on; got {self.norm!r}",
             )
+        MODELS[self.model].check(self.model_choice)  # e.g. heads dividing hidden_width
         refusal = check_promotion_interval(self.promotion_interval)
         if refusal:
             raise ConfigError("promotion_interval", refusal)
@@ -115,7 +116,13 @@ class StepConfig(SettingsTable):
     def model_choice(self) -> ModelChoice:
         """The model and its options (only those that matter for it)."""
         choice = ModelChoice(
-            self.model, self.hidden_layers, self.hidden_width, self.activation, self.norm
+            self.model,
+            self.hidden_layers,
+            self.hidden_width,
+            self.activation,
+            self.norm,
+            self.seq_len,
+            self.heads,
         )
         return choice.normalized()
 

@@ -37,6 +37,7 @@ from playground.core.frozen import freeze
 from playground.core.model.models import (
     ModelChoice,
     initial_state,
+    input_kernel,
     param_arrays,
     param_shapes,
     rebuilt,
@@ -301,12 +302,12 @@ def _both_steps(
     """
     d_in, d_out = x.shape[-1], y.shape[-1]
 
-    def trace(scaling, policy, hidden=(0, 0), watch=0):
+    def trace(scaling, policy, hidden=(), watch=0):
         network = rebuilt(model, d_in, d_out, initial)
         tx = build_optimizer(optimizer, lr)
         return step_trace(network, tx, x, y, scaling, policy, hidden=hidden, watch=watch)
 
-    hidden = (model.hidden_count, model.hidden_width)
+    hidden = model.hidden_widths
     mixed = trace(StaticLossScale(loss_scale), precision, hidden, watch)
     # The twin computes the task's loss in float32 throughout (its every operation is float32).
     baseline = trace(NoOpLossScale(), float32_twin(precision))
@@ -337,7 +338,7 @@ def _both_steps(
     # A block recipe's comparison of the first products: XLA shares the step's own two.
     norms = jnp.zeros((3, 0), jnp.float32)
     if precision.compute.block is not None:
-        first = param_arrays(initial)[_kernels(param_shapes(model, d_in, d_out))[0]]
+        first = param_arrays(initial)[input_kernel(model)]
         norms = comparison_measure(x, first, precision.compute.block)
     return losses, flat, activation_counts(mixed.activation_grads), float8, flags, norms
 
@@ -428,7 +429,8 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
     # once; its comparison of the first products is measured in the step's program.
     shapes = param_shapes(config.model_choice, config.d_in, config.d_out)
     kernels = _kernels(shapes)
-    first = (batch or make_batch(config))[0], param_arrays(initial)[kernels[0]]
+    first_kernel = param_arrays(initial)[input_kernel(config.model_choice)]
+    first = (batch or make_batch(config))[0], first_kernel
     if compute.block is not None:
         pool = ThreadPoolExecutor(1, thread_name_prefix="block-report")
         measured = pool.submit(measure, compute, *first, compare=False)
@@ -457,7 +459,7 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
                 layer=layer,
                 zero_count=int(counts[-2]),
                 nonfinite_count=int(counts[-1]),
-                size=config.n * config.hidden_width,
+                size=config.n * config.model_choice.hidden_widths[layer],
                 log2_counts=counts[:-2],
             )
             for layer, counts in enumerate(activations)

@@ -245,7 +245,7 @@ def step_trace(
     *,
     opt_state: optax.OptState | None = None,
     rounding: Rounding = NEAREST,
-    hidden: tuple[int, int] = (0, 0),
+    hidden: tuple[int, ...] = (),
     float8_history: AmaxHistory | None = None,
     watch: int = 0,
     new_loss: bool = True,
@@ -261,7 +261,8 @@ def step_trace(
       precision: how the step computes (its recipe, for a scaled one its fp8_scaling).
       opt_state: a run's optimizer state from its step before (default: a fresh one).
       rounding: how p + update is stored (default: to nearest).
-      hidden: (count, width) of the model's hidden activations, whose gradients are kept.
+      hidden: the widths of the model's hidden activations (``ModelChoice.hidden_widths``),
+        whose gradients are kept (one zero probe each).
       float8_history: a quantizing recipe (float8) only: the amax history the step's delayed
         scales come from (default: a fresh one, scale 1).
       watch: 0, or the number of operations of the forward pass (the model's ``operations``
@@ -282,10 +283,9 @@ def step_trace(
 
     # 2-4. Low-precision loss, cast back to float32 and scaled; differentiated w.r.t. `point`.
     # Zero probes on the hidden activations: their gradients are the activation gradients.
-    count, width = hidden
     quantizes = precision.compute.quantizes
     activation_dtype = precision.op_dtype("activation")
-    probes = tuple(jnp.zeros((x.shape[0], width), activation_dtype) for _ in range(count))
+    probes = tuple(jnp.zeros((x.shape[0], width), activation_dtype) for width in hidden)
     # A quantizing recipe: the metas' gradients are the statistics of every quantized tensor.
     if quantizes and float8_history is None:
         float8_history = AmaxHistory.fresh(len(matmul_layers(model)))
