@@ -328,7 +328,7 @@ MODELS: dict[str, ModelSpec] = {
         ),
         operations=transformer_operations,
         takes_norm=True,
-        scripts=(),  # the export templates do not build it yet: the export refuses it by name
+        scripts=("jax", "pytorch"),
         shapes=_transformer_layout,
         size_field="hidden_width",
         sequence=True,
