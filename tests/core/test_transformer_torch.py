@@ -124,6 +124,24 @@ def relative(got, want) -> float:
     return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
+# Adding the key's bias adds q . b to every score of a query's row, which the softmax ignores:
+# its exact gradient is zero, so what both sides hold is rounding, compared to the whole gradient.
+ZERO_GRADIENT = "attention.key.bias"
+
+
+def assert_gradients_close(page: dict, torch_grads: dict, bound: float) -> None:
+    """Each parameter's page gradient within ``bound`` of torch's (norm-relative); the key's
+    bias within ``bound`` of the whole gradient's norm, on both sides."""
+    assert set(page) == set(torch_grads)
+    whole = np.sqrt(sum(np.sum(np.square(g)) for g in torch_grads.values()))
+    for parameter, want in torch_grads.items():
+        got = np.asarray(page[parameter], np.float64)
+        if parameter == ZERO_GRADIENT:
+            assert max(np.linalg.norm(got), np.linalg.norm(want)) <= bound * whole, parameter
+        else:
+            assert relative(got, want) <= bound, (parameter, relative(got, want))
+
+
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_float32_loss_and_gradients_are_torch_s(name):
     config = CONFIGS[name]
@@ -135,8 +153,7 @@ def test_float32_loss_and_gradients_are_torch_s(name):
     assert expected <= set(grads) == set(trace.grads)
     assert relative(trace.initial_loss[0], loss) <= 1e-5
     assert relative(trace.new_loss[0], new_loss) <= 1e-5
-    for parameter, want in grads.items():
-        assert relative(trace.grads[parameter], want) <= 1e-5, parameter
+    assert_gradients_close(trace.grads, grads, 1e-5)
 
 
 @pytest.mark.parametrize("low", list(LOW))
@@ -151,9 +168,7 @@ def test_the_autocast_step_is_torch_autocast_s_within_the_dtype(name, low):
     eps = float(jnp.finfo(jnp.dtype(low)).eps)
     assert relative(trace.initial_loss[0], loss) <= 4 * eps
     assert relative(trace.new_loss[0], new_loss) <= 4 * eps
-    assert set(grads) == set(trace.grads)
-    for parameter, want in grads.items():
-        assert relative(trace.grads[parameter], want) <= 8 * eps, (parameter, low)
+    assert_gradients_close(trace.grads, grads, 8 * eps)
 
 
 def test_the_torch_block_is_causal_and_sequence_local():

@@ -231,38 +231,62 @@ def _relative(ours, page) -> float:
     return float(np.linalg.norm(ours - page) / np.linalg.norm(page))
 
 
+@pytest.fixture(scope="module")
+def autocast_pages() -> dict[str, tuple]:
+    """Per PyTorch case, the page's step report and training run under the ``autocast``
+    preset (their float32 twins are the exercise's: every operation in float32)."""
+    found = {}
+    for name, config in TORCH_CASES.items():
+        autocast = config.replace(precision_policy="autocast")
+        found[name] = (run_report(autocast), run_dynamics(autocast))
+    return found
+
+
 @pytest.mark.parametrize("name", list(TORCH_CASES))
-def test_the_pytorch_script_s_float32_losses_are_the_page_s(name, torch_scripts):
-    config, summary = TORCH_CASES[name], torch_scripts[name]["summary"]
-    report, dynamics = run_report(config), run_dynamics(config)
+def test_the_pytorch_script_s_float32_losses_are_the_page_s(name, torch_scripts, autocast_pages):
+    summary, (report, dynamics) = torch_scripts[name]["summary"], autocast_pages[name]
     assert _relative(summary["float32_new"], report.float32_new_loss) <= 1e-5
     final = float(dynamics.float32_loss[-1])
     assert _relative(summary["final_loss"]["float32"], final) <= 1e-5
 
 
+# A step's mixed loss against the page's autocast step: within the dtype's eps, except after
+# Adam, whose first update is lr x sign(g): an entry whose gradient is near zero may move the
+# other way in one of them, by 2 lr; there the issue's bound for a bfloat16 Adam step holds.
+ADAM_STEP = 2e-2
+
+
 @pytest.mark.parametrize("name", list(TORCH_CASES))
-def test_the_pytorch_script_s_autocast_run_is_the_page_s_autocast_run(name, torch_scripts):
+def test_the_pytorch_script_s_autocast_run_is_the_page_s_autocast_run(
+    name, torch_scripts, autocast_pages
+):
     """The script's mixed step and run (torch.autocast, GradScaler) against the page's with the
-    ``autocast`` preset: the step within the dtype's eps, the run within RUN_TOLERANCE."""
+    ``autocast`` preset: the step within the dtype's eps (ADAM_STEP after Adam), the run within
+    RUN_TOLERANCE, the same steps skipped."""
     config, summary = TORCH_CASES[name], torch_scripts[name]["summary"]
-    autocast = config.replace(precision_policy="autocast")
-    report, dynamics = run_report(autocast), run_dynamics(autocast)
+    report, dynamics = autocast_pages[name]
     dtype = config.compute_dtype
     eps = float(jnp.finfo(jnp.dtype(dtype)).eps)
-    assert _relative(summary["mixed_new"], report.mixed_new_loss) <= eps
+    bound = ADAM_STEP if config.optimizer == "adam" else eps
+    assert _relative(summary["mixed_new"], report.mixed_new_loss) <= bound
     final = float(dynamics.mixed_loss[-1])
     assert _relative(summary["final_loss"]["mixed"], final) <= RUN_TOLERANCE[dtype]
     assert summary["skipped_steps"]["mixed"] == int(dynamics.mixed_skipped.sum())
 
 
-def test_a_bfloat16_adam_step_agrees_with_the_page(torch_scripts):
+def test_a_bfloat16_adam_step_agrees_with_the_page(torch_scripts, autocast_pages):
     """The issue's done-when: the PyTorch script of a bfloat16 Adam step against the page's own
-    step (the exercise preset): float32 within 1e-5, bfloat16 within 2e-2 relative."""
+    step (the exercise preset, the page's default): float32 within 1e-5, bfloat16 within 2e-2
+    relative."""
     config = TORCH_CASES["transformer-bf16-adam"]
-    assert (config.compute_dtype, config.optimizer) == ("bfloat16", "adam")
+    assert (config.compute_dtype, config.optimizer, config.precision_policy) == (
+        "bfloat16",
+        "adam",
+        "exercise",
+    )
     summary, report = torch_scripts["transformer-bf16-adam"]["summary"], run_report(config)
     assert _relative(summary["float32_new"], report.float32_new_loss) <= 1e-5
-    assert _relative(summary["mixed_new"], report.mixed_new_loss) <= 2e-2
+    assert _relative(summary["mixed_new"], report.mixed_new_loss) <= ADAM_STEP
 
 
 def _torch_name(path: str) -> str:
@@ -311,14 +335,28 @@ def test_the_pytorch_model_s_gradients_are_the_page_s(name, torch_scripts, torch
     page = _page_grads(config, FLOAT32_TWIN)
     ours = _script_grads(torch_module, namespace, None)
     assert set(ours) == set(page)
-    for parameter, grad in ours.items():
-        assert _relative(grad, page[parameter]) <= 1e-5, parameter
+    _assert_close(ours, page, 1e-5)
     dtype = config.compute_dtype
     page = _page_grads(config, Policy.of(dtype, precision_policy="autocast"))
     ours = _script_grads(torch_module, namespace, dtype)
-    eps = float(jnp.finfo(jnp.dtype(dtype)).eps)
+    _assert_close(ours, page, 8 * float(jnp.finfo(jnp.dtype(dtype)).eps))
+
+
+# Adding the key's bias adds q . b to every score of a query's row, which the softmax ignores:
+# its gradient is zero but for rounding, so both sides' are compared to the whole gradient.
+ZERO_GRADIENT = "attention.key.bias"
+
+
+def _assert_close(ours: dict, page: dict, bound: float) -> None:
+    """Each parameter's gradient within ``bound`` (norm-relative); the key's bias, whose exact
+    gradient is zero, within ``bound`` of the whole gradient's norm on both sides."""
+    whole = math.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in page.values()))
     for parameter, grad in ours.items():
-        assert _relative(grad, page[parameter]) <= 8 * eps, (parameter, dtype)
+        if parameter == ZERO_GRADIENT:
+            for side in (grad, page[parameter]):
+                assert np.linalg.norm(np.asarray(side, np.float64)) <= bound * whole, side
+        else:
+            assert _relative(grad, page[parameter]) <= bound, (parameter, bound)
 
 
 def test_the_pytorch_block_is_written_as_a_pytorch_user_would():
