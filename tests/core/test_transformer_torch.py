@@ -29,7 +29,7 @@ from playground.core.settings.settings import StepConfig  # noqa: E402
 from playground.core.step.policy import FLOAT32_TWIN, Policy  # noqa: E402
 
 LOW = {"bfloat16": torch.bfloat16, "float16": torch.float16}
-LR = 0.1
+LR = 0.01  # small enough that no case diverges in its one step (a large step amplifies rounding)
 # Two sequences and a short third (N = 10, T = 4) with layer norms; three whole ones without.
 CONFIGS = {
     "layernorm-short-last": StepConfig(
@@ -109,7 +109,7 @@ def torch_step(params: dict, x, y, config: StepConfig, low: str | None):
     with torch.no_grad():
         stepped = {name: leaf - LR * leaf.grad for name, leaf in leaves.items()}
         new_loss = float(loss_of(stepped))
-    return float(loss), grads, new_loss
+    return float(loss.detach()), grads, new_loss
 
 
 def page_step(config: StepConfig, policy: Policy):

@@ -27,11 +27,13 @@ from flax import nnx
 
 from playground import StepConfig, run_report
 from playground.core.data.synthetic import make_batch
+from playground.core.export.autocast import autocast_new_loss
 from playground.core.model.models import build_model
 from playground.core.model.optimizers import build_optimizer
 from playground.core.runs.train import run_dynamics
 from playground.core.step.policy import FLOAT32_TWIN, Policy
 from playground.views.export import export_filename, export_script
+from playground.views.export_note import estimate_bound
 
 # The issue's tolerances for a PyTorch run against the page's autocast run, by dtype.
 RUN_TOLERANCE = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-3}
@@ -287,6 +289,16 @@ def test_a_bfloat16_adam_step_agrees_with_the_page(torch_scripts, autocast_pages
     summary, report = torch_scripts["transformer-bf16-adam"]["summary"], run_report(config)
     assert _relative(summary["float32_new"], report.float32_new_loss) <= 1e-5
     assert _relative(summary["mixed_new"], report.mixed_new_loss) <= ADAM_STEP
+
+
+@pytest.mark.parametrize("name", [n for n, c in TORCH_CASES.items() if c.optimizer != "adam"])
+def test_the_note_s_autocast_estimate_is_near_pytorch_s_step(name, torch_scripts):
+    """The PyTorch note's estimate (``core.export.autocast``: the step rounded as autocast
+    rounds, layer norms and attention in float32) within its stated bound of PyTorch's own
+    loss after the step (not after Adam: see ADAM_STEP)."""
+    config, summary = TORCH_CASES[name], torch_scripts[name]["summary"]
+    estimate = autocast_new_loss(config)
+    assert _relative(summary["mixed_new"], estimate) <= estimate_bound(config.compute_dtype)
 
 
 def _torch_name(path: str) -> str:

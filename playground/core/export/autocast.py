@@ -7,6 +7,11 @@ Rule, for the step's model, optimizer, batch (x, y), fixed loss scale S and comp
     loss(p)      = mean((float32(low(p)(low(x))) - y) ** 2)     # autocast: each nn.Linear and
                                                                 # activation in low, mse_loss
                                                                 # upcast to float32; y as it is
+                                                                # (each operation in the dtype
+                                                                # of the ``autocast`` preset's
+                                                                # kind: layer norms and a
+                                                                # transformer's attention in
+                                                                # float32, their parameters too)
     grads        = grad(S * loss)(masters) / S                  # float32, unscaled
     new_loss     = loss(masters after one optimizer update)
 
@@ -27,7 +32,8 @@ import optax
 from flax import nnx
 
 from playground.core.data.user_data import UserData, fitted
-from playground.core.model.models import ModelChoice, initial_state, rebuilt
+from playground.core.model.models import ModelChoice, forward, initial_state, param_kind, rebuilt
+from playground.core.model.op_policy import PRESETS, OpRun
 from playground.core.model.optimizers import build_optimizer
 from playground.core.recipes.registry import recipe
 from playground.core.settings.settings import ConfigError, StepConfig
@@ -43,8 +49,11 @@ def _autocast_step(model_seed, x, y, lr, loss_scale, initial, *, model, optimize
     graphdef, masters = nnx.split(network, nnx.Param)
 
     def loss(params):
-        low = jax.tree.map(lambda p: p.astype(dtype), params)
-        prediction = nnx.merge(graphdef, low)(x.astype(dtype))
+        ops = OpRun(PRESETS["autocast"], jnp.dtype(dtype).name)  # no flags: nothing watched
+        low = jax.tree_util.tree_map_with_path(
+            lambda path, p: p.astype(ops.dtype(param_kind(path))), params
+        )
+        prediction = forward(nnx.merge(graphdef, low), x.astype(dtype), (), ops)
         return jnp.mean((prediction.astype(jnp.float32) - y) ** 2)
 
     scaled = jax.grad(lambda params: loss(params) * loss_scale)(masters)
