@@ -38,14 +38,20 @@ def pytest_configure(config):
     os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(COMPILATION_CACHE_BYTES)
 
 
-# tests/app modules that run in the other worker, beside the shared app's group: test_disk
-# launches an app of its own (its own Gradio folder and caps), and that worker launches an app
-# and a Chromium of its own for the others (the lab's browser tests, the API fuzz, which times
-# nothing). Without them the shared app's group is under half of the suite's time, so the two
-# workers finish together instead of one idling for minutes. The load and fairness tests
-# (test_public_space, test_fair_share) stay in the shared app's group, where nothing else calls
-# their app meanwhile.
-BESIDE_THE_SHARED_APP = ("test_disk.py", "test_api_fuzz.py", "test_lab_browser.py")
+# tests/app modules that run in the other worker, beside the shared app's group: test_disk and
+# test_fair_share launch an app of their own (test_disk its own Gradio folder and caps,
+# test_fair_share a trusted proxy; its time bounds scale with the same calls' time alone, so a
+# busy machine does not fail them), and that worker launches an app and a Chromium of its own
+# for the others (the lab's browser tests, the API fuzz, which times nothing). Without them the
+# shared app's group is over half of the suite's time (on a fresh clone it ran for minutes
+# after the other worker had finished), so the two workers finish together. The load test
+# test_public_space stays in the shared app's group: it loads the shared app itself.
+BESIDE_THE_SHARED_APP = (
+    "test_disk.py",
+    "test_api_fuzz.py",
+    "test_lab_browser.py",
+    "test_fair_share.py",
+)
 
 
 # Modules that read the same results, cached once per process, run in one worker: the browser's

@@ -62,15 +62,25 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+# How long a browser test's ``expect`` waits for its condition (Playwright's default is 5 s). An
+# assertion on the page waits on the app's events (a run's follow-up event clears a stale
+# banner after the run's reading is shown): on 2 busy vCPUs those take longer than 5 s, so the
+# test failed by the clock, not by the page. A longer wait changes nothing when the condition
+# holds; when it never does, the test still fails.
+EXPECT_TIMEOUT_MS = 30_000
+
+
 @pytest.fixture(scope="session")
 def browser():
-    """Headless Debian Chromium driven by Playwright, shared by every browser test."""
+    """Headless Debian Chromium driven by Playwright, shared by every browser test; every
+    ``expect`` waits up to EXPECT_TIMEOUT_MS."""
     if not CHROMIUM.exists():
         _unavailable(f"{CHROMIUM} is missing (Debian package `chromium`)")
     try:
         from playwright import sync_api
     except ImportError as error:
         _unavailable(f"playwright is not installed ({error})")
+    sync_api.expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser

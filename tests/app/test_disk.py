@@ -57,12 +57,21 @@ def _area(app) -> Path:
 
 
 def _files(folder: Path) -> dict[str, int]:
-    """Every file under ``folder`` (relative path -> bytes), the lock file left out."""
-    return {
-        str(path.relative_to(folder)): path.stat().st_size
-        for path in folder.rglob("*")
-        if path.is_file() and path.name != ".lock"
-    }
+    """Every file under ``folder`` (relative path -> bytes), the lock file left out. The app
+    removes files and folders while this walks (its sweep of old uploads and downloads): a
+    folder or file gone between listing and reading is not on the disk, so it is left out
+    (os.walk skips a folder it cannot list; Path.rglob raised FileNotFoundError)."""
+    sizes = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = Path(root) / name
+            if name == ".lock":
+                continue
+            try:
+                sizes[str(path.relative_to(folder))] = path.stat().st_size
+            except FileNotFoundError:
+                continue
+    return sizes
 
 
 def _upload(app, name: str, size: int, address: str) -> httpx.Response:

@@ -8,8 +8,9 @@ Against one app launched with PLAYGROUND_TRUSTED_PROXIES=1 (traffic to 127.0.0.1
 visitors are documentation addresses, RFC 5737), while one visitor sends 300 of the largest
 accepted MLP /step calls, 8 raw joins of the page's commit event with the same inputs and 10
 training runs with rotated left-hand X-Forwarded-For values:
-  - an honest visitor's /step and page commit each answer within HONEST_LIMIT seconds, and
-    none of its calls gets HTTP 503;
+  - an honest visitor's /step and page commit each answer within HONEST_LIMIT seconds (or,
+    on a slower machine, ALONE_FACTOR times their time alone there), and none of its calls
+    gets HTTP 503;
   - its sweep waits only for the runs already admitted (one heavy run per visitor), never a
     backlog: it finishes within SWEEP_LIMIT seconds;
   - every refusal of the flooding visitor is HTTP 429 naming its limit, and at most one of its
@@ -84,6 +85,13 @@ DYNAMICS = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16", 200, "stati
 HONEST = "198.51.100.7"
 FLOODER = "192.0.2.66"
 HONEST_LIMIT = 3.0
+# On a machine slower than the one HONEST_LIMIT was set on (a CI runner, 2 vCPUs shared with the
+# suite's other worker), the honest calls' bound is this many times their own slowest time
+# measured alone just before, on the same app. A call queued behind the crowd waits for a
+# backlog of heavy runs (minutes) or gets 503, whatever the machine; one that only shares the
+# CPU (and the app's interpreter) with the running heavy request and the crowd's posts took
+# 7 x its time alone on 2 vCPUs at load 10 (4.5-5.0 s against 0.6-0.7 s).
+ALONE_FACTOR = 15.0
 SWEEP_LIMIT = 30.0
 SHARE_TEXT = "at most 4 requests queued or running per visitor"
 HEAVY_TEXT = "one heavy run at a time"
@@ -166,6 +174,19 @@ def proxied_url() -> Iterator[str]:
         server.stop()
 
 
+def _honest_limit(url: str, commit: int) -> float:
+    """HONEST_LIMIT, or ALONE_FACTOR times the slowest of the honest visitor's /step and page
+    commit run alone (three of each, warm) when that is more: the bound scales with how fast
+    this machine is now, not with the clock of the machine it was first set on."""
+    who, alone = visitor(HONEST), []
+    for index in range(3):
+        alone.append(call(url, "step", DEFAULT_STEP, who, timeout=60))
+        session = f"alone{index}-{commit}"
+        alone.append(join(url, commit, _commit_inputs(DEFAULT_STEP), who, session_hash=session))
+    assert all(answer.kind == "complete" for answer in alone), [a.kind for a in alone]
+    return max(HONEST_LIMIT, ALONE_FACTOR * max(answer.seconds for answer in alone))
+
+
 def _commit_inputs(step: list) -> list:
     """The page's commit inputs: every input of /step in its order (``step``'s leading ones,
     the rest at their defaults, no data), then the page's two states (Gradio keeps those
@@ -178,6 +199,7 @@ def _commit_inputs(step: list) -> list:
 def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
     url = proxied_url
     commit = fn_index(url, "on_commit")
+    bound = _honest_limit(url, commit)
     flood: Counter[int] = Counter()
     refusals: list[str] = []
     started = threading.Event()
@@ -231,7 +253,7 @@ def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
     for name, answer in honest:
         assert answer.status != 503, f"honest {name}: HTTP 503 {answer.message[:200]}"
         assert answer.kind == "complete", f"honest {name}: {answer.kind} {answer.message[:200]}"
-        assert answer.seconds < HONEST_LIMIT, f"honest {name} took {answer.seconds:.2f} s"
+        assert answer.seconds < bound, f"honest {name} took {answer.seconds:.2f} s > {bound:.2f}"
     assert sweep.kind == "complete", f"honest sweep: {sweep.message[:200]}"
     assert sweep.seconds < SWEEP_LIMIT, f"honest sweep waited {sweep.seconds:.1f} s"
     assert set(flood) <= {200, 429}, f"flood answers: {dict(flood)}"
@@ -273,6 +295,7 @@ def test_a_crowd_of_heavy_requests_leaves_room_for_light_work(proxied_url):
     warmed = call(url, "step", CROWD_STEP, visitor(CROWD_ADDRESSES[0]))
     assert warmed.kind == "complete", warmed.message[:300]
     commit = fn_index(url, "on_commit")
+    bound = _honest_limit(url, commit)
     answers: Counter[int] = Counter()
     refusals: list[str] = []
     lock = threading.Lock()
@@ -315,7 +338,7 @@ def test_a_crowd_of_heavy_requests_leaves_room_for_light_work(proxied_url):
     for name, answer in honest:
         assert answer.status != 503, f"honest {name}: HTTP 503 {answer.message[:200]}"
         assert answer.kind == "complete", f"honest {name}: {answer.kind} {answer.message[:200]}"
-        assert answer.seconds < HONEST_LIMIT, f"honest {name} took {answer.seconds:.2f} s"
+        assert answer.seconds < bound, f"honest {name} took {answer.seconds:.2f} s > {bound:.2f}"
     assert sum(answers.values()) == 4 * len(CROWD_ADDRESSES)
     assert set(answers) <= {200, 429}, f"crowd answers: {dict(answers)}"
     assert answers[429] >= 2 * len(CROWD_ADDRESSES), f"crowd answers: {dict(answers)}"
