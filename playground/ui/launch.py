@@ -32,6 +32,7 @@ from playground.core.settings.compile_cost import compare_first_call_work, first
 from playground.core.settings.cost import compare_work, step_work
 from playground.core.settings.settings import StepConfig, settings
 from playground.ui import session_order
+from playground.ui.arguments import STEP
 from playground.ui.assets import CSS, JS
 from playground.ui.client_refusals import ClientRefusals
 from playground.ui.crowd import LARGE_WORK, CrowdMiddleware
@@ -114,6 +115,10 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
         for component, value in zip(fn.inputs, inputs, strict=False)
         if getattr(component, "elem_id", None) in table
     }
+    if fn.api_name not in ("sweep", "dynamics", "compare"):
+        # A step: its own settings (a page commit also reads the training run's controls, for
+        # the stale checks it answers, and they change no step's work).
+        fields = {name: value for name, value in fields.items() if name in STEP.fields}
     if not fields:
         return 0.0
     try:
