@@ -7,9 +7,10 @@ opens the page in headless Chromium. After the first charts it commits ``--commi
 learning rates (typed, then Enter) and, for each, waits until the page is quiet (no request
 for QUIET_MS), then prints per commit: the HTTP requests the page sent (queue joins and other
 POSTs), the bytes it received on the queue's event stream (the SSE messages: their count and
-size), the events the server processed with their handler seconds and answer bytes, and the
-time from Enter to the new headline and to the page being quiet. Counts do not depend on the
-machine's load; times do.
+size), the events the server processed with their handler seconds and answer bytes, the calls
+of Gradio's front-end functions in COUNTED (V8's precise coverage, which also slows the page:
+time it with bench_browser.py), and the time from Enter to the new headline and to the page
+being quiet. Counts do not depend on the machine's load; times do.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ from app_server import AppServer  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1400, "height": 1000}
 QUIET_MS = 3000
-# Gradio's front end (its core module): the functions whose calls a commit costs in the browser.
-# ``Z`` finds a component by id by walking the page's layout tree (one call per node visited),
-# run for every output set, input read and loading status updated.
+# Gradio's front end (its core and Blocks modules, names as minified in Gradio 6.31's build): the
+# functions whose calls a commit costs in the browser. ``Z`` finds a component by id by walking
+# the page's layout tree (one call per node visited), for every output set, input read and
+# loading status set; ``update_loading_stati_state`` sets the loading status of every component
+# any event ever tracked (its progress targets, and its inputs once it completed), on each
+# status change of any event.
 COUNTED = ("Z", "update_state", "get_state", "update_loading_stati_state")
 TIMING_JS = """
 window.benchKey = null; window.benchChange = null;
