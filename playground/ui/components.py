@@ -5,10 +5,15 @@ Rule: a page event answers with a dict keyed by what it changes: a ``Notice``, `
 the chart ``loss_plot``), or the name of one of the Page's own components (``"headline"``).
 ``Page[key]`` is the component a key names, so the wiring never builds a name from a prefix.
 Keys of different kinds never compare equal (``Notice("n") != Control("n")``).
+
+A ``StaleCheck`` is a section's check of the results it shows against the controls (a stale
+banner): every page event that commits settings runs each check in its own answer, with the
+check's inputs as that answer leaves them, instead of one more event per check and commit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +42,16 @@ class Chart:
 
 
 Key = Notice | Control | Chart | str
+
+
+@dataclass(frozen=True)
+class StaleCheck:
+    """``fn(*values of inputs)`` -> the values of ``outputs`` (one value when one output): a
+    section's banner over results that no longer match the controls (see the module rule)."""
+
+    fn: Callable[..., Any]
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
 
 
 @dataclass
@@ -68,6 +83,7 @@ class Page:
     charts: dict[str, gr.Plot] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)  # each section's record, by label
     route: Any = None  # the route's record (ui.route)
+    checks: list[StaleCheck] = field(default_factory=list)  # run by every commit
 
     def __getitem__(self, key: Key) -> Any:
         if isinstance(key, Notice):
@@ -81,3 +97,48 @@ class Page:
     def inputs(self, names: tuple[str, ...]) -> list[Any]:
         """The controls of fields ``names`` (an endpoint's inputs, in its order)."""
         return [self.controls[name] for name in names]
+
+    def with_checks(
+        self, handler: Callable[..., Any], inputs: list[Any], outputs: list[Any]
+    ) -> tuple[Callable[..., Any], list[Any], list[Any]]:
+        """A commit event's (fn, inputs, outputs), every check in ``checks`` run in its answer.
+
+        The inputs the checks read that the event does not are appended to its inputs, their
+        outputs to its outputs. ``handler`` answers by component (or with one skip); each check
+        then reads its inputs as that answer leaves them: the value the answer sets (an
+        update's ``value``), else the one the browser sent."""
+        checks = list(self.checks)
+        extra = [c for check in checks for c in check.inputs if not _among(c, inputs)]
+        extra = list({id(c): c for c in extra}.values())
+        added = [c for check in checks for c in check.outputs if not _among(c, outputs)]
+        every = [*inputs, *extra]
+
+        def run(*args: Any) -> Any:
+            answer = handler(*args[: len(inputs)])
+            sets = answer if isinstance(answer, dict) and "__type__" not in answer else {}
+            now = {
+                id(c): _value_after(sets, c, value) for c, value in zip(every, args, strict=True)
+            }
+            results: dict[Any, Any] = {}
+            for check in checks:
+                result = check.fn(*(now[id(c)] for c in check.inputs))
+                shown = (result,) if len(check.outputs) == 1 else tuple(result)
+                results |= dict(zip(check.outputs, shown, strict=True))
+            return {**sets, **results}
+
+        run.__name__ = getattr(handler, "__name__", "commit")
+        return run, every, [*outputs, *list({id(c): c for c in added}.values())]
+
+
+def _among(component: Any, components: list[Any]) -> bool:
+    return any(component is other for other in components)
+
+
+def _value_after(answer: dict[Any, Any], component: Any, sent: Any) -> Any:
+    """The value ``component`` holds once ``answer`` is applied (``sent`` if it sets none)."""
+    if component not in answer:
+        return sent
+    value = answer[component]
+    if isinstance(value, dict) and value.get("__type__") == "update":
+        return value.get("value", sent)
+    return value

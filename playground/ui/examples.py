@@ -189,9 +189,11 @@ def wire_training_lessons(
             return {where.get(name) or getattr(tab, name): value for name, value in answer.items()}
 
         settings = button.click(
-            on_settings,
-            [page.last_valid, page.notices_shown],
-            [*step_outputs, *run_controls, parts.caption],
+            *page.with_checks(
+                on_settings,
+                [page.last_valid, page.notices_shown],
+                [*step_outputs, *run_controls, parts.caption],
+            ),
             **lane,
         )
         then_charts(settings)

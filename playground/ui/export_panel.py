@@ -30,7 +30,7 @@ from playground.core.export.autocast import autocast_new_loss
 from playground.core.recipes.registry import recipe
 from playground.core.settings.settings import ConfigError, StepConfig, check_setting, settings
 from playground.core.step.report import run_report
-from playground.ui.components import Page
+from playground.ui.components import Page, StaleCheck
 from playground.ui.endpoints import EXPORT, EXPORT_RUN_FIELDS, ExportOutputs, run_export
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.uploads import upload_key, user_data
@@ -153,15 +153,38 @@ def _note_and_settings(*args: Any) -> tuple[Any, Any]:
     return note, made_with(EXPORT.values(args))
 
 
-def wire(page: Page, panel: ExportPanel) -> None:
-    """The ``export`` endpoint and the note's refresh (see the rule)."""
-    run_controls = {
+def _inputs(page: Page, panel: ExportPanel) -> tuple[list[Any], dict[str, Any]]:
+    """The ``export`` endpoint's inputs in its order, and the controls that are not the step's
+    (the training run's, the framework)."""
+    own = {
         name: component
         for record in page.sections.values()
         for name, component in getattr(record, "controls", {}).items()
-    }
-    every = page.controls | run_controls | {"framework": panel.framework}
-    inputs = [every[name] for name in EXPORT.order]
+    } | {"framework": panel.framework}
+    every = page.controls | own
+    return [every[name] for name in EXPORT.order], own
+
+
+def check_note_and_script(*args: Any) -> Any:
+    """The banner over the note and the script (the last two inputs: the settings each was
+    made with) for the controls (the others)."""
+    now = made_with(EXPORT.values(args[:-2]))
+    banner = stale_banner(*args[-2:], now)
+    return gr.update(value=banner, visible=bool(banner))
+
+
+def checks(page: Page, panel: ExportPanel) -> list[StaleCheck]:
+    """The note's and the script's stale check, which every commit of the step's controls runs
+    (an example, a preset and the URL commit them too)."""
+    inputs, _ = _inputs(page, panel)
+    stamps = (panel.note_made_with, panel.script_made_with)
+    return [StaleCheck(check_note_and_script, (*inputs, *stamps), (panel.status,))]
+
+
+def wire(page: Page, panel: ExportPanel) -> None:
+    """The ``export`` endpoint and the note's refresh (see the rule)."""
+    inputs, own = _inputs(page, panel)
+    every = page.controls | own
     export_event = panel.button.click(
         run_export,
         inputs=inputs,
@@ -187,24 +210,19 @@ def wire(page: Page, panel: ExportPanel) -> None:
         **private,
     )
 
-    def on_change(*args: Any) -> Any:
-        now = made_with(EXPORT.values(args[:-2]))
-        banner = stale_banner(*args[-2:], now)
-        return gr.update(value=banner, visible=bool(banner))
-
-    # A commit of any export input, new step results (an example, a preset, the URL: they set
-    # the controls and commit), or a new note or script checks both against the controls.
+    # A new note or script, or a commit of a control that is not the step's, checks both
+    # against the controls (a commit of the step's controls runs the same check: ``checks``).
     triggers = [
-        page.last_valid.change,
         panel.note_made_with.change,
         panel.script_made_with.change,
-        *(trigger for component in inputs for trigger in commit_triggers(component)),
+        *(trigger for component in own.values() for trigger in commit_triggers(component)),
     ]
+    (check,) = checks(page, panel)
     gr.on(
         triggers,
-        on_change,
-        [*inputs, panel.note_made_with, panel.script_made_with],
-        panel.status,
+        check.fn,
+        list(check.inputs),
+        list(check.outputs),
         trigger_mode="always_last",
         queue=False,
         show_progress="hidden",

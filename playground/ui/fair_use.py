@@ -42,6 +42,7 @@ import gradio as gr
 from starlette.datastructures import Headers
 
 from playground.ui import session_order
+from playground.ui.assets import PAGE_ORDER
 from playground.ui.bodies import read_body
 from playground.ui.gradio_internals import queue as gradio_queue
 from playground.ui.gradio_internals.events import event_kind, event_of_join
@@ -150,7 +151,7 @@ class HeavyRunMiddleware:
             return
         body, replay = await read_body(receive)
         forget_finished(gradio_queue.queue_of(self.blocks))
-        fn, session = self._event(path, body)
+        fn, session, sent = self._event(path, body)
         name = getattr(fn, "api_name", None)
         who = visitor(Headers(scope=scope), (scope.get("client") or (None,))[0])
         if fn is not None and session and fn.api_visibility == "private":
@@ -169,7 +170,7 @@ class HeavyRunMiddleware:
             await send(message)
 
         if fn is not None and session and fn.api_visibility == "private":
-            session_order.arrived(session, event_kind(fn))
+            session_order.arrived(session, event_kind(fn), sent)
         self.joining[who] += 1
         try:
             await self.app(scope, replay, watch)
@@ -178,8 +179,9 @@ class HeavyRunMiddleware:
             if not self.joining[who]:
                 del self.joining[who]
 
-    def _event(self, path: str, body: bytes) -> tuple[Any, str | None]:
-        """The event's BlockFunction (None if unknown) and the body's session hash."""
+    def _event(self, path: str, body: bytes) -> tuple[Any, str | None, int | None]:
+        """The event's BlockFunction (None if unknown), the body's session hash, and the
+        page's number for the event (``ui.assets.PAGE_ORDER``; None when it carries none)."""
         try:
             payload = json.loads(body)
         except ValueError:
@@ -187,7 +189,9 @@ class HeavyRunMiddleware:
         payload = payload if isinstance(payload, dict) else {}
         session = payload.get("session_hash")
         session = session if isinstance(session, str) else None
-        return event_of_join(self.blocks, path, payload), session
+        sent = payload.get(PAGE_ORDER)
+        sent = sent if isinstance(sent, int) and not isinstance(sent, bool) else None
+        return event_of_join(self.blocks, path, payload), session, sent
 
     def _visitor_events(self, who: str) -> list[Any]:
         """The visitor's events in Gradio's queue: waiting in any lane, or running."""

@@ -12,9 +12,10 @@ Rules:
               visitor's share, so another visitor's small request always finds a place and
               never waits behind large work. The heavy lane (sweeps and training runs) runs
               one at a time, and a session's own page events (private ones) one at a time, in
-              the order they reached the server (``ui.session_order``); one still waiting there
+              the order the page sent them (``ui.session_order``); one still waiting there
               when a newer event of the same kind from the session comes is replaced by it
-              (answered with a skip), so a session never piles up page events.
+              (answered with a skip), so a session never piles up page events, and so is a
+              commit (``carries_every_setting``) the page sent before one that already started.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from playground.core.settings.compile_cost import compare_first_call_work, first
 from playground.core.settings.cost import compare_work, step_work
 from playground.core.settings.settings import StepConfig, settings
 from playground.ui import session_order
+from playground.ui.arguments import STEP
 from playground.ui.assets import CSS, JS
 from playground.ui.client_refusals import ClientRefusals
 from playground.ui.crowd import LARGE_WORK, CrowdMiddleware
@@ -114,6 +116,10 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
         for component, value in zip(fn.inputs, inputs, strict=False)
         if getattr(component, "elem_id", None) in table
     }
+    if fn.api_name not in ("sweep", "dynamics", "compare"):
+        # A step: its own settings (a page commit also reads the training run's controls, for
+        # the stale checks it answers, and they change no step's work).
+        fields = {name: value for name, value in fields.items() if name in STEP.fields}
     if not fields:
         return 0.0
     try:
@@ -129,6 +135,12 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
     return step_work(config) + first_call_work(config, "step")
 
 
+def carries_every_setting(fn: Any) -> bool:
+    """Whether the event's inputs hold every setting of the step (a page commit)."""
+    fields = {getattr(component, "elem_id", None) for component in getattr(fn, "inputs", ())}
+    return set(STEP.fields) <= fields
+
+
 async def in_lane(
     fn: Any,
     inputs: list[Any],
@@ -142,7 +154,8 @@ async def in_lane(
     lane when its work on ``inputs`` is over LARGE_WORK."""
     if session and fn.api_visibility == "private":
         kind = event_kind(fn)
-        await session_order.wait_turn(session, session_order.take(session, kind))
+        turn = session_order.take(session, kind)
+        await session_order.wait_turn(session, turn)
         key = (session, kind)
         NEWEST[key] = ticket = NEWEST.get(key, 0) + 1
         lock = SESSION_LANES.setdefault(session, asyncio.Lock())
@@ -150,6 +163,10 @@ async def in_lane(
             session_order.started(session)
             if NEWEST.get(key) != ticket:  # a newer event of this kind waits: it replaces this
                 return await replaced()
+            if carries_every_setting(fn):
+                if session_order.superseded(session, turn):  # a newer commit already ran
+                    return await replaced()
+                session_order.commit_started(session, turn)
             try:
                 return await _sized(fn, inputs, call)
             finally:

@@ -1,8 +1,9 @@
 """The page frame: the layout, the sections, the API endpoints and the URL, joined once.
 
 Rule: this is the only module that joins every part of the page. It lays the page out
-(``ui.layout``), wires the page's private step events (``ui.wiring``), each registered section's
-own events (``ui.sections``), the step's API endpoints (``ui.endpoints``) and the URL state.
+(``ui.layout``), wires the page's private step events (``ui.wiring``) with every section's
+stale checks in their answers, each registered section's own events (``ui.sections``), the
+step's API endpoints (``ui.endpoints``) and the URL state.
 
 The API's ``step`` endpoint returns every output and raises gr.Error on a bad input; the page
 runs its own private events instead: a commit (Enter, leaving a field, releasing a slider,
@@ -74,6 +75,11 @@ def build_demo() -> gr.Blocks:
             trigger for component in own_controls.values() for trigger in commit_triggers(component)
         ]
         url_read = wire_url_state(demo, parts.url, page.controls | own_controls, written)
+        # The stale checks every commit answers, before the commits are wired.
+        for section in SECTIONS:
+            if section.checks is not None:
+                page.checks.extend(section.checks(page, page.sections[section.label]))
+        page.checks.extend(export_panel.checks(page, parts.export))
         wire_page_events(page, url_read)
         _wire_endpoints(page.inputs(STEP.order), page, parts)
         for section in SECTIONS:

@@ -204,7 +204,8 @@ def wire(
         (route.prev.click, step(-1), route.chapter),
         (route.select.input, on_pick, route.select),
     ):
-        event = trigger(handler, [source, page.last_valid, page.notices_shown], outputs, **lane)
+        inputs = [source, page.last_valid, page.notices_shown]
+        event = trigger(*page.with_checks(handler, inputs, outputs), **lane)
         then_charts(event)
         event.then(fn=None, js=scroll_js("route")).then(
             on_view,

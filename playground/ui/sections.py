@@ -10,6 +10,9 @@ Rule: a section is one ``Section`` entry of SECTIONS, in the order its tabs appe
              returns its record of components, whose ``charts`` are the report's charts and
              ``controls`` its own settings
     wire     ``wire(page, record)``: its own events and endpoints
+    checks   ``checks(page, record)``: its stale checks (``ui.components.StaleCheck``), which
+             every commit of the step's controls answers; none when it shows no results of
+             its own that a commit can make stale
 
 Adding a tab is one entry here (and its module under ``ui/tabs``).
 """
@@ -25,7 +28,7 @@ from playground.sections.lab import tab as lab_tab
 from playground.sections.step import block_map
 from playground.sections.step import blocks as block_section
 from playground.sections.step import tab as step_tab
-from playground.ui.components import Page
+from playground.ui.components import Page, StaleCheck
 from playground.ui.tabs import blocks, compare, dynamics, lab, step, tensors
 
 
@@ -38,6 +41,7 @@ class Section:
     figures: dict[str, Callable[[StepReport], dict[str, Any]]]
     build: Callable[[], Any]
     wire: Callable[[Page, Any], None]
+    checks: Callable[[Page, Any], list[StaleCheck]] | None = None
 
 
 SECTIONS = (
@@ -55,8 +59,16 @@ SECTIONS = (
         lab_tab.FIGURES,
         lab.build,
         lab.wire,
+        lab.checks,
     ),
-    Section("dynamics", {dynamics.TAB_LABEL: ()}, {}, dynamics.build, dynamics.wire),
+    Section(
+        "dynamics",
+        {dynamics.TAB_LABEL: ()},
+        {},
+        dynamics.build,
+        dynamics.wire,
+        dynamics.checks,
+    ),
     Section("tensors", {tensors.TAB_LABEL: ()}, {}, tensors.build, tensors.wire),
     Section("compare", {}, {}, compare.build, compare.wire),
 )

@@ -1,14 +1,22 @@
-"""A session's page events start in the order they reached the server.
+"""A session's page events start in the order the page sent them.
 
 Rule: the door (``ui.fair_use``) numbers each private page event of a session as it is let in
-(``arrived``). Before its session's lane, a page event takes the oldest number of its kind
-(``take``) and waits until every event of its session with a smaller number has started
-(``wait_turn``); it starts by taking the session's lane lock, which is first come, first served,
-and says so (``started``). Gradio may start two of a session's events in either order (both
-wait in a lane of several places), and an older commit that ran after a newer, refused one
-answered with the older values and hid the newer one's notice. An event that never starts
-(dropped before its handler) holds the others up at most WAIT seconds, and a number is forgotten
-after FORGET seconds; an event replaced at the door gives its number up (``dropped``).
+(``arrived``): by the page's own number for it when the join carries one (``ui.assets``'
+PAGE_ORDER: the order the page sent its requests in), else by the order of arrival. Two
+requests the page sent a moment apart travel on two connections and may reach the door in
+either order; a number of the server's own then put a slider's refused value (sent second)
+before the commit of the box left just before, which ran last and hid the refusal's notice.
+Before its session's lane, a page event takes the oldest number of its kind (``take``) and
+waits until every event of its session with a smaller number has started (``wait_turn``); it
+starts by taking the session's lane lock, which is first come, first served, and says so
+(``started``). Gradio may start two of a session's events in either order (both wait in a lane
+of several places). A commit (an event that carries every setting's value) numbered by the
+page before a commit of its session that has already started is superseded (``superseded``):
+the newer one carries every value the older did as the page then held them, so the older one
+is answered with a skip instead of running after it (``commit_started`` records the newest).
+An event that never starts (dropped before its handler) holds the others up at most WAIT
+seconds, and a number is forgotten after FORGET seconds; an event replaced at the door gives
+its number up (``dropped``).
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections import OrderedDict
+from typing import NamedTuple
 
 # Seconds an event waits at most for an earlier one of its session to start: long enough for a
 # busy 2-vCPU server (at 2 s, a preset clicked right after a commit timed out once in a browser
@@ -26,23 +36,36 @@ POLL = 0.005
 SESSIONS_KEPT = 1024  # sessions with waiting numbers before old ones are swept
 
 _counter = itertools.count(1)
-# session -> [(number, event kind, arrival time)], in arrival order, not yet started.
-_PENDING: dict[str, list[tuple[int, int, float]]] = {}
 
 
-def arrived(session: str, kind: int) -> None:
-    """Number a page event of ``kind`` (its function's id) of ``session`` as it is let in;
-    past SESSIONS_KEPT sessions, those whose numbers are all older than FORGET are dropped
-    (a session that left with an event that never started comes back no more)."""
+class Turn(NamedTuple):
+    """An event's number in its session, and whether the page gave it (``sent``)."""
+
+    number: int
+    sent: bool
+
+
+# session -> [(turn, event kind, arrival time)], in arrival order, not yet started.
+_PENDING: dict[str, list[tuple[Turn, int, float]]] = {}
+# session -> the page's number of its newest commit that started (up to SESSIONS_KEPT).
+_NEWEST_COMMIT: OrderedDict[str, int] = OrderedDict()
+
+
+def arrived(session: str, kind: int, sent: int | None = None) -> None:
+    """Number a page event of ``kind`` (its function's id) of ``session`` as it is let in: by
+    ``sent``, the page's number for it, when given; past SESSIONS_KEPT sessions, those whose
+    numbers are all older than FORGET are dropped (a session that left with an event that
+    never started comes back no more)."""
     now = time.monotonic()
     if len(_PENDING) > SESSIONS_KEPT:
         for stale in [key for key, entries in _PENDING.items() if _forgotten(entries, now)]:
             del _PENDING[stale]
     kept = [entry for entry in _PENDING.get(session, []) if now - entry[2] < FORGET]
-    _PENDING[session] = [*kept, (next(_counter), kind, now)]
+    turn = Turn(sent, True) if sent is not None else Turn(next(_counter), False)
+    _PENDING[session] = [*kept, (turn, kind, now)]
 
 
-def _forgotten(entries: list[tuple[int, int, float]], now: float) -> bool:
+def _forgotten(entries: list[tuple[Turn, int, float]], now: float) -> bool:
     return all(now - arrival >= FORGET for _, _, arrival in entries)
 
 
@@ -51,26 +74,42 @@ def dropped(session: str, kind: int) -> None:
     take(session, kind)
 
 
-def take(session: str, kind: int) -> int | None:
-    """The oldest waiting number of ``kind`` in ``session`` (None if it has none), given up."""
+def take(session: str, kind: int) -> Turn | None:
+    """The oldest waiting turn of ``kind`` in ``session`` (None if it has none), given up."""
     entries = _PENDING.get(session, [])
-    for index, (number, entry_kind, _) in enumerate(entries):
+    for index, (turn, entry_kind, _) in enumerate(entries):
         if entry_kind == kind:
             del entries[index]
-            return number
+            return turn
     return None
 
 
-async def wait_turn(session: str, number: int | None) -> None:
-    """Wait until no event of ``session`` numbered before ``number`` is still waiting to start
+async def wait_turn(session: str, turn: Turn | None) -> None:
+    """Wait until no event of ``session`` numbered before ``turn`` is still waiting to start
     (at most WAIT seconds)."""
-    if number is None:
+    if turn is None:
         return
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline and any(
-        earlier < number for earlier, _, _ in _PENDING.get(session, [])
+        earlier.number < turn.number for earlier, _, _ in _PENDING.get(session, [])
     ):
         await asyncio.sleep(POLL)
+
+
+def superseded(session: str, turn: Turn | None) -> bool:
+    """Whether a commit of ``session`` that the page sent after this one has started."""
+    newest = _NEWEST_COMMIT.get(session)
+    return turn is not None and turn.sent and newest is not None and turn.number < newest
+
+
+def commit_started(session: str, turn: Turn | None) -> None:
+    """Record a commit of ``session`` that starts (the newest the page sent, see the rule)."""
+    if turn is None or not turn.sent:
+        return
+    _NEWEST_COMMIT[session] = max(turn.number, _NEWEST_COMMIT.get(session, 0))
+    _NEWEST_COMMIT.move_to_end(session)
+    while len(_NEWEST_COMMIT) > SESSIONS_KEPT:
+        _NEWEST_COMMIT.popitem(last=False)
 
 
 def started(session: str) -> None:

@@ -243,6 +243,7 @@ def wire_url_state(
         outputs=[*components, row.notice],
         api_visibility="private",
         show_progress="hidden",
+        show_progress_on=[row.notice],  # its progress tracked on one component (ui.wiring)
     )
     write = {"fn": None, "inputs": components, "outputs": row.link, "js": _write_js(fields)}
     read.success(**write, show_progress="hidden")

@@ -1,9 +1,14 @@
 """The page's private step events (``ui.page_events``): commit, then the open tab's charts.
 
 Rule: each event's outputs are the keys ``page_events`` lists for it, resolved by the Page
-record, and its progress shows on the headline only: the browser then marks and updates only
-what the event can change. The first commit is chained after the URL is read (``.then``), so
-the page's first numbers are the URL's settings.
+record, and the page's stale checks (``Page.with_checks``: each commit answers them too, no
+event of their own), and its progress shows on the headline only: the browser then marks and
+updates only what the event can change. The first commit is chained after the URL is read
+(``.then``), so the page's first numbers are the URL's settings. An event that shows no progress
+tracks it on one component (``quiet_progress``): Gradio's front end keeps the loading status of
+every component an event ever tracked (its outputs, unless ``show_progress_on`` names others)
+and sets each of them again, with a walk of the page's layout tree, on every status change of
+any event, so each output tracked costs every later commit.
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ def preset_loss_scale(label: str) -> float:
     return page_events.LOSS_SCALE_PRESETS[label]
 
 
+def quiet_progress(target: Any) -> dict[str, Any]:
+    """An event's options for no progress shown, tracked on ``target`` alone (see the rule)."""
+    return {"show_progress": "hidden", "show_progress_on": [target]}
+
+
 def _answer(page: Page, updates: dict[Key, Any]) -> Any:
     """An event's answer by component; a lone skip when it changes nothing (an empty dict
     would be read as one value)."""
@@ -39,6 +49,7 @@ def _answer(page: Page, updates: dict[Key, Any]) -> Any:
 def wire_page_events(page: Page, url_read: Any) -> None:
     """Wire the commit, the loss-scale controls, the lessons and the tabs (see the rule)."""
     inputs = page.inputs(STEP.order)
+    quiet = quiet_progress(page.charts["magnitude_plot"])
 
     def outputs(keys: tuple[Key, ...]) -> list[Any]:
         return [page[key] for key in keys]
@@ -56,7 +67,7 @@ def wire_page_events(page: Page, url_read: Any) -> None:
             on_tab,
             [page.last_valid, page.open_tab, page.drawn],
             outputs(page_events.TAB_OUTPUTS),
-            show_progress="hidden",
+            **quiet,
             **LANE,
         )
 
@@ -77,19 +88,19 @@ def wire_page_events(page: Page, url_read: Any) -> None:
         "show_progress_on": [page.headline],
     }
     commit_inputs = [*inputs, page.last_valid, page.notices_shown]
-    commit_outputs = outputs(page_events.COMMIT_OUTPUTS)
-    then_charts(url_read.then(on_commit, commit_inputs, commit_outputs, **once, **LANE))
-    then_charts(gr.on(triggers, on_commit, commit_inputs, commit_outputs, **once, **LANE))
+    commit = page.with_checks(on_commit, commit_inputs, outputs(page_events.COMMIT_OUTPUTS))
+    then_charts(url_read.then(*commit, **once, **LANE))
+    then_charts(gr.on(triggers, *commit, **once, **LANE))
     released = [slider.release for slider in sliders]
     each = once | {"trigger_mode": "multiple"}
-    then_charts(gr.on(released, on_commit, commit_inputs, commit_outputs, **each, **LANE))
+    then_charts(gr.on(released, *commit, **each, **LANE))
     _wire_loss_scale(page, inputs, once, then_charts)
     _wire_lessons(page, once, then_charts)
 
     def remember(selected: gr.SelectData) -> str:
         return selected.value
 
-    then_charts(page.tabs.select(remember, None, page.open_tab, show_progress="hidden", **LANE))
+    then_charts(page.tabs.select(remember, None, page.open_tab, **quiet, **LANE))
 
 
 def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any) -> None:
@@ -113,9 +124,9 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
         (page.loss_scale_presets, "input", on_preset, "preset_loss_scale"),
     ):
         event = getattr(source, trigger)(
-            handler,
-            [source, *inputs, page.last_valid, page.notices_shown],
-            scale_outputs,
+            *page.with_checks(
+                handler, [source, *inputs, page.last_valid, page.notices_shown], scale_outputs
+            ),
             api_name=api_name,
             **once,
             **LANE,
@@ -132,9 +143,8 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
         def on_lesson(last_value: Any, shown_value: Any, lesson=lesson) -> Any:
             return _answer(page, page_events.run_lesson(lesson, last_value, shown_value))
 
-        event = button.click(
-            on_lesson, [page.last_valid, page.notices_shown], lesson_outputs, **once, **LANE
-        )
+        checked = page.with_checks(on_lesson, [page.last_valid, page.notices_shown], lesson_outputs)
+        event = button.click(*checked, **once, **LANE)
         then_charts(event.then(fn=None, js=scroll_js(lesson.target)))
     # The route's previous / next (``ui.route``).
     route.wire(

@@ -390,10 +390,10 @@ def test_a_bad_value_is_named_under_its_field_and_the_old_results_are_marked(des
     assert page.evaluate("window.seen") == [f"{loss}|bfloat16" for loss in shown]
 
 
-# A known race under load (about one suite run in five on 2 busy vCPUs): the session's two
-# commits can still start out of order past session_order.WAIT. Rerun once, never more; a
-# failure twice in a row fails. (To be fixed: the order should not depend on a wait bound.)
-@pytest.mark.flaky(reruns=1)
+# The two commits are sent a moment apart on two connections and could reach the server the
+# other way round (about one suite run in five on 2 busy vCPUs): the older one then ran last
+# and hid the notice. The server now starts them in the order the page sent them, and skips a
+# commit sent before one that already ran (ui.session_order, tests/ui/test_session_order.py).
 def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     page = desk.page
     load_page(desk, charts=False)
@@ -535,10 +535,10 @@ def _expect_scale(page, scale: float, dtype: str) -> None:
     wait_for_headline(page, expected_headline(compute_dtype=dtype, loss_scale=scale))
 
 
-# A known race under load (about one suite run in five on 2 busy vCPUs): the session's two
-# commits can still start out of order past session_order.WAIT. Rerun once, never more; a
-# failure twice in a row fails. (To be fixed: the order should not depend on a wait bound.)
-@pytest.mark.flaky(reruns=1)
+# Leaving the loss-scale box for a preset sends the box's commit and the preset's a moment
+# apart, and they could reach the server the other way round (about one suite run in five on
+# 2 busy vCPUs): the box's older value then ran last. The server now starts them in the order
+# the page sent them, and skips a commit sent before one that already ran (ui.session_order).
 def test_the_loss_scale_its_power_of_two_and_the_presets_stay_in_sync(desk):
     page = desk.page
     load_page(desk, charts=False)

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 from playground.ui import session_order
+from playground.ui.arguments import STEP
 from playground.ui.launch import in_lane
 
 
@@ -92,3 +93,61 @@ def test_sessions_that_left_are_forgotten(monkeypatch):
     monkeypatch.setattr(session_order, "FORGET", 0.0)
     session_order.arrived("new", 1)
     assert list(session_order._PENDING) == ["new"]
+
+
+def _commit_event(kind: int) -> SimpleNamespace:
+    """A page commit: its inputs are every setting's control (each elem_id its field)."""
+    controls = [SimpleNamespace(elem_id=name) for name in STEP.fields]
+    return SimpleNamespace(
+        concurrency_id="page", api_visibility="private", _id=kind, inputs=controls, api_name=None
+    )
+
+
+async def _in_turn(event: SimpleNamespace, session: str, ran: list[int]) -> None:
+    async def handler() -> None:
+        ran.append(event._id)
+
+    async def replaced() -> None:
+        ran.append(-event._id)
+
+    await in_lane(event, [], handler, session, replaced)
+
+
+def test_the_pages_own_numbers_order_events_that_reach_the_server_the_other_way_round():
+    # The page sent the box's commit (kind 6) first and the slider's (kind 8) second; the
+    # slider's reached the door first.
+    session_order.arrived("p1", 8, sent=2)
+    session_order.arrived("p1", 6, sent=1)
+    ran: list[int] = []
+    _run(_events([("p1", 8, 0.0), ("p1", 6, 0.05)], ran))
+    assert ran == [6, 8]
+
+
+def test_a_commit_sent_before_one_that_already_ran_is_skipped_and_other_events_still_run():
+    ran: list[int] = []
+
+    async def late_arrivals() -> None:
+        session_order.arrived("p2", 8, sent=5)  # the newer commit arrives and runs ...
+        await _in_turn(_commit_event(8), "p2", ran)
+        session_order.arrived("p2", 6, sent=4)  # ... before the older commit even arrives
+        await _in_turn(_commit_event(6), "p2", ran)
+        session_order.arrived("p2", 3, sent=3)  # an older event that is no commit still runs
+        await _in_turn(_page_event(3), "p2", ran)
+        session_order.arrived("p2", 6, sent=6)  # and a newer commit runs
+        await _in_turn(_commit_event(6), "p2", ran)
+
+    _run(late_arrivals())
+    assert ran == [8, -6, 3, 6]
+
+
+def test_events_the_page_did_not_number_are_never_skipped_as_superseded():
+    ran: list[int] = []
+
+    async def arrivals() -> None:
+        session_order.arrived("p3", 8, sent=9)
+        await _in_turn(_commit_event(8), "p3", ran)
+        session_order.arrived("p3", 6)  # a raw join: numbered by its arrival
+        await _in_turn(_commit_event(6), "p3", ran)
+
+    _run(arrivals())
+    assert ran == [8, 6]

@@ -40,7 +40,7 @@ from playground.sections.dynamics.curves import RunCurves, curves_of, settings_t
 from playground.sections.dynamics.pins import pinned
 from playground.sections.dynamics.stale import TRAIN_WORDS, stale_banner
 from playground.ui.arguments import DYNAMICS, core_errors, validated, validated_data
-from playground.ui.components import Page
+from playground.ui.components import Page, StaleCheck
 from playground.ui.downloads_input import ask_js, checkbox, page_inputs, with_downloads
 from playground.ui.examples import TrainingLessons, build_training_lessons
 from playground.ui.fair_use import admit, frees_heavy_place
@@ -280,20 +280,32 @@ def wire(page: Page, tab: DynamicsTab) -> None:
         clear_run_pins, [tab.shown_run], [tab.pins, tab.dynamics_notes, *figures], **private
     )
 
-    def on_change(*args: Any) -> Any:
-        return stale_status(DYNAMICS.values(args[:-1]), args[-1])
-
-    # A commit of any control, or new step results (an example, a preset, the URL: they set
-    # the controls and commit), checks the shown run against the controls.
-    triggers = [page.last_valid.change] + [
-        trigger for component in inputs for trigger in commit_triggers(component)
-    ]
+    # A commit of the tab's own controls checks the shown run against the controls (a commit
+    # of the step's controls runs the same check in its answer: ``checks``).
+    (check,) = checks(page, tab)
     gr.on(
-        triggers,
-        on_change,
-        [*inputs, tab.shown_run],
-        tab.dynamics_status,
+        [trigger for component in tab.controls.values() for trigger in commit_triggers(component)],
+        check.fn,
+        list(check.inputs),
+        list(check.outputs),
         preprocess=False,
         trigger_mode="always_last",
         **private,
     )
+
+
+def _dynamics_inputs(page: Page, tab: DynamicsTab) -> list[Any]:
+    every = page.controls | tab.controls
+    return [every[name] for name in DYNAMICS.order]
+
+
+def check_shown_run(*args: Any) -> Any:
+    """The stale banner of the shown run (the last input) for the controls (the others)."""
+    return stale_status(DYNAMICS.values(args[:-1]), args[-1])
+
+
+def checks(page: Page, tab: DynamicsTab) -> list[StaleCheck]:
+    """The shown run's stale check, which every commit of the step's controls runs (an example,
+    a preset and the URL commit them too)."""
+    inputs = (*_dynamics_inputs(page, tab), tab.shown_run)
+    return [StaleCheck(check_shown_run, inputs, (tab.dynamics_status,))]

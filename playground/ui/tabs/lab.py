@@ -29,11 +29,11 @@ from playground.core.runs.sweep import run_sweep
 from playground.sections.lab import block_list, inspector_view, sweep_status
 from playground.sections.lab import tab as lab_tab
 from playground.ui.arguments import STEP, core_errors, validated, validated_data
-from playground.ui.components import Page
+from playground.ui.components import Page, StaleCheck
 from playground.ui.downloads_input import ask_js, checkbox, page_inputs, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.tabs.lab_assets import BITS_CSS, BITS_JS, BLOCKS_CSS
-from playground.ui.widgets import commit_triggers, plot_slot, plotted
+from playground.ui.widgets import plot_slot, plotted
 
 
 def _sweep(values: dict[str, Any], files: bool) -> lab_tab.SweepViews:
@@ -189,8 +189,20 @@ def _preset(label: str) -> tuple[Any, ...]:
     return (text, *inspect_text(text))
 
 
+def checks(page: Page, lab: LabTab) -> list[StaleCheck]:
+    """The sweep's stale check, which every commit of the step's controls runs (an example, a
+    preset and the URL commit them too)."""
+    controls = page.inputs(STEP.order)
+    return [
+        StaleCheck(
+            sweep_check, (lab.sweep_ran_with, *controls), (lab.sweep_status, lab.sweep_rerun)
+        )
+    ]
+
+
 def wire(page: Page, lab: LabTab) -> None:
-    """The lab's own events: the sweep (and its rerun), its stale check, the inspector."""
+    """The lab's own events: the sweep (and its rerun), the inspector (the sweep's stale check
+    is ``checks``')."""
     controls = page.inputs(STEP.order)
     gr.on(
         triggers=[lab.sweep_button.click, lab.sweep_rerun.click],
@@ -209,18 +221,6 @@ def wire(page: Page, lab: LabTab) -> None:
         sweep_done,
         inputs=[lab.sweep_json, *controls],
         outputs=[lab.sweep_chart, lab.sweep_ran_with, lab.sweep_status, lab.sweep_rerun],
-        api_visibility="private",
-        queue=False,
-        preprocess=False,
-        show_progress="hidden",
-    )
-    # Any committed control, and any new results (an example, a preset, the URL), re-check it.
-    committed = [trigger for component in controls for trigger in commit_triggers(component)]
-    gr.on(
-        triggers=[*committed, page.last_valid.change],
-        fn=sweep_check,
-        inputs=[lab.sweep_ran_with, *controls],
-        outputs=[lab.sweep_status, lab.sweep_rerun],
         api_visibility="private",
         queue=False,
         preprocess=False,
