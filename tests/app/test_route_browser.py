@@ -154,6 +154,8 @@ def test_the_route_walks_every_chapter_with_its_claim_beside_its_chart(browser, 
                 ).to_be_checked()
                 if number == 3:
                     page.screenshot(path=str(ARTIFACTS / "route_loss_scale_desktop.png"))
+                if chapter.title.startswith("The transformer block"):
+                    page.screenshot(path=str(ARTIFACTS / f"route_{chapter.id}.png"))
             expect(page.locator("#route-next")).to_be_disabled()
             # Previous goes back one chapter.
             page.locator("#route-prev").click()
