@@ -143,7 +143,9 @@ def test_bfloat16_holds_the_same_scores_and_the_step_stays_finite():
     assert np.isfinite(rounded).all()
     np.testing.assert_allclose(rounded, scores, rtol=2.0**-8, atol=0)
     assert report.first_nonfinite == {"forward": None, "backward": None}
-    assert np.isfinite(report.mixed_new_loss)
+    # The step itself is sound (a small lr for a loss near 1e10): bfloat16 follows float32.
+    assert report.float32_new_loss < report.float32_initial_loss / 2
+    np.testing.assert_allclose(report.mixed_new_loss, report.float32_new_loss, rtol=5e-2)
 
 
 def test_the_gated_product_squares_the_outlier_per_tensor_float8_flushes_it_mxfp8_keeps_it():

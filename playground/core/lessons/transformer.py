@@ -46,8 +46,9 @@ from playground.core.settings.settings import StepConfig
 from playground.core.step.report import StepReport, run_report
 
 SCORES, SOFTMAX = "attention scores", "softmax"
-# The attention lessons' block: no norms, activations 256 times the default's.
-ATTENTION = dict(model="transformer", norm="none", input_scale=256.0)
+# The attention lessons' block: no norms, activations 256 times the default's, and a learning
+# rate small enough for a loss near 1e10 (lr = 0.1 sends float32's own step to NaN).
+ATTENTION = dict(model="transformer", norm="none", input_scale=256.0, lr=1e-10)
 FLOAT16_ATTENTION = ATTENTION | {"compute_dtype": "float16"}
 BFLOAT16_ATTENTION = ATTENTION | {"compute_dtype": "bfloat16"}
 # One outlier entry of x (the share rounds up to one entry), 2^10 times the rest, under MXFP8.
@@ -153,14 +154,16 @@ def bfloat16_attention(report: StepReport) -> Claim:
     relative = abs(report.mixed_initial_loss - report.float32_initial_loss) / abs(
         report.float32_initial_loss
     )
+    new, new32 = report.mixed_new_loss, report.float32_new_loss
+    new_relative = abs(new - new32) / abs(new32)
     sentence = (
         f"The same block, batch and policy (exercise: the attention in {dtype} too) in {dtype}: "
         f"the scores reach {score:.4g} again, and {dtype}, with float32's 8 exponent bits "
         f"(largest value {dtype_facts(dtype).max:.3g}), holds them. Every operation of the "
         f"step stays finite, forward and backward, where float16's first non-finite operation "
         f"is {first16}; the loss, {report.mixed_initial_loss:.4g}, is {relative:.2%} from "
-        f"float32's {report.float32_initial_loss:.4g} (bfloat16 keeps fewer digits: it "
-        "rounds, it does not overflow)."
+        f"float32's {report.float32_initial_loss:.4g}, and after the step {new:.4g} against "
+        f"float32's {new32:.4g} ({dtype} keeps fewer digits: it rounds, it does not overflow)."
     )
     return checked(
         sentence,
@@ -171,6 +174,7 @@ def bfloat16_attention(report: StepReport) -> Claim:
             ),
             (f"float16's first non-finite operation {first16} is {SCORES}", first16 == SCORES),
             (f"initial loss {relative:.2e} from float32's <= 5e-2", relative <= 5e-2),
+            (f"new loss {new_relative:.2e} from float32's <= 5e-2", new_relative <= 5e-2),
         ],
     )
 
