@@ -29,6 +29,7 @@ from playground.core.lessons import (
     PRECISION_LESSONS,
     RUN_FIELDS,
     STEP_LESSONS,
+    TRANSFORMER_LESSONS,
     Claim,
     DynamicsLesson,
     StepLesson,
@@ -40,8 +41,9 @@ from playground.sections.dynamics.curves import curves_of
 from playground.ui.widgets import as_plot, plotted
 
 Lesson = StepLesson
-# The step lessons, then precision per operation's (they point at the operations table).
-LESSONS = (*STEP_LESSONS, *PRECISION_LESSONS)
+# The step lessons, then precision per operation's (they point at the operations table), then
+# the transformer block's.
+LESSONS = (*STEP_LESSONS, *PRECISION_LESSONS, *TRANSFORMER_LESSONS)
 # (label, overrides) pairs, as scripts and tests read the examples.
 EXAMPLES = tuple((lesson.label, lesson.overrides) for lesson in LESSONS)
 # The training lessons by id, in the order of their row.

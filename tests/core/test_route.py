@@ -40,7 +40,13 @@ def test_the_route_tells_the_story_in_order():
     ]
     assert order[: len(story)] == story
     assert order.index("train-float8-delayed") < order.index("block-outlier")
-    assert order[-3:] == ["layernorm-overflow", "classification-rounds", "bfloat16-loss-steps"]
+    assert order[-6:-3] == ["layernorm-overflow", "classification-rounds", "bfloat16-loss-steps"]
+    # The transformer block at the end: float16 attention, then bfloat16, then the SwiGLU.
+    assert order[-3:] == ["attention-overflow", "bfloat16-attention", "swiglu-outlier"]
+    assert all(
+        CHAPTERS[c].title.startswith("The transformer block")
+        for c in ("attention-float16", "attention-bfloat16", "swiglu-outlier")
+    )
     # A step lesson whose loss barely moves leads to the training run it changes.
     assert CHAPTERS["float16-loss-scale"].payoff == "train-float16-scaled"
     assert CHAPTERS["float16-loss-scale"].payoff_contrast == "train-float16-unscaled"

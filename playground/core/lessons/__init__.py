@@ -2,7 +2,8 @@
 
 Every lesson lives here and returns the one ``Claim`` type (``claim``'s rule):
 ``STEP_LESSONS`` (one step each: ``step``, the block-scaling one from ``blocks``),
-``PRECISION_LESSONS`` (precision per operation, one step each: ``precision``) and
+``PRECISION_LESSONS`` (precision per operation, one step each: ``precision``),
+``TRANSFORMER_LESSONS`` (the transformer block's, one step each: ``transformer``) and
 ``DYNAMICS_LESSONS`` (training runs: ``dynamics``). ``LESSONS`` holds them all by their stable
 id, and ``lesson(id)`` finds one: the page and the tests look lessons up by id, never by their
 position. ``route`` orders them into the page's numbered chapters.
@@ -18,10 +19,12 @@ from playground.core.lessons.claim import (
 from playground.core.lessons.dynamics import DYNAMICS_LESSONS, GRAD_SCALER_INIT
 from playground.core.lessons.precision import PRECISION_LESSONS
 from playground.core.lessons.step import STEP_LESSONS
+from playground.core.lessons.transformer import TRANSFORMER_LESSONS
 
 Lesson = StepLesson | DynamicsLesson
 LESSONS: dict[str, Lesson] = {
-    each.id: each for each in (*STEP_LESSONS, *PRECISION_LESSONS, *DYNAMICS_LESSONS)
+    each.id: each
+    for each in (*STEP_LESSONS, *PRECISION_LESSONS, *TRANSFORMER_LESSONS, *DYNAMICS_LESSONS)
 }
 
 
@@ -41,6 +44,7 @@ __all__ = [
     "PRECISION_LESSONS",
     "RUN_FIELDS",
     "STEP_LESSONS",
+    "TRANSFORMER_LESSONS",
     "Claim",
     "DynamicsLesson",
     "Lesson",

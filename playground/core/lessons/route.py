@@ -8,7 +8,7 @@ for its payoff: the same question without the chapter's remedy). Every lesson of
 is the lesson or the payoff of exactly one chapter, and the order is the story's: range against
 precision, float16 without and with a loss scale, a scale too large, dynamic scaling, bfloat16,
 the float32 master weights against pure low precision, float8, block scaling, precision per
-operation.
+operation, and the transformer block (float16 and bfloat16 attention, a SwiGLU outlier).
 
 Charts (drawn by ``sections.route``): ``scatter`` (the gradient entries, mixed against float32),
 ``magnitudes`` (the gradient magnitudes over the dtype's ranges), ``block_map`` (the block
@@ -144,6 +144,29 @@ ROUTE = (
         "What does a loss computed in bfloat16 look like over a few small steps?",
         "bfloat16-loss-steps",
         "operations",
+    ),
+    Chapter(
+        "attention-float16",
+        "The transformer block: float16 attention",
+        "In a transformer block without its norms, activations 256 times larger reach the "
+        "attention. Which operation overflows first in float16, and does autocast save it?",
+        "attention-overflow",
+        "operations",
+    ),
+    Chapter(
+        "attention-bfloat16",
+        "The transformer block: bfloat16 attention",
+        "The same block and batch in bfloat16: do the same scores fit?",
+        "bfloat16-attention",
+        "operations",
+    ),
+    Chapter(
+        "swiglu-outlier",
+        "The transformer block: a SwiGLU outlier",
+        "One entry of x 2^10 times the rest, which per-tensor float8 still holds in x. What "
+        "does the SwiGLU's gated product make of it, per tensor and per block of 32 (MXFP8)?",
+        "swiglu-outlier",
+        "block_map",
     ),
 )
 CHAPTERS = {chapter.id: chapter for chapter in ROUTE}
