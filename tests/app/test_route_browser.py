@@ -7,7 +7,6 @@ settings in the controls and the URL; the loss-scaling payoff is three clicks aw
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import expect
@@ -103,65 +102,63 @@ def test_the_first_screen_says_what_to_do(browser, app_url):
 
 
 def test_the_route_walks_every_chapter_with_its_claim_beside_its_chart(browser, app_url):
-    # The expected claims are computed here while the page computes its own.
-    with ThreadPoolExecutor(1) as pool:
-        expected = pool.submit(_expected_claims)
-        page = browser.new_page(viewport=DESKTOP)
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
-            _open(page, app_url)
-            for number, chapter in enumerate(ROUTE, 1):
-                page.locator("#route-next").click()
-                _wait_for_chapter(page, number)
-                lesson = LESSONS[chapter.lesson]
-                sentence = _flat(expected.result()[chapter.id])
-                claim = page.evaluate(f"() => ({FLAT})('route-claim')")
-                assert claim == f"Checked claim ({lesson.label}): {sentence}", chapter.id
-                question = page.evaluate(f"() => ({FLAT})('route-chapter')")
-                assert question == f"{number}. {chapter.title} {chapter.question}"
-                # The claim and the chart that answers it are on the screen together.
-                answer = "route-table" if chapter.chart == "operations" else "route-chart"
+    # The expected claims are computed here first: the app then reads their programs from the
+    # run's compilation cache (tests/conftest.py) instead of compiling them at the same time.
+    expected = _expected_claims()
+    page = browser.new_page(viewport=DESKTOP)
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        _open(page, app_url)
+        for number, chapter in enumerate(ROUTE, 1):
+            page.locator("#route-next").click()
+            _wait_for_chapter(page, number)
+            lesson = LESSONS[chapter.lesson]
+            sentence = _flat(expected[chapter.id])
+            claim = page.evaluate(f"() => ({FLAT})('route-claim')")
+            assert claim == f"Checked claim ({lesson.label}): {sentence}", chapter.id
+            question = page.evaluate(f"() => ({FLAT})('route-chapter')")
+            assert question == f"{number}. {chapter.title} {chapter.question}"
+            # The claim and the chart that answers it are on the screen together.
+            answer = "route-table" if chapter.chart == "operations" else "route-chart"
+            page.wait_for_function(
+                f"() => {{ const p = ({PLACE})({answer!r});"
+                " return p && p.height > 50 && (p.title === null || p.title.length > 0); }"
+            )
+            said, drawn = page.evaluate(PLACE, "route-claim"), page.evaluate(PLACE, answer)
+            assert said["top"] >= -2 and drawn["top"] < DESKTOP["height"] - 50, chapter.id
+            if chapter.payoff:
+                payoff = _flat(LESSONS[chapter.payoff].label)
+                text = page.evaluate(f"() => ({FLAT})('route-payoff')")
+                assert f"What it does to the training ({payoff}):" in text
                 page.wait_for_function(
-                    f"() => {{ const p = ({PLACE})({answer!r});"
-                    " return p && p.height > 50 && (p.title === null || p.title.length > 0); }"
+                    f"() => ({PLACE})('route-payoff-chart')?.title === 'Loss over the steps'"
                 )
-                said, drawn = page.evaluate(PLACE, "route-claim"), page.evaluate(PLACE, answer)
-                assert said["top"] >= -2 and drawn["top"] < DESKTOP["height"] - 50, chapter.id
-                if chapter.payoff:
-                    payoff = _flat(LESSONS[chapter.payoff].label)
-                    text = page.evaluate(f"() => ({FLAT})('route-payoff')")
-                    assert f"What it does to the training ({payoff}):" in text
-                    page.wait_for_function(
-                        f"() => ({PLACE})('route-payoff-chart')?.title === 'Loss over the steps'"
-                    )
-                    place = page.evaluate(PLACE, "route-payoff-chart")
-                    assert place["top"] < DESKTOP["height"] - 100, (chapter.id, place)
+                place = page.evaluate(PLACE, "route-payoff-chart")
+                assert place["top"] < DESKTOP["height"] - 100, (chapter.id, place)
+            else:
+                expect(page.locator("#route-payoff-chart")).to_be_hidden()
+            # The chapter's settings are the controls' and the URL's.
+            query = parse_qs(urlparse(page.url).query)
+            training = isinstance(lesson, DynamicsLesson)
+            overrides = lesson.step_overrides if training else lesson.overrides
+            for name, value in overrides.items():
+                if name in query:  # a value at its default is left out of the link
+                    shown = query[name][0]
+                    assert shown == str(value) or float(shown) == value, (name, shown)
                 else:
-                    expect(page.locator("#route-payoff-chart")).to_be_hidden()
-                # The chapter's settings are the controls' and the URL's.
-                query = parse_qs(urlparse(page.url).query)
-                training = isinstance(lesson, DynamicsLesson)
-                overrides = lesson.step_overrides if training else lesson.overrides
-                for name, value in overrides.items():
-                    if name in query:  # a value at its default is left out of the link
-                        shown = query[name][0]
-                        assert shown == str(value) or float(shown) == value, (name, shown)
-                    else:
-                        assert value == StepConfig().to_dict()[name], (chapter.id, name)
-                dtype = lesson.config().compute_dtype
-                expect(
-                    page.locator("#compute_dtype").get_by_role("radio", name=dtype, exact=True)
-                ).to_be_checked()
-                if number == 3:
-                    page.screenshot(path=str(ARTIFACTS / "route_loss_scale_desktop.png"))
-                if chapter.title.startswith("The transformer block"):
-                    page.screenshot(path=str(ARTIFACTS / f"route_{chapter.id}.png"))
-            expect(page.locator("#route-next")).to_be_disabled()
-            # Previous goes back one chapter.
-            page.locator("#route-prev").click()
-            _wait_for_chapter(page, len(ROUTE) - 1)
-        finally:
-            page.close()
+                    assert value == StepConfig().to_dict()[name], (chapter.id, name)
+            dtype = lesson.config().compute_dtype
+            expect(
+                page.locator("#compute_dtype").get_by_role("radio", name=dtype, exact=True)
+            ).to_be_checked()
+            if number == 3:
+                page.screenshot(path=str(ARTIFACTS / "route_loss_scale_desktop.png"))
+        expect(page.locator("#route-next")).to_be_disabled()
+        # Previous goes back one chapter.
+        page.locator("#route-prev").click()
+        _wait_for_chapter(page, len(ROUTE) - 1)
+    finally:
+        page.close()
 
 
 def test_the_loss_scaling_payoff_is_three_clicks_away_on_a_phone_and_in_the_dark(browser, app_url):
@@ -201,32 +198,30 @@ def test_the_transformer_chapters_open_from_the_chapter_list_with_their_claims_a
         "bfloat16-attention",
         "swiglu-outlier",
     ]
-    with ThreadPoolExecutor(1) as pool:
-        expected = {
-            c.id: pool.submit(lambda c=c: LESSONS[c.lesson].claim().sentence) for c in chapters
-        }
-        page = browser.new_page(viewport=DESKTOP)
-        page.set_default_timeout(RUN_TIMEOUT_MS)
-        try:
-            _open(page, app_url)
-            for chapter in chapters:
-                number = ROUTE.index(chapter) + 1
-                page.locator("#route-select input").click()
-                page.get_by_role("option", name=f"{number}. {chapter.title}", exact=True).click()
-                _wait_for_chapter(page, number)
-                lesson = LESSONS[chapter.lesson]
-                claim = page.evaluate(f"() => ({FLAT})('route-claim')")
-                sentence = _flat(expected[chapter.id].result())
-                assert claim == f"Checked claim ({lesson.label}): {sentence}", chapter.id
-                answer = "route-table" if chapter.chart == "operations" else "route-chart"
-                page.wait_for_function(
-                    f"() => {{ const p = ({PLACE})({answer!r}); return p && p.height > 50; }}"
-                )
-                drawn = page.evaluate(PLACE, answer)
-                assert drawn["top"] < DESKTOP["height"] - 50, (chapter.id, drawn)
-                if chapter.chart == "operations":  # the scores row, and its dtype
-                    table = page.evaluate(f"() => ({FLAT})('route-table')")
-                    assert "attention scores" in table, table
-                page.screenshot(path=str(ARTIFACTS / f"route_{chapter.id}.png"))
-        finally:
-            page.close()
+    # The claims first: the app then reads their programs from the run's compilation cache.
+    expected = {c.id: LESSONS[c.lesson].claim().sentence for c in chapters}
+    page = browser.new_page(viewport=DESKTOP)
+    page.set_default_timeout(RUN_TIMEOUT_MS)
+    try:
+        _open(page, app_url)
+        for chapter in chapters:
+            number = ROUTE.index(chapter) + 1
+            page.locator("#route-select input").click()
+            page.get_by_role("option", name=f"{number}. {chapter.title}", exact=True).click()
+            _wait_for_chapter(page, number)
+            lesson = LESSONS[chapter.lesson]
+            claim = page.evaluate(f"() => ({FLAT})('route-claim')")
+            sentence = _flat(expected[chapter.id])
+            assert claim == f"Checked claim ({lesson.label}): {sentence}", chapter.id
+            answer = "route-table" if chapter.chart == "operations" else "route-chart"
+            page.wait_for_function(
+                f"() => {{ const p = ({PLACE})({answer!r}); return p && p.height > 50; }}"
+            )
+            drawn = page.evaluate(PLACE, answer)
+            assert drawn["top"] < DESKTOP["height"] - 50, (chapter.id, drawn)
+            if chapter.chart == "operations":  # the scores row, and its dtype
+                table = page.evaluate(f"() => ({FLAT})('route-table')")
+                assert "attention scores" in table, table
+            page.screenshot(path=str(ARTIFACTS / f"route_{chapter.id}.png"))
+    finally:
+        page.close()
