@@ -8,7 +8,7 @@ or scales differently:
     measured       given the page's mixed loss after the step and ``core.export.autocast``'s
                    estimate of PyTorch's (the same step rounded as autocast rounds), their
                    relative difference, and how near PyTorch comes to the estimate
-                   (``estimate_bound``: a quarter of the dtype's eps)
+                   (``estimate_bound``: half the dtype's eps)
     agreement      autocast rounds where PyTorch's op lists say (each nn.Linear in the compute
                    dtype, mse_loss in float32), the exercise where it casts (data, weights, the
                    loss itself), so the losses agree within the compute dtype's precision:
@@ -57,8 +57,10 @@ def agreement_bound(compute_dtype: str) -> float:
 
 def estimate_bound(compute_dtype: str) -> float:
     """How close PyTorch's own step loss comes to ``core.export.autocast``'s estimate of it:
-    a quarter of the dtype's eps (measured by tests/views/test_export_torch.py)."""
-    return dtype_facts(compute_dtype).eps / 4
+    half the dtype's eps (measured by tests/views/test_export_torch.py and
+    test_export_transformer.py: within a quarter for the linear model and the MLP, 0.31 of it
+    for a float16 transformer step)."""
+    return dtype_facts(compute_dtype).eps / 2
 
 
 def pytorch_note(

@@ -270,7 +270,7 @@ def test_the_page_note_s_bounds_hold(name, differences):
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_pytorch_s_step_is_near_the_page_s_autocast_estimate(name, differences):
     """The note's measured line: core.export.autocast's estimate of PyTorch's loss after the
-    step, which PyTorch itself matches within estimate_bound (a quarter of the dtype's eps)."""
+    step, which PyTorch itself matches within estimate_bound (half the dtype's eps)."""
     found, dtype = differences[name], CONFIGS[name].compute_dtype
     if not found["page step overflowed"]:
         assert found["estimate"] <= estimate_bound(dtype), found

@@ -61,6 +61,7 @@ COMPILER_OPTIONS = {
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}  # with optax's own defaults
 OPTIMIZERS["momentum"] = lambda lr: optax.sgd(lr, momentum=0.9)
 ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
+SEQUENCE_MODELS = ("transformer",)  # rows are tokens of sequences of SEQ_LEN
 HELD = lambda u, p: u.astype(p.dtype)  # noqa: E731
 # Hold each update in its parameter's dtype (the pure run's: COMPUTE_DTYPE).
 IN_PARAM_DTYPE = optax.stateless(lambda us, ps: jax.tree.map(HELD, us, ps))
@@ -91,8 +92,9 @@ def make_batch():
     teacher /= np.float32(np.sqrt(D_IN))  # z @ teacher of order one at any width
     noise = rng.standard_normal((N, D_OUT), dtype=np.float32)
     noise *= np.float32(NOISE_STD)
-    seen = running_means(z) if MODEL == "transformer" else z  # a sequence model's
-    return np.float32(INPUT_SCALE) * z, np.float32(TARGET_SCALE) * (seen @ teacher + noise)
+    seen = running_means(z) if MODEL in SEQUENCE_MODELS else z  # what y_t depends on
+    x = np.float32(INPUT_SCALE) * z
+    return x, np.float32(TARGET_SCALE) * (seen @ teacher + noise)
 
 
 def layer_norm(norm, x):
@@ -124,7 +126,7 @@ class MultiLayer(nnx.Module):
         widths = [D_IN, *[HIDDEN_WIDTH] * HIDDEN_LAYERS, D_OUT]
         pairs = zip(widths[:-1], widths[1:], strict=True)
         self.layers = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in pairs])
-        self.norms = make_norms(widths[1:-1], rngs)  # after the layers: their draws stay
+        self.norms = make_norms(widths[1:-1], rngs)  # after the layers: same draws
 
     def __call__(self, x):
         for index, layer in enumerate(self.layers[:-1]):
@@ -155,8 +157,8 @@ class Attention(nnx.Module):
             return t.reshape(-1, SEQ_LEN, HEADS, width // HEADS)
 
         q, k, v = split(self.query(a)), split(self.key(a)), split(self.value(a))
-        # flax's dot_product_attention, in its pieces: the query scaled by 1/sqrt(d_head)
-        # first, the scores of each head, a later key's set to the dtype's lowest value
+        # flax's dot_product_attention in its pieces: the query scaled by 1/sqrt(d_head)
+        # first, each head's scores, a later key's set to the dtype's lowest value
         # (causal: token t sees tokens s <= t), softmax over the keys, the values' sum.
         q = q / jnp.sqrt(width // HEADS).astype(q.dtype)
         scores = jnp.einsum("sqhd,skhd->shqk", q, k)
@@ -209,7 +211,8 @@ def build_model(rngs):
         return MultiLayer(rngs)
     if MODEL == "transformer":
         return Transformer(rngs)
-    raise ValueError(f"this script builds MODEL linear, mlp or transformer; got {MODEL!r}")
+    built = "linear, mlp or transformer"
+    raise ValueError(f"this script builds MODEL {built}; got {MODEL!r}")
 
 
 def initial_params(seed):

@@ -178,7 +178,8 @@ def build_model():
     """The page's model with its starting parameters: nn.Linear(D_IN, D_OUT), the
     MultiLayer or the Transformer, its parameters named as the page names them."""
     if MODEL not in ("linear", "mlp", "transformer"):
-        raise ValueError(f"this script builds MODEL linear, mlp or transformer; got {MODEL!r}")
+        built = "linear, mlp or transformer"
+        raise ValueError(f"this script builds MODEL {built}; got {MODEL!r}")
     models = {"mlp": MultiLayer, "transformer": Transformer}
     model = models[MODEL]() if MODEL in models else nn.Linear(D_IN, D_OUT)
     shapes = {name: value.shape for name, value in model.state_dict().items()}
