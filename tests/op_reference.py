@@ -15,8 +15,8 @@ import reference
 # preset -> the kinds computed in float32 (the rest in the compute dtype).
 FLOAT32_KINDS = {
     "exercise": (),
-    "autocast": ("normalisation", "loss"),
-    "all_float32_but_matmul": ("activation", "normalisation", "loss"),
+    "autocast": ("normalisation", "loss", "attention"),
+    "all_float32_but_matmul": ("activation", "normalisation", "loss", "attention"),
 }
 EPSILON = 1e-6  # flax's LayerNorm default
 

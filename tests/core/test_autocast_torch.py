@@ -34,6 +34,7 @@ CALLS = {
     "relu": torch.relu,
     "gelu": lambda t: F.gelu(t, approximate="tanh"),
     "tanh": torch.tanh,
+    "scaled_dot_product_attention": lambda t: F.scaled_dot_product_attention(t, t, t),
 }
 
 
@@ -61,6 +62,36 @@ def test_the_op_lists_are_torchs_cpu_autocast_lists(low):
     # rounded once.
     expected = F.layer_norm((inputs.to(dtype) * 40).float(), (8,)).to(dtype)
     assert torch.equal(normed, expected)
+
+
+@pytest.mark.parametrize("low", list(LOW))
+def test_sdpa_computes_its_scores_and_softmax_in_float32_inside(low):
+    """What the attention kind copies: sdpa takes and returns the low dtype under CPU autocast
+    (its lower-precision list), but its kernel's scores and softmax are float32."""
+    dtype, eps = LOW[low], torch.finfo(LOW[low]).eps
+    generator = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, 2, 8, 16, generator=generator) * 3 for _ in range(3))
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    with torch.autocast(device_type="cpu", dtype=dtype):
+        fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert fused.dtype == dtype
+    exact = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    # The fused output's error is its one rounding (at most eps / 2 of each entry, in norm);
+    # the same three steps computed in the low dtype err more.
+    error = float((fused.float() - exact).norm() / exact.norm())
+    assert error <= eps / 2
+    causal = torch.ones(8, 8, dtype=torch.bool).tril()
+    scores = (q / 4) @ k.transpose(-1, -2)
+    weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), -1)
+    stepwise = float(((weights @ v).float() - exact).norm() / exact.norm())
+    assert stepwise > error
+    # Scaled dot products past float16's 65504: the fused kernel stays finite, the low scores
+    # do not.
+    big = torch.full((1, 1, 4, 16), 200.0).to(torch.float16)  # q . k / 4 = 160000
+    with torch.autocast(device_type="cpu", dtype=torch.float16):
+        out = F.scaled_dot_product_attention(big, big, big, is_causal=True)
+    assert torch.isfinite(out).all() and out.dtype == torch.float16
+    assert torch.isinf((big / 4) @ big.transpose(-1, -2)).all()
 
 
 def _torch_step(params, x, y, low, task, hidden, activation):

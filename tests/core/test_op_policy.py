@@ -35,9 +35,9 @@ SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 def test_presets_name_the_kinds_in_float32():
     table = {name: [PRESETS[name].dtype(kind, "bfloat16") for kind in KINDS] for name in PRESETS}
     assert table == {
-        "exercise": ["bfloat16"] * 4,
-        "autocast": ["bfloat16", "bfloat16", "float32", "float32"],
-        "all_float32_but_matmul": ["bfloat16", "float32", "float32", "float32"],
+        "exercise": ["bfloat16"] * 5,
+        "autocast": ["bfloat16", "bfloat16", "float32", "float32", "float32"],
+        "all_float32_but_matmul": ["bfloat16", "float32", "float32", "float32", "float32"],
     }
     with pytest.raises(ValueError, match="precision_policy must be one of exercise, autocast"):
         preset("fp32")
@@ -73,7 +73,7 @@ def _trace(choice, policy, x, y, scale=256.0, watch=0):
             y,
             StaticLossScale(jnp.float32(scale)),
             policy,
-            hidden=(choice.hidden_count, choice.hidden_width),
+            hidden=choice.hidden_widths,
             watch=watch,
         )
         return {field: getattr(trace, field) for field in WATCHED_FIELDS}

@@ -35,7 +35,7 @@ lower-precision list: it takes q, k, v low (they come from the linears, low anyw
 a low output, but its CPU kernel computes the scores and their softmax in float32 and rounds only
 its output: float16 q, k whose scaled dot products pass 65504 give a finite output, and its
 error against the float32 attention is within the one rounding of its output (at most eps / 2
-in norm; the same three steps computed low err about three times as much). So the attention
+in norm; the same three steps computed low err more). So the attention
 kind (scores, softmax, values) is float32 under ``autocast``, and the next operation
 (attention.out, a matmul) rounds its result to the low dtype on entry, as torch's output is.
 (CUDA autocast differs: softmax is on its float32 list and sdpa on its lower one, whose flash

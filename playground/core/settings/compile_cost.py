@@ -11,6 +11,9 @@ first call runs::
                       + dense layers x COMPILE[endpoint].per_layer x the recipe's factor
                         (x NORM_LAYER_FACTOR with a layer norm)
                       + CLASSIFICATION_SECONDS for a softmax loss
+                      + ATTENTION_LAYERS x COMPILE[endpoint].per_layer x the recipe's factor
+                        for a transformer's attention block
+                      (dense layers: the model's Layout.dense, a chain's hidden layers + 1)
                       (the recipe's ``compile_on(endpoint)``: bfloat16's (1, 0))
     compile work      compile seconds x the endpoint's budget / BUDGET_SECONDS[endpoint]
                       (the endpoint's own multiply-adds: its budget takes BUDGET_SECONDS of
@@ -64,6 +67,11 @@ COMPILE = {
 # softmax cross-entropy's.
 NORM_LAYER_FACTOR = 1.5
 CLASSIFICATION_SECONDS = 0.1
+# A transformer block's attention (scores, mask, softmax, values, their padding and reshapes),
+# SwiGLU and residuals, in dense layers' compile time: its float16 /step report compiled 1.7 x
+# as long as an MLP of its 8 dense layers (38.8 s against 22.9 s on a loaded 2-vCPU machine,
+# width 16, the same N), 6.3 layers more; rounded up.
+ATTENTION_LAYERS = 7
 # Warm seconds of each endpoint's work budget on 2 vCPUs (bench/bench_load.py's largest
 # accepted requests): the rate at which compile seconds become multiply-adds.
 BUDGET_SECONDS = {"step": 2.1, "dynamics": 2.5, "sweep": 2.2}
@@ -79,13 +87,15 @@ def compile_seconds(
     dense_layers: int,
     norm: bool = False,
     classification: bool = False,
+    attention: bool = False,
 ) -> float:
     """Seconds the first call of ``endpoint``'s programs compiles (see the module rule)."""
     cost = COMPILE[endpoint]
     factor, extra = recipe(compute_dtype).compile_on(endpoint)
     per_layer = cost.per_layer * factor * (NORM_LAYER_FACTOR if norm else 1.0)
     softmax = CLASSIFICATION_SECONDS if classification else 0.0
-    return cost.base + extra + dense_layers * per_layer + softmax
+    block = ATTENTION_LAYERS * cost.per_layer * factor if attention else 0.0
+    return cost.base + extra + (dense_layers * per_layer) + softmax + block
 
 
 def work_of_seconds(endpoint: str, seconds: float) -> float:
@@ -107,13 +117,14 @@ class Compiled(Protocol):
 def _seconds(config: Compiled, endpoint: str, compute_dtype: str | None = None) -> float:
     choice = config.model_choice
     # Every dense matmul of the model's layout (a chain's hidden layers + 1).
-    dense_layers = len(MODELS[choice.name].layout(choice, 1, 1).dense)
+    layout = MODELS[choice.name].layout(choice, 1, 1)
     return compile_seconds(
         endpoint,
         compute_dtype or config.compute_dtype,
-        dense_layers=dense_layers,
+        dense_layers=len(layout.dense),
         norm=choice.norm != NORMS[0],
         classification=config.task != TASKS[0],
+        attention=any(kind == "attention" for kind, _ in layout.kept),
     )
 
 
