@@ -99,13 +99,17 @@ def matmul_flops(config: StepConfig) -> float:
 
 
 def price(config: StepConfig) -> float:
+    """The cost model's compile seconds of ``config``'s /step (its dense layers and, for a
+    Layout that keeps attention entries, the attention block)."""
     choice = config.model_choice
+    layout = MODELS[choice.name].layout(choice, 1, 1)
     return compile_cost.compile_seconds(
         "step",
         config.compute_dtype,
-        dense_layers=len(MODELS[choice.name].layout(choice, 1, 1).dense),
+        dense_layers=len(layout.dense),
         norm=choice.norm != "none",
         classification=config.task != "regression",
+        attention=any(kind == "attention" for kind, _ in layout.kept),
     )
 
 
