@@ -206,10 +206,12 @@ def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
     assert "a script over 2 MB are refused" in text and MAX_SCRIPT_BYTES == 2_000_000
     assert "as torch 2.13's CPU autocast does" in text and TORCH_VERSION.startswith("2.13.")
     assert PRESETS["exercise"].float32_kinds == frozenset()
-    assert PRESETS["autocast"].float32_kinds == {"normalisation", "loss"}
+    assert "normalisation, a transformer's attention and the loss, as torch" in text
+    assert PRESETS["autocast"].float32_kinds == {"normalisation", "attention", "loss"}
     assert PRESETS["all_float32_but_matmul"].float32_kinds == {
         "activation",
         "normalisation",
+        "attention",
         "loss",
     }
     assert "Three checked lessons" in text and len(PRECISION_LESSONS) == 3
