@@ -76,6 +76,8 @@ INT_RANGES = {
     "hidden_width": (1, 1024),
     "amax_history": (1, 1024),
     "promotion_interval": (0, 4096),
+    "seq_len": (1, 64),
+    "heads": (1, 8),
 }
 FLOAT_RANGES = {
     "lr": (0.0, FLOAT32_MAX),
