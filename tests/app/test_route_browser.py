@@ -22,6 +22,7 @@ from playground.core.step.report import run_report
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
 RUN_TIMEOUT_MS = 4 * TIMEOUT_MS  # a chapter's training run compiles its program the first time
+COMPILE_TIMEOUT_MS = 15 * TIMEOUT_MS  # the transformer block's step programs, compiled first
 MAX_FIRST_SCREEN_WORDS = 150
 # The words of prose on the screen: the Markdown's paragraphs, list items and headings (each
 # once, the innermost; tables of numbers, buttons and the controls' labels are not prose).
@@ -211,7 +212,16 @@ def test_the_transformer_chapters_open_from_the_chapter_list_with_their_claims_a
                 number = ROUTE.index(chapter) + 1
                 page.locator("#route-select input").click()
                 page.get_by_role("option", name=f"{number}. {chapter.title}", exact=True).click()
-                _wait_for_chapter(page, number)
+                # A transformer chapter compiles its block's step programs the first time (its
+                # lesson's and the run its claim compares against): minutes on a loaded machine.
+                counter = f"Chapter {number} of {len(ROUTE)}"
+                page.wait_for_function(
+                    f"() => ({FLAT})('route-counter') === {counter!r}", timeout=COMPILE_TIMEOUT_MS
+                )
+                page.wait_for_function(
+                    f"() => ({FLAT})('route-claim').startsWith('Checked claim')",
+                    timeout=COMPILE_TIMEOUT_MS,
+                )
                 lesson = LESSONS[chapter.lesson]
                 claim = page.evaluate(f"() => ({FLAT})('route-claim')")
                 sentence = _flat(expected[chapter.id].result())
