@@ -45,6 +45,7 @@ FLOAT8_FIELDS = ("fp8_scaling", "amax_history")
 OPERATION_FIELDS = ("precision_policy", "task", "norm")
 BLOCK_FIELDS = ("outlier_share", "outlier_scale", "nvfp4_hadamard")
 STATE_FIELDS = ("moments_dtype", "accumulation", "promotion_interval")
+TRANSFORMER_FIELDS = ("seq_len", "heads")
 # /sweep and /dynamics take `downloads` where it was appended (after float8's and the pure
 # run's settings); the settings added since follow it.
 FIELDS = {
@@ -56,6 +57,7 @@ FIELDS = {
         *OPERATION_FIELDS,
         *BLOCK_FIELDS,
         *STATE_FIELDS,
+        *TRANSFORMER_FIELDS,
     ),
     "sweep": (
         *STEP_FIELDS,
@@ -66,6 +68,7 @@ FIELDS = {
         *OPERATION_FIELDS,
         *BLOCK_FIELDS,
         *STATE_FIELDS,
+        *TRANSFORMER_FIELDS,
     ),
     "dynamics": (
         *STEP_FIELDS,
@@ -78,6 +81,7 @@ FIELDS = {
         *OPERATION_FIELDS,
         *BLOCK_FIELDS,
         *STATE_FIELDS,
+        *TRANSFORMER_FIELDS,
     ),
     "inspect": ("number",),
 }

@@ -50,12 +50,13 @@ FLOAT8 = ["current", 16]  # the defaults
 OPERATIONS = ["exercise", "regression", "none"]  # the defaults
 BLOCKS = [0.0, 65536.0, "on"]  # the defaults: no outliers
 STATE = ["float32", "float32", 0]  # the defaults: moments, accumulation, never promoted
+SEQUENCE = [8, 2]  # the transformer's defaults: seq_len, heads
 BASE = {
-    "step": [*TINY, *MODEL, *FLOAT8, *OPERATIONS, *BLOCKS, *STATE],
-    "sweep": [*TINY, *MODEL, *FLOAT8, False, *OPERATIONS, *BLOCKS, *STATE],
+    "step": [*TINY, *MODEL, *FLOAT8, *OPERATIONS, *BLOCKS, *STATE, *SEQUENCE],
+    "sweep": [*TINY, *MODEL, *FLOAT8, False, *OPERATIONS, *BLOCKS, *STATE, *SEQUENCE],
     "dynamics": [
         *(*TINY, 3, "static", 2, *MODEL, *FLOAT8, "nearest", False),
-        *(*OPERATIONS, *BLOCKS, *STATE),
+        *(*OPERATIONS, *BLOCKS, *STATE, *SEQUENCE),
     ],
     "inspect": [1.5],
 }

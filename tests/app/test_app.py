@@ -113,10 +113,10 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
     assert not [name for name in endpoints if "preset" in name], endpoints  # private helpers
     # Ten settings, the model's five, the optional uploaded data file, then float8's two,
     # precision per operation's three, block scaling's three and the optimizer state's and
-    # accumulation's three (appended after the file, so older positional calls that pass it
-    # keep working).
+    # accumulation's three, the transformer's two (appended after the file, so older positional
+    # calls that pass it keep working).
     parameters = api["named_endpoints"]["/step"]["parameters"]
-    assert [p["parameter_name"] for p in parameters][-17:] == [
+    assert [p["parameter_name"] for p in parameters][-19:] == [
         "model",
         "hidden_layers",
         "hidden_width",
@@ -134,8 +134,10 @@ def test_serves_locally_on_the_given_port_without_a_share_link(app_server, clien
         "moments_dtype",
         "accumulation",
         "promotion_interval",
+        "seq_len",
+        "heads",
     ]
-    assert len(parameters) == 27
+    assert len(parameters) == 29
     _step(client, 0, 32, 8, 4, 0.1, 1024.0)
     log = app_server.log_text()
     assert f"http://127.0.0.1:{app_server.port}" in log

@@ -30,7 +30,7 @@ from client_calls import (
 from gradio_client.exceptions import AppError
 from gradio_client.utils import is_file_obj_with_meta
 
-from http_calls import FIELDS, STATE_FIELDS, call
+from http_calls import FIELDS, STATE_FIELDS, TRANSFORMER_FIELDS, call
 from playground.core.formats.dtypes import FORMATS
 from playground.core.recipes.registry import RECIPES, recipe
 from playground.core.settings.settings import defaults, settings
@@ -60,6 +60,7 @@ ORDERS = {
         *FIELDS["step"][: FIELDS["step"].index("nvfp4_hadamard") + 1],
         *("steps", "mode", "period", "pure_rounding", "framework"),
         *STATE_FIELDS,  # the settings added after the export's own inputs
+        *TRANSFORMER_FIELDS,
     ),
 }
 

@@ -27,6 +27,7 @@ honest visitor's /step and page commit each answer within HONEST_LIMIT seconds w
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -184,18 +185,30 @@ def _honest_limit(url: str, commit: int) -> float:
     for index in range(3):
         alone.append(call(url, "step", DEFAULT_STEP, who, timeout=60))
         session = f"alone{index}-{commit}"
-        alone.append(join(url, commit, _commit_inputs(DEFAULT_STEP), who, session_hash=session))
+        alone.append(
+            join(url, commit, _commit_inputs(DEFAULT_STEP, url), who, session_hash=session)
+        )
     assert all(answer.kind == "complete" for answer in alone), [a.kind for a in alone]
     return max(HONEST_LIMIT, ALONE_FACTOR * max(answer.seconds for answer in alone))
 
 
-def _commit_inputs(step: list) -> list:
+def _commit_inputs(step: list, url: str) -> list:
     """The page's commit inputs: every input of /step in its order (``step``'s leading ones,
     the rest at their defaults, no data), then the page's two states (Gradio keeps those
-    server-side)."""
+    server-side), then the inputs its stale checks read (``Page.with_checks``) at the values
+    the page's config gives them."""
     given = dict(zip((*STEP_FIELDS, *MODEL_FIELDS), step, strict=False))
     values = defaults() | {"data": None} | given
-    return [*(values[name] for name in STEP.order), None, None]
+    return [*(values[name] for name in STEP.order), None, None, *_check_inputs(url)]
+
+
+@functools.cache
+def _check_inputs(url: str) -> tuple:
+    """The page's values of the commit's inputs after /step's and the two states."""
+    config = httpx.get(f"{url}config", timeout=30).json()
+    event = next(d for d in config["dependencies"] if d.get("api_name") == "on_commit")
+    props = {component["id"]: component.get("props", {}) for component in config["components"]}
+    return tuple(props[index].get("value") for index in event["inputs"][len(STEP.order) + 2 :])
 
 
 def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
@@ -227,7 +240,7 @@ def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
                     "POST",
                     url,
                     json={
-                        "data": _commit_inputs(LARGEST_MLP),
+                        "data": _commit_inputs(LARGEST_MLP, url),
                         "fn_index": commit,
                         "session_hash": uuid.uuid4().hex[:11],
                     },
@@ -246,7 +259,10 @@ def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
         honest.append(("step", call(url, "step", DEFAULT_STEP, who, timeout=60)))
         session = f"honest{index}"
         honest.append(
-            ("commit", join(url, commit, _commit_inputs(DEFAULT_STEP), who, session_hash=session))
+            (
+                "commit",
+                join(url, commit, _commit_inputs(DEFAULT_STEP, url), who, session_hash=session),
+            )
         )
     sweep = call(url, "sweep", SMALL_SWEEP, who, timeout=120)
     thread.join(120)
@@ -280,7 +296,7 @@ def test_a_sessions_newer_commit_replaces_its_waiting_one(proxied_url):
     first, middle, last = joins(
         proxied_url,
         commit,
-        [_commit_inputs(step) for step in seeds],
+        [_commit_inputs(step, proxied_url) for step in seeds],
         visitor("198.51.100.31"),
         session_hash="replaced1",
         timeout=60,
@@ -331,7 +347,10 @@ def test_a_crowd_of_heavy_requests_leaves_room_for_light_work(proxied_url):
         honest.append(("step", call(url, "step", DEFAULT_STEP, who, timeout=60)))
         session = f"crowded{index}"
         honest.append(
-            ("commit", join(url, commit, _commit_inputs(DEFAULT_STEP), who, session_hash=session))
+            (
+                "commit",
+                join(url, commit, _commit_inputs(DEFAULT_STEP, url), who, session_hash=session),
+            )
         )
     for thread in senders:
         thread.join(120)
