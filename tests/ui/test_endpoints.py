@@ -153,9 +153,10 @@ def test_build_demo_wires_the_step_endpoint_to_every_output():
     step = endpoints["step"]
     # Ten settings, the model's five, the uploaded data file, then float8's two, precision
     # per operation's three, block scaling's three and the optimizer state's and
-    # accumulation's three (added after the file, so older positional calls keep working).
-    assert len(step["inputs"]) == len(INPUT_ORDER) + 1 + 2 + 3 + 3 + 3 == 27
-    assert len(set(step["inputs"])) == 27  # 27 distinct components
+    # accumulation's three, the transformer's two (added after the file, so older positional
+    # calls keep working).
+    assert len(step["inputs"]) == len(INPUT_ORDER) + 1 + 2 + 3 + 3 + 3 + 2 == 29
+    assert len(set(step["inputs"])) == 29  # 29 distinct components
     # Gradio drops surplus return values with only a warning, so the counts must match.
     assert len(step["outputs"]) == len(run_step(0, 4, 2, 1, 0.1, 1.0))
     assert len(step["outputs"]) == TEXT_OUTPUTS + len(FIGURE_LABELS)
