@@ -280,7 +280,8 @@ def test_every_endpoint_positionally_in_the_readmes_order(client, endpoint):
     if endpoint == "export":
         script, _ = outputs
         for name in sent.keys() & set(EXPORTED_FIELDS):
-            assert _constant(name, sent[name]) in script, name
+            if takes(sent["model"], name):  # a script writes only its model's own options
+                assert _constant(name, sent[name]) in script, name
         assert "torch.autocast(" in script
     elif endpoint == "downloads":
         assert json.loads(Path(outputs[1]).read_text())["config"] == defaults() | sent
