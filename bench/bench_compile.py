@@ -1,10 +1,11 @@
 """The first call's compile against the cost model's price of it (``core.settings.compile_cost``).
 
-Run ``python bench/bench_compile.py`` from anywhere (about 4 minutes on 2 vCPUs; run it on a
-quiet machine). For each endpoint (/step through the page's own step endpoint, /dynamics and
-/sweep through the core), recipe and depth of MLP of width 1024 (D_in = D_out = 1024; a linear
-model is depth 0), at a small batch so that compute is small against the compile, it times the
-first call (its programs trace and compile) and a warm call in this process, and prints
+Run ``python bench/bench_compile.py`` from anywhere (about 4 minutes on 2 vCPUs; run it on a quiet
+machine). For each endpoint (/step through the page's own step endpoint, /dynamics and /sweep
+through the core), recipe and depth of MLP of width 1024 (D_in = D_out = 1024; a linear model is
+depth 0), and the transformer block at its default width, at a small batch so that compute is small
+against the compile, it times the first call (its programs trace and compile) and a warm call in
+this process, and prints
 
     first-call overhead = first - warm (seconds)   against   the model's compile seconds
 
@@ -31,13 +32,16 @@ from playground.core.settings.settings import StepConfig  # noqa: E402
 from playground.ui.warm_up import run as call  # noqa: E402  (the step via its endpoint)
 
 WIDTH = 1024
-# (endpoint, recipes, MLP depths (0: linear), extra settings)
+# The transformer block at the page's defaults but for D_in = D_out (its width is d_model).
+BLOCK = {"model": "transformer"}
+# (endpoint, recipes, MLP depths (0: linear; "block": the transformer), extra settings)
 GRID = (
     ("step", ("bfloat16", "float16", "float8", "mxfp8", "fp8_block", "nvfp4"), (0, 1, 3), {}),
     ("step", ("bfloat16",), (5,), {}),
     ("step", ("bfloat16",), (3,), {"norm": "layernorm", "task": "classification"}),
-    ("dynamics", ("bfloat16", "float8", "mxfp8", "nvfp4"), (0, 1, 3), {}),
-    ("sweep", ("bfloat16", "float8", "mxfp8", "nvfp4"), (0, 1), {}),
+    ("step", ("bfloat16", "float16", "float8", "mxfp8", "fp8_block", "nvfp4"), ("block",), {}),
+    ("dynamics", ("bfloat16", "float8", "mxfp8", "nvfp4"), (0, 1, 3, "block"), {}),
+    ("sweep", ("bfloat16", "float8", "mxfp8", "nvfp4"), (0, 1, "block"), {}),
 )
 # The training run's worst case for compile: dynamic scaling, stochastic rounding.
 RUN = {"mode": "dynamic", "pure_rounding": "stochastic", "steps": 1}
@@ -59,24 +63,22 @@ def main() -> None:
     for endpoint, recipes, depths, extra in GRID:
         for dtype, depth in itertools.product(recipes, depths):
             batch += 1
-            settings = {"n": batch, "d_in": WIDTH, "d_out": WIDTH, "compute_dtype": dtype}
+            block = depth == "block"
+            width = StepConfig().hidden_width if block else WIDTH
+            settings = {"n": batch, "d_in": width, "d_out": width, "compute_dtype": dtype}
             settings |= {"optimizer": "adam", **extra}
-            if depth:
+            if block:
+                settings |= BLOCK
+            elif depth:
                 settings |= {"model": "mlp", "hidden_layers": depth, "hidden_width": WIDTH}
             if endpoint == "dynamics":
                 settings |= RUN
             config = StepConfig(**settings)
             first, warm = timed(endpoint, config), timed(endpoint, config)
-            model = compile_cost.compile_seconds(
-                endpoint,
-                dtype,
-                dense_layers=depth + 1,
-                norm="norm" in extra,
-                classification="task" in extra,
-            )
+            model = compile_cost.first_call_seconds(config, endpoint)
             verdict = "covers" if model >= first - warm else "UNDER"
             under += verdict == "UNDER"
-            shape = f"mlp {depth}x{WIDTH}" if depth else "linear"
+            shape = "transformer" if block else f"mlp {depth}x{WIDTH}" if depth else "linear"
             print(
                 f"{endpoint:>8} {dtype:>9} {shape:>12} {' '.join(extra.values()):>26} | first "
                 f"{first:5.2f} s warm {warm:5.2f} s | overhead {first - warm:5.2f} s | model "

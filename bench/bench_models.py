@@ -11,15 +11,12 @@ raised.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import peak_matmul_flops, timed  # noqa: E402  (bench/ is the script's folder)
 
 from playground import StepConfig, run_report  # noqa: E402
 
@@ -28,25 +25,6 @@ MLP = StepConfig(
     n=4096, d_in=1024, d_out=1024, model="mlp", hidden_layers=LAYERS, hidden_width=WIDTH
 )
 TARGET = 2.5
-
-
-def timed(call, repeats: int = 1) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def peak_matmul_flops() -> float:
-    """Best of 7 float32 (4096 x 1024) @ (1024 x 1024) products, in FLOP/s."""
-    a = jnp.ones((4096, 1024), jnp.float32)
-    b = jnp.ones((1024, 1024), jnp.float32)
-    product = jax.jit(lambda a, b: a @ b)
-    product(a, b).block_until_ready()
-    best = min(timed(lambda: product(a, b).block_until_ready()) for _ in range(7))
-    return 2 * 4096 * 1024 * 1024 / best
 
 
 def main() -> None:

@@ -20,15 +20,14 @@ never raised.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import peak_matmul_flops, timed  # noqa: E402  (bench/ is the script's folder)
 
 from playground.core.model.models import MODELS  # noqa: E402
 from playground.core.settings import compile_cost  # noqa: E402
@@ -65,26 +64,21 @@ CONFIGS = (
             compute_dtype="mxfp8",
         ),
     ),
+    # The largest block the page takes at d_model 512 (D_in = D_out = 512; N 2048, T 64):
+    # its matmuls dominate, as the MLP bench's do (bench_models.py).
+    (
+        "large",
+        StepConfig(
+            model="transformer",
+            n=2048,
+            d_in=512,
+            d_out=512,
+            hidden_width=512,
+            heads=8,
+            seq_len=64,
+        ),
+    ),
 )
-
-
-def timed(action, repeats: int = 1) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def peak_matmul_flops() -> float:
-    """Best of 7 float32 (4096 x 1024) @ (1024 x 1024) products, in FLOP/s."""
-    a = jnp.ones((4096, 1024), jnp.float32)
-    b = jnp.ones((1024, 1024), jnp.float32)
-    product = jax.jit(lambda a, b: a @ b)
-    product(a, b).block_until_ready()
-    best = min(timed(lambda: product(a, b).block_until_ready()) for _ in range(7))
-    return 2 * 4096 * 1024 * 1024 / best
 
 
 def matmul_flops(config: StepConfig) -> float:
@@ -98,21 +92,6 @@ def matmul_flops(config: StepConfig) -> float:
     return 2 * 2 * config.n * step  # two steps, 2 FLOPs a multiply-add
 
 
-def price(config: StepConfig) -> float:
-    """The cost model's compile seconds of ``config``'s /step (its dense layers and, for a
-    Layout that keeps attention entries, the attention block)."""
-    choice = config.model_choice
-    layout = MODELS[choice.name].layout(choice, 1, 1)
-    return compile_cost.compile_seconds(
-        "step",
-        config.compute_dtype,
-        dense_layers=len(layout.dense),
-        norm=choice.norm != "none",
-        classification=config.task != "regression",
-        attention=any(kind == "attention" for kind, _ in layout.kept),
-    )
-
-
 def main() -> None:
     print(f"jax {jax.__version__} | backend {jax.default_backend()} | cpu_count {os.cpu_count()}")
     print(f"load average (1, 5, 15 min): {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
@@ -124,7 +103,7 @@ def main() -> None:
         warm = timed(lambda c=config: call("step", c.replace(lr=0.05)), repeats=3)
         bound = matmul_flops(config) / flops
         verdict = "PASS" if warm / bound <= TARGET else "MISS"
-        model = price(config)
+        model = compile_cost.first_call_seconds(config, "step")
         covers = "covers" if model >= first - warm else "UNDER"
         c = config.model_choice
         shape = (

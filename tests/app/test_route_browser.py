@@ -7,6 +7,7 @@ settings in the controls and the URL; the loss-scaling payoff is three clicks aw
 from __future__ import annotations
 
 import re
+import time
 from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import expect
@@ -65,11 +66,21 @@ def _open(page, url: str) -> None:
 
 
 def _wait_for_chapter(page, number: int) -> None:
+    """Wait until chapter ``number`` is open and its claim shown. Both come after the chapter's
+    step: a chapter whose program is not compiled yet (a transformer's, on a loaded machine)
+    takes its compile's time first, so both waits are a run's; the seconds are printed."""
     counter = f"Chapter {number} of {len(ROUTE)}"
-    page.wait_for_function(f"() => ({FLAT})('route-counter') === {counter!r}")
-    page.wait_for_function(
-        f"() => ({FLAT})('route-claim').startsWith('Checked claim')", timeout=RUN_TIMEOUT_MS
-    )
+    started = time.perf_counter()
+    try:
+        page.wait_for_function(
+            f"() => ({FLAT})('route-counter') === {counter!r}", timeout=RUN_TIMEOUT_MS
+        )
+        page.wait_for_function(
+            f"() => ({FLAT})('route-claim').startsWith('Checked claim')", timeout=RUN_TIMEOUT_MS
+        )
+    finally:
+        shown = page.evaluate(f"() => ({FLAT})('route-counter')")
+        print(f"chapter {number}: {time.perf_counter() - started:.1f} s (shows {shown!r})")
 
 
 def test_the_first_screen_says_what_to_do(browser, app_url):

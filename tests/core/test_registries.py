@@ -38,6 +38,7 @@ from playground.core.model.op_policy import PRESETS
 from playground.core.model.optimizers import OPTIMIZERS, build_optimizer
 from playground.core.recipes.block_formats import BLOCK_RECIPES
 from playground.core.recipes.registry import RECIPES
+from playground.core.step.operations_report import step_operations
 from playground.core.step.policy import FLOAT32_TWIN, Policy
 
 LR, LOSS_SCALE, SEED = 0.1, 256.0, 3
@@ -336,9 +337,14 @@ def test_new_loss_is_the_models_loss_after_the_update(case):
     choice, _, policy, ref, x, y, new_loss, numpy_trace = case
     after = {k: v.astype(np.float64) for k, v in numpy_trace["params_after"].items()}
     expected_loss, _ = ref.run(choice, after, x, y, policy.fp8_scaling)
-    # A loss in the compute dtype is within a few of its ulps; float8's loss is float32.
+    # A loss in the compute dtype is within a few of its ulps; float8's loss is float32. Beside
+    # them, every operation on the loss's path sums in float32 in an order XLA picks for the
+    # processor (AVX-512's wider vectors: the float32 transformer's loss 4.9 ulps off float64
+    # there, under 4 on AVX2), so an ulp of float32 per operation is allowed too.
     eps = float(jnp.finfo(jnp.dtype(policy.loss_dtype)).eps)
-    assert float(new_loss[0]) == pytest.approx(expected_loss, rel=4 * eps)
+    path = len(step_operations(choice, TASKS[0]))
+    rel = 4 * eps + path * float(jnp.finfo(jnp.float32).eps)
+    assert float(new_loss[0]) == pytest.approx(expected_loss, rel=rel)
     assert new_loss.shape == (1,) and new_loss.dtype == jnp.float32
 
 

@@ -114,7 +114,11 @@ class Compiled(Protocol):
     def model_choice(self) -> ModelChoice: ...
 
 
-def _seconds(config: Compiled, endpoint: str, compute_dtype: str | None = None) -> float:
+def first_call_seconds(
+    config: Compiled, endpoint: str, compute_dtype: str | None = None
+) -> float:
+    """The compile seconds of ``config``'s first call of ``endpoint`` (in ``compute_dtype``
+    when given): ``compile_seconds`` of its model's layout, norm, task and attention."""
     choice = config.model_choice
     # Every dense matmul of the model's layout (a chain's hidden layers + 1).
     layout = MODELS[choice.name].layout(choice, 1, 1)
@@ -130,13 +134,13 @@ def _seconds(config: Compiled, endpoint: str, compute_dtype: str | None = None) 
 
 def compile_work(config: Compiled, endpoint: str) -> float:
     """The compile of ``config``'s programs for ``endpoint``, in its multiply-adds."""
-    return work_of_seconds(endpoint, _seconds(config, endpoint))
+    return work_of_seconds(endpoint, first_call_seconds(config, endpoint))
 
 
 def first_call_work(config: Compiled, endpoint: str) -> float:
     """The work ``config``'s first call of ``endpoint`` adds for its lane: its compile work
     when the compile reaches FIRST_CALL_SECONDS, else 0 (see the module rule)."""
-    if _seconds(config, endpoint) < FIRST_CALL_SECONDS:
+    if first_call_seconds(config, endpoint) < FIRST_CALL_SECONDS:
         return 0.0
     return compile_work(config, endpoint)
 
@@ -144,5 +148,5 @@ def first_call_work(config: Compiled, endpoint: str) -> float:
 def compare_first_call_work(config: Compiled) -> float:
     """The work /compare's first call of ``config`` adds for its lane: the compile work of every
     recipe's /step programs together when their seconds reach FIRST_CALL_SECONDS, else 0."""
-    seconds = sum(_seconds(config, "step", name) for name in RECIPES)
+    seconds = sum(first_call_seconds(config, "step", name) for name in RECIPES)
     return work_of_seconds("step", seconds) if seconds >= FIRST_CALL_SECONDS else 0.0
