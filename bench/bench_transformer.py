@@ -11,7 +11,7 @@ causal mask is applied to a full T x T product), one step is a forward pass (F +
 pass (every dense layer's weight gradient, every input gradient but embed's: 2F - D_in d; the
 two gradients of each attention contraction: 2A) and the new loss's forward pass (F + A); the
 report runs two steps (mixed and float32). The first-call overhead is the first call's time
-minus a warm call's, against ``compile_cost.compile_seconds`` for the block's dense layers
+minus a warm call's, against ``compile_cost.first_call_seconds``
 (``covers`` when the price is at least the overhead, ``UNDER`` when it is below). Every
 configuration has a batch size of its own, so its first call compiles; misses are printed,
 never raised.
