@@ -15,6 +15,8 @@ import pytest
 from playground.core.data.synthetic import make_batch
 from playground.core.lessons import LESSONS, TRANSFORMER_LESSONS, lesson
 from playground.core.lessons.transformer import block_tensors
+from playground.sections.step.summary import summarize
+from playground.sections.step.tab import page_texts
 from playground.ui.examples import LESSONS as BUTTONS
 
 FLOAT16_MAX = 65504.0
@@ -133,6 +135,23 @@ def test_float16_scores_pass_65504_only_without_the_norms_and_float32_holds_them
     # With the block's pre-norms (norm=layernorm, the same linear weights) the scores stay small.
     normed = _forward(report, norm=True)
     assert np.abs(normed["scores"]).max() < 1e-3 * FLOAT16_MAX
+
+
+def test_the_page_reads_the_float16_attention_run_naming_the_scores_and_why():
+    # The reading, the summary and the headline of the lesson's run (the route's chapter shows
+    # them): the causes name the scores as the forward pass's first overflow, with the reason
+    # built from float16's largest value, and never blame the loss scale for it.
+    report = run("attention-overflow")
+    summary = summarize(report)
+    failure = summary["forward_failure"]
+    assert failure["operation"] == "attention scores" and failure["kind"] == "attention"
+    assert failure["dtype"] == "float16" and f"past {FLOAT16_MAX:.6g}" in failure["why"]
+    assert "forward_overflow" in summary["causes"], summary["causes"]
+    assert "scaled_gradient_overflow" not in summary["causes"], summary["causes"]
+    sentence = next(s for s in summary["reading"] if "forward pass overflows" in s)
+    assert f"first appears in attention scores, {failure['why']}" in sentence, sentence
+    headline, reading, _ = page_texts(report, None)
+    assert "attention scores" in reading and headline
 
 
 def test_bfloat16_holds_the_same_scores_and_the_step_stays_finite():

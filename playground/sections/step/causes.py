@@ -44,6 +44,11 @@ WHY = {
         f"{math.sqrt(top):.4g})"
     ),
     "activation": lambda dtype, top: f"a {dtype} activation input or result past {top:.6g}",
+    # A score is a sum of d_head products of q and k, so it passes the largest value long
+    # before q and k do; the softmax and the values it weighs stay within their inputs' range.
+    "attention": lambda dtype, top: (
+        f"a {dtype} attention score (q / sqrt(d_head)) . k, or a value it weighs, past {top:.6g}"
+    ),
     LOSS_NAMES["regression"]: lambda dtype, top: (
         f"a {dtype} squared residual past {top:.6g} (once a residual passes {math.sqrt(top):.4g})"
     ),

@@ -12,8 +12,11 @@ import pytest
 
 import reference
 from playground.core.data.synthetic import make_batch
+from playground.core.model.losses import LOSS_NAMES
+from playground.core.model.op_policy import KINDS
 from playground.core.settings.settings import StepConfig
 from playground.core.step.report import run_report
+from playground.sections.step.causes import WHY
 from playground.sections.step.notes import histogram_note, loss_note
 from playground.sections.step.summary import summarize
 
@@ -128,3 +131,12 @@ def test_an_overflowing_scale_with_a_finite_forward_pass_is_the_scaled_gradients
     assert summary["forward_failure"] is None
     assert "scaled_gradient_overflow" in summary["causes"], summary["causes"]
     assert "forward_overflow" not in summary["causes"], summary["causes"]
+
+
+def test_every_operation_kind_and_loss_has_a_reason_built_from_the_dtypes_largest_value():
+    # forward_failure looks a failing operation's reason up by its kind (a loss by its name):
+    # a kind a model brings without one would crash the page's reading of its run.
+    keys = [kind for kind in KINDS if kind != "loss"] + list(LOSS_NAMES.values())
+    for key in keys:
+        assert f"past {FLOAT16_MAX:.6g}" in WHY[key]("float16", FLOAT16_MAX), key
+    assert set(WHY) == set(keys)
