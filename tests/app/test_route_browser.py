@@ -42,6 +42,13 @@ PLACE = """id => { const e = document.getElementById(id); if (!e || e.offsetPare
     const plot = e.querySelector('.js-plotly-plot');
     return {top: r.top, bottom: r.bottom, height: r.height,
             title: plot && plot.layout ? String(plot.layout.title?.text ?? '') : null}; }"""
+# The body cells of the table under ``id`` whose text runs onto a second line ("float1 / 6").
+WRAPPED_CELLS = """id => [...document.querySelectorAll(`#${id} td`)].filter(c => {
+    const line = parseFloat(getComputedStyle(c).lineHeight) || 20;
+    const r = document.createRange(); r.selectNodeContents(c);
+    return c.innerText.trim() && r.getClientRects().length > 1
+        && [...r.getClientRects()].some(q => q.top - r.getClientRects()[0].top > line / 2);
+}).map(c => c.innerText)"""
 FLAT = "id => (document.getElementById(id)?.innerText || '').replace(/\\s+/g, ' ').trim()"
 
 
@@ -168,6 +175,8 @@ def test_the_route_walks_every_chapter_with_its_claim_beside_its_chart(browser, 
                 if chapter.chart == "operations":  # the table names the attention scores
                     table = page.evaluate(f"() => ({FLAT})('route-table')")
                     assert "attention scores" in table, (chapter.id, table)
+            if chapter.chart == "operations":  # no name or dtype broken across lines
+                assert page.evaluate(WRAPPED_CELLS, "route-table") == [], chapter.id
                 page.screenshot(path=str(ARTIFACTS / f"route_{chapter.id}.png"))
         expect(page.locator("#route-next")).to_be_disabled()
         # Previous goes back one chapter.
