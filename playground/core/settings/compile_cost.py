@@ -114,9 +114,7 @@ class Compiled(Protocol):
     def model_choice(self) -> ModelChoice: ...
 
 
-def first_call_seconds(
-    config: Compiled, endpoint: str, compute_dtype: str | None = None
-) -> float:
+def first_call_seconds(config: Compiled, endpoint: str, compute_dtype: str | None = None) -> float:
     """The compile seconds of ``config``'s first call of ``endpoint`` (in ``compute_dtype``
     when given): ``compile_seconds`` of its model's layout, norm, task and attention."""
     choice = config.model_choice
