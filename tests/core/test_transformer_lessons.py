@@ -113,6 +113,16 @@ def test_every_transformer_lesson_holds(lesson_id):
     assert claim.holds, claim.condition
 
 
+@pytest.mark.parametrize("lesson_id", [each.id for each in TRANSFORMER_LESSONS])
+def test_every_transformer_lessons_float32_step_lowers_a_finite_loss(lesson_id):
+    # The float32 twin is what the page reads the mixed step against: in a chapter about the
+    # block's casts and quantization, its step must not itself diverge (a loss near 1e7-1e10
+    # needs the lessons' small lr).
+    report = run(lesson_id)
+    assert np.isfinite(report.float32_new_loss), report.float32_new_loss
+    assert report.float32_new_loss < report.float32_initial_loss
+
+
 def test_float16_scores_pass_65504_only_without_the_norms_and_float32_holds_them():
     report = run("attention-overflow")
     forward = _forward(report)

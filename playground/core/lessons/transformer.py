@@ -51,9 +51,16 @@ SCORES, SOFTMAX = "attention scores", "softmax"
 ATTENTION = dict(model="transformer", norm="none", input_scale=256.0, lr=1e-10)
 FLOAT16_ATTENTION = ATTENTION | {"compute_dtype": "float16"}
 BFLOAT16_ATTENTION = ATTENTION | {"compute_dtype": "bfloat16"}
-# One outlier entry of x (the share rounds up to one entry), 2^10 times the rest, under MXFP8.
+# One outlier entry of x (the share rounds up to one entry), 2^10 times the rest, under MXFP8,
+# with the attention lessons' learning rate: the loss starts near 1e7, and at lr = 0.1 (down to
+# 1e-8) the step sends both losses, float32's too, to inf or NaN, which the chapter would show
+# beside a claim about quantizing the block's tensors as it starts (which no lr changes).
 SWIGLU_OUTLIER = dict(
-    model="transformer", compute_dtype="mxfp8", outlier_share=1e-5, outlier_scale=2.0**10
+    model="transformer",
+    compute_dtype="mxfp8",
+    outlier_share=1e-5,
+    outlier_scale=2.0**10,
+    lr=1e-10,
 )
 # The SwiGLU lesson's thresholds: per-tensor float8 keeps x (loses at most X_LOST_MAX of it),
 # flushes most of m to zero, and MXFP8 keeps nearly all of m as normal numbers.
