@@ -97,14 +97,14 @@ def test_two_pinned_loss_scales_are_named_in_the_legend_and_a_change_marks_the_r
         assert float(page.evaluate(OPACITY, "dynamics-reading")) == 1.0
         page.wait_for_function(f"() => ({LOSS_GROUPS})().length === 2", timeout=TIMEOUT_MS)
         assert sorted(page.evaluate(LOSS_GROUPS)) == [
-            "pinned: loss_scale=1",
-            "this run: loss_scale=1024",
+            "pinned: loss scale = 1",
+            "this run: loss scale = 1024",
         ]
         # The legend on the page shows both names.
         legend = page.locator("#dynamics-results .js-plotly-plot .legend").first
-        expect(legend).to_contain_text("pinned: loss_scale=1")
-        expect(legend).to_contain_text("this run: loss_scale=1024")
-        expect(page.locator("#dynamics-notes")).to_contain_text("pin 1: loss_scale=1")
+        expect(legend).to_contain_text("pinned: loss scale = 1")
+        expect(legend).to_contain_text("this run: loss scale = 1024")
+        expect(page.locator("#dynamics-notes")).to_contain_text("pin 1: loss scale = 1")
         # The meter draws the pinned S = 1 run's flushed updates beside this run's, not a
         # legend entry saying the curves are the same.
         meter = page.evaluate(METER_PIN)

@@ -5,7 +5,8 @@ Rule:
               replaced (pinning twice keeps one); at most MAX_PINS are kept, the oldest dropped
     names     a pin is named by the settings in which it differs from the current run, the
               current run by those in which any pin differs from it, in the settings table's
-              order, as ``field=value`` (``loss_scale=1, pure_rounding=kahan``): a setting two
+              order, each by its control's label (``loss scale = 1, pure-run rounding =
+              kahan``, as the stale banners write settings: ``views.labels``): a setting two
               pins share with the current run is never named; a run whose settings all agree
               with the current run's is ``same settings``
     drawn     a pinned curve equal to the current run's same curve (same steps, same values,
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from playground.sections.dynamics.curves import RunCurves
+from playground.views.labels import labelled
 
 MAX_PINS = 4
 # A colour per pin (the current run keeps the section's own colours): purple, teal, brown and
@@ -44,8 +46,8 @@ def differing(runs: Sequence[RunCurves]) -> list[str]:
 
 
 def run_name(run: RunCurves, fields: Sequence[str]) -> str:
-    """``run`` named by ``fields`` (``loss_scale=1, compute_dtype=float16``)."""
-    return ", ".join(f"{name}={run.settings.get(name, '-')}" for name in fields) or SAME
+    """``run`` named by ``fields`` (``loss scale = 1, compute dtype = float16``)."""
+    return labelled(run.settings, fields) or SAME
 
 
 def names(current: RunCurves, pins: Sequence[RunCurves]) -> tuple[str, list[str]]:

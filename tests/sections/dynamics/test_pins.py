@@ -70,14 +70,16 @@ def test_at_most_four_pins_are_kept_oldest_dropped_and_a_repeat_replaces_its_pin
 def test_runs_are_named_by_the_settings_that_differ(runs):
     one, big, kahan = (curves_of(runs[k]) for k in ("S=1", "S=2^10", "kahan"))
     assert differing([one, big]) == ["loss_scale"]
-    assert names(big, [one]) == ("loss_scale=1024", ["loss_scale=1"])
+    assert names(big, [one]) == ("loss scale = 1024", ["loss scale = 1"])
     assert names(kahan, [curves_of(runs["nearest"])]) == (
-        "pure_rounding=kahan",
-        ["pure_rounding=nearest"],
+        "pure-run rounding = kahan",
+        ["pure-run rounding = nearest"],
     )
-    tiny = "input_scale=0.000244140625, target_scale=0.000244140625"
+    tiny = "input scale = 0.000244140625, target scale = 0.000244140625"
     # Both at the default S = 1024: the data, the dtype and the rounding differ, in table order.
-    assert names(kahan, [big])[1] == [f"{tiny}, compute_dtype=float16, pure_rounding=nearest"]
+    assert names(kahan, [big])[1] == [
+        f"{tiny}, compute dtype = float16, pure-run rounding = nearest"
+    ]
     assert names(big, [big]) == ("same settings", ["same settings"])
 
 
@@ -94,7 +96,7 @@ def test_a_pinned_loss_scale_is_drawn_beside_the_current_run_in_a_group_named_by
     one, big = runs["S=1"], runs["S=2^10"]
     figure = _figure(dynamics_loss_figure(big, [curves_of(one)]))
     groups = {t["legendgrouptitle"]["text"] for t in figure["data"]}
-    assert groups == {"this run: loss_scale=1024", "pinned: loss_scale=1"}
+    assert groups == {"this run: loss scale = 1024", "pinned: loss scale = 1"}
     pinned_traces = [t for t in figure["data"] if t["legendgroup"] == "pin0"]
     by_name = {t["name"]: t["y"] for t in pinned_traces}
     # The float32 run has no loss scale: its curve is the same, drawn once (the current run's).
@@ -104,7 +106,7 @@ def test_a_pinned_loss_scale_is_drawn_beside_the_current_run_in_a_group_named_by
     assert figure["layout"]["legend"]["yref"] == "container"  # below the plot, under the title
     meter = _figure(lost_update_figure(big, [curves_of(one)]))
     pinned_meter = [t for t in meter["data"] if t.get("legendgroup") == "pin0"]
-    assert pinned_meter and all(t["legendgrouptitle"]["text"] == "pinned: loss_scale=1"
+    assert pinned_meter and all(t["legendgrouptitle"]["text"] == "pinned: loss scale = 1"
                                 for t in pinned_meter)  # fmt: skip
     top = meter["layout"]["yaxis"]["range"][1]
     assert top >= 100 * max(one.pure_lost_share.max(), one.mixed_lost_share.max())
@@ -119,9 +121,9 @@ def test_a_pinned_rounding_draws_only_the_pure_curve_it_changes(runs):
     pinned_names = [t["name"] for t in figure["data"] if t["legendgroup"] == "pin0"]
     assert pinned_names == ["pure bfloat16 parameters (round-to-nearest)"]
     title = {t["legendgrouptitle"]["text"] for t in figure["data"] if t["legendgroup"] == "pin0"}
-    assert title == {"pinned: pure_rounding=nearest"}
+    assert title == {"pinned: pure-run rounding = nearest"}
     note = pins_note(curves_of(kahan), [curves_of(nearest)])
-    assert "pin 1: pure_rounding=nearest" in note
+    assert "pin 1: pure-run rounding = nearest" in note
     assert "its float32 and mixed loss curve is this run's" in note
 
 
@@ -206,11 +208,11 @@ def test_pins_are_named_only_by_the_settings_in_which_they_differ_from_this_run(
     # Two pins: the S = 1 run differs from this one (S = 2^10) in its loss scale alone, though
     # the kahan pin differs in its data, dtype and rounding too.
     current_name, pin_names = names(big, [one, kahan])
-    assert pin_names[0] == "loss_scale=1"
-    assert pin_names[1].startswith("input_scale=") and "loss_scale" not in pin_names[1]
-    assert current_name.startswith("loss_scale=1024, input_scale=")
+    assert pin_names[0] == "loss scale = 1"
+    assert pin_names[1].startswith("input scale = ") and "loss scale" not in pin_names[1]
+    assert current_name.startswith("loss scale = 1024, input scale = ")
     note = pins_note(big, [one, kahan])
-    assert note.splitlines()[1].startswith("- pin 1: loss_scale=1 (its float32")
+    assert note.splitlines()[1].startswith("- pin 1: loss scale = 1 (its float32")
 
 
 def test_the_meters_dotted_lines_are_told_apart_by_their_dash(runs):

@@ -63,7 +63,7 @@ def test_the_loss_scale_chapter_shows_what_changed_and_the_training_it_leads_to(
     assert trained.holds and trained.sentence in shown.payoff
     # The payoff chart draws this run and, pinned beside it, the unscaled run that stalls.
     names = [trace.get("legendgrouptitle", {}).get("text") for trace in shown.payoff_chart["data"]]
-    assert any(name and name.startswith("pinned: ") and "loss_scale=1" in name for name in names)
+    assert any(name and name.startswith("pinned: ") and "loss scale = 1" in name for name in names)
     stalled = runs["train-float16-unscaled"].mixed_loss[-1]
     drawn = [
         trace["y"][-1]

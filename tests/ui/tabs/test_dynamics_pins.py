@@ -46,13 +46,13 @@ def test_a_run_then_a_pin_then_a_change_draws_both_named_by_what_differs():
     second, summary = _trained(loss_scale=1.0, compute_dtype="bfloat16")
     _, current, notes, _, loss, meter, scale = after_run(second, summary, pins)
     groups = {t["legendgrouptitle"]["text"] for t in _traces(loss)}
-    assert groups == {"this run: compute_dtype=bfloat16", "pinned: compute_dtype=float16"}
+    assert groups == {"this run: compute dtype = bfloat16", "pinned: compute dtype = float16"}
     expected = run_dynamics(StepConfig(**{k: v for k, v in first.items() if k != "data"}))
     (pinned_mixed,) = [
         t for t in _traces(loss) if t.get("legendgroup") == "pin0" and t["name"].startswith("mixed")
     ]
     assert pinned_mixed["y"] == pytest.approx(expected.mixed_loss.tolist())
-    assert "pin 1: compute_dtype=float16" in notes
+    assert "pin 1: compute dtype = float16" in notes
 
     cleared, notes, loss, *_ = clear_run_pins(current)
     assert cleared == () and all("legendgroup" not in t for t in _traces(loss))
