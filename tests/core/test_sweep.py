@@ -3,10 +3,18 @@ import math
 import numpy as np
 
 from playground import StepConfig, run_report
+from playground.core.data.synthetic import make_batch
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.recipes.registry import RECIPES
-from playground.core.runs.sweep import SAFE_FACTOR, run_sweep, sweep_exponents
+from playground.core.runs.sweep import (
+    SAFE_FACTOR,
+    _curves_over_scales,
+    run_sweep,
+    scale_batches,
+    sweep_exponents,
+)
 from playground.core.settings.settings import LOSS_SCALE_MAX
+from playground.core.step.policy import policy_for
 from scenarios import TINY_FLOAT16
 
 PLAIN_DTYPES = [name for name, entry in RECIPES.items() if entry.plain_dtype is not None]
@@ -69,3 +77,34 @@ def test_float8_sweeps_to_just_past_e5m2s_largest_and_current_scaling_makes_s_mo
     assert np.all(sweep.rel_error == sweep.rel_error[0]) and 0 < sweep.rel_error[0] < 1
     assert np.all(sweep.new_loss == sweep.new_loss[0])
     assert sweep.safe.all() and not sweep.nonfinite_share.any()
+
+
+def _dots_in_sweep_program(config: StepConfig, count: int) -> int:
+    """The matmuls in the text of the sweep's program lowered for ``count`` scales (padded as
+    run_sweep pads them)."""
+    batches, size = scale_batches(count)
+    x, y = make_batch(config)
+    lowered = _curves_over_scales.lower(
+        np.uint32(config.model_seed),
+        x,
+        y,
+        np.float32(config.lr),
+        np.float32(config.loss_scale),
+        np.ones(batches * size, np.float32),
+        precision=policy_for(config),
+        model=config.model_choice,
+        optimizer=config.optimizer,
+    )
+    return lowered.as_text().count("dot_general")
+
+
+def test_the_sweep_compiles_its_step_once_whatever_the_number_of_scales():
+    # lax.map with a remainder (17 = 2 x 8 + 1) holds a second, vmapped copy of the step for
+    # it: the scales come in batches of one size, so 17 scales hold as many matmuls as 8.
+    for count in range(1, 130):
+        batches, size = scale_batches(count)
+        assert size <= 8 and batches == -(-count // 8)
+        assert count <= batches * size < count + batches  # each batch pads at most one scale
+    config = TINY_FLOAT16
+    counts = {n: _dots_in_sweep_program(config, n) for n in (8, 17, 127)}
+    assert len(set(counts.values())) == 1 and counts[8] > 0, counts
