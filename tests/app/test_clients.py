@@ -259,7 +259,11 @@ def _positional(endpoint: str) -> dict[str, Any]:
         "promotion_interval": 128,
     }
     row = _positional_row()
-    values |= MLP_SIZE | ({} if takes(row["model"], "norm") else {"norm": defaults()["norm"]})
+    # The row carries its model's own size (an MLP's); a size its model does not take moves
+    # for free, one it takes keeps the row's (a transformer's d_model: hidden_width 8 instead
+    # of its 64 compiled the step's, the sweep's and the run's programs again, about 50 s).
+    values |= {name: size for name, size in MLP_SIZE.items() if not takes(row["model"], name)}
+    values |= {} if takes(row["model"], "norm") else {"norm": defaults()["norm"]}
     values |= row | RUN | {"data": None, "downloads": True}
     if endpoint == "export":
         values |= {name: defaults()[name] for name in table if name not in EXPORTED_FIELDS}
