@@ -161,7 +161,10 @@ def test_the_page_reads_the_float16_attention_run_naming_the_scores_and_why():
     sentence = next(s for s in summary["reading"] if "forward pass overflows" in s)
     assert f"first appears in attention scores, {failure['why']}" in sentence, sentence
     headline, reading, _ = page_texts(report, None)
-    assert "attention scores" in reading and headline
+    assert "attention scores" in reading
+    # The headline shows the failed float16 step's loss as nan beside float32's finite one.
+    assert "<span id='mixed-new-loss'>**nan**</span>" in headline, headline
+    assert f"**{report.float32_new_loss:.7g}**" in headline, headline
 
 
 def test_bfloat16_holds_the_same_scores_and_the_step_stays_finite():
