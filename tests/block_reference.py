@@ -66,22 +66,38 @@ def block_elements(values: np.ndarray, name: str) -> np.ndarray:
     nvfp4      tensor scale amax_t / (448 x 6), block scale E4M3(amax_b / ts / 6) per 16,
                element E2M1(clip(v / ts / bs, +-6))
     """
+    scaled, rows, cols = _scaled(values, name)
+    if name == "nvfp4":
+        elements = np.clip(scaled, -E2M1_MAX, E2M1_MAX).astype(E2M1)
+    else:
+        elements = scaled.astype(E4M3)
+    return elements.astype(np.float64).reshape(rows, -1)[:, :cols].ravel()
+
+
+def block_units(values: np.ndarray, name: str) -> np.ndarray:
+    """|v / scale| of ``block_elements``' rule for each entry (of a 2-D ``values``, blocks along
+    its rows), before the clip and the rounding: 0 where an NVFP4 block scale is 0."""
+    scaled, rows, cols = _scaled(values, name)
+    return np.abs(scaled).reshape(rows, -1)[:, :cols]
+
+
+def _scaled(values: np.ndarray, name: str) -> tuple[np.ndarray, int, int]:
+    """(v / scale per block by ``block_elements``' rule, rows, cols), the blocks on the last
+    axis: float64 for MXFP8's power-of-two scale (exact), float32 otherwise."""
     block = {"mxfp8": 32, "fp8_block": 128, "nvfp4": 16}[name]
     blocks, cols = _blocks(np.asarray(values, np.float32), block)
     amax = np.abs(blocks).max(axis=-1, keepdims=True)
     if name == "mxfp8":
         ratio = (np.where(amax > 0, amax, 1) / np.float32(E4M3_MAX)).astype(np.float64)
         scale = np.exp2(np.ceil(np.log2(ratio)))
-        elements = (blocks / scale).astype(E4M3).astype(np.float64)
-    elif name == "fp8_block":
+        return blocks / scale, blocks.shape[0], cols
+    if name == "fp8_block":
         scale = np.where(amax > 0, amax / np.float32(E4M3_MAX), np.float32(1))
-        elements = (blocks / scale).astype(np.float32).astype(E4M3).astype(np.float64)
-    else:
-        tensor = np.float32(max(np.abs(blocks).max() / np.float32(E4M3_MAX * E2M1_MAX), 2**-126))
-        inner = blocks / tensor
-        block_scale = np.minimum(amax / tensor / np.float32(E2M1_MAX), E4M3_MAX)
-        block_scale = block_scale.astype(np.float32).astype(E4M3).astype(np.float32)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scaled = np.where(block_scale > 0, inner / block_scale, 0).astype(np.float32)
-        elements = np.clip(scaled, -E2M1_MAX, E2M1_MAX).astype(E2M1).astype(np.float64)
-    return elements.reshape(blocks.shape[0], -1)[:, :cols].ravel()
+        return (blocks / scale).astype(np.float32), blocks.shape[0], cols
+    tensor = np.float32(max(np.abs(blocks).max() / np.float32(E4M3_MAX * E2M1_MAX), 2**-126))
+    inner = blocks / tensor
+    block_scale = np.minimum(amax / tensor / np.float32(E2M1_MAX), E4M3_MAX)
+    block_scale = block_scale.astype(np.float32).astype(E4M3).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.where(block_scale > 0, inner / block_scale, 0).astype(np.float32)
+    return scaled, blocks.shape[0], cols

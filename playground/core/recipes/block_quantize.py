@@ -123,6 +123,41 @@ def quantize(
 ) -> BlockQuantized:
     """``values`` (2-D) quantized tile by tile by ``recipe``'s rule; ``uniform`` (values'
     shape, in [0, 1)) rounds stochastically instead of to nearest."""
+    padded, scaled, scales, scale_log2, tensor_scale = _scaled(values, tile, recipe)
+    facts = element_facts(recipe.element_format)
+    finite = jnp.isfinite(padded)
+    saturated = finite & (jnp.abs(scaled) > facts.overflow_edge)
+    clipped = jnp.clip(scaled, -facts.max, facts.max)
+    if uniform is None:
+        elements = round_to_nearest(clipped, recipe.element_format)
+    else:
+        elements = stochastic_round(clipped, recipe.element_format, pad_to_tiles(uniform, tile))
+    # An inf or NaN stays one (never clipped into a number), so an overflow upstream shows.
+    elements = jnp.where(finite, elements, padded)
+    return BlockQuantized(
+        elements,
+        scales,
+        scale_log2,
+        tensor_scale,
+        saturated,
+        values.shape,
+        tile,
+        recipe.power_of_two_scales,
+    )
+
+
+def units(values: jax.Array, tile: Tile, recipe: BlockRecipe) -> jax.Array:
+    """|scaled| of the rule for each entry of ``values`` (2-D), in its shape: the float32
+    number ``quantize`` rounds into the element format before clipping, so the element
+    format's own ranges apply to it (0 in a block whose scale flushed to zero; NaN where the
+    value is inf or NaN)."""
+    padded, scaled, *_ = _scaled(values, tile, recipe)
+    kept = jnp.where(jnp.isfinite(padded), jnp.abs(scaled), jnp.nan)
+    return kept[: values.shape[0], : values.shape[1]]
+
+
+def _scaled(values: jax.Array, tile: Tile, recipe: BlockRecipe) -> tuple[jax.Array, ...]:
+    """(padded, scaled, scales, scale_log2, tensor_scale) of the rule, float32."""
     values = values.astype(jnp.float32)
     padded = pad_to_tiles(values, tile)
     tiles = _tiled(padded, tile)
@@ -147,27 +182,8 @@ def quantize(
         # stores its entries as 0, where a division would give NaN.
         scaled = jnp.where(spread > 0, tiles / jnp.where(spread > 0, spread, 1), 0)
         scale_log2 = jnp.log2(scales)
-    facts = element_facts(fmt)
     scaled = scaled.reshape(tiles.shape[0] * tile[0], tiles.shape[2] * tile[1])
-    finite = jnp.isfinite(padded)
-    saturated = finite & (jnp.abs(scaled) > facts.overflow_edge)
-    clipped = jnp.clip(scaled, -facts.max, facts.max)
-    if uniform is None:
-        elements = round_to_nearest(clipped, fmt)
-    else:
-        elements = stochastic_round(clipped, fmt, pad_to_tiles(uniform, tile))
-    # An inf or NaN stays one (never clipped into a number), so an overflow upstream shows.
-    elements = jnp.where(finite, elements, padded)
-    return BlockQuantized(
-        elements,
-        scales,
-        scale_log2,
-        tensor_scale,
-        saturated,
-        values.shape,
-        tile,
-        recipe.power_of_two_scales,
-    )
+    return padded, scaled, scales, scale_log2, tensor_scale
 
 
 def _gap_exponent(magnitude: jax.Array, fmt: str) -> jax.Array:

@@ -147,8 +147,9 @@ class ActivationReport:
     """The gradient of ``S * loss`` with respect to one hidden activation, in the compute dtype.
 
     zero_share: share of its entries that are exactly zero (before unscaling). log2_counts[i]:
-    entries with floor(log2 |g|) == LOG2_LOW + i (finite, nonzero). zero_count, nonfinite_count,
-    size: entries that are zero, that are inf or NaN, and in all.
+    entries with floor(log2 |g|) == LOG2_LOW + i (finite, nonzero); for a block recipe, of
+    each entry in its block's units instead (``core.step.activation_counts``). zero_count,
+    nonfinite_count, size: entries that are zero, that are inf or NaN, and in all.
     """
 
     layer: int
@@ -340,7 +341,8 @@ def _both_steps(
     if precision.compute.block is not None:
         first = param_arrays(initial)[input_kernel(model)]
         norms = comparison_measure(x, first, precision.compute.block)
-    return losses, flat, activation_counts(mixed.activation_grads), float8, flags, norms
+    counts = activation_counts(mixed.activation_grads, precision.compute.block)
+    return losses, flat, counts, float8, flags, norms
 
 
 def _kernels(shapes: dict[str, tuple[int, ...]]) -> list[str]:

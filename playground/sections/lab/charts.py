@@ -172,10 +172,25 @@ def activation_histogram(report: StepReport) -> Figure:
     """Per hidden layer, log2 |activation gradient| (scaled, in the compute dtype) over the
     dtype's ranges, input side first: the "Mixed Precision Training" paper's figure, live.
 
+    A block recipe's counts are in its blocks' units (``core.step.activation_counts``) over its
+    element format's ranges in those units (lost to 0 in its block, subnormal, normal,
+    saturates), as its magnitude figure draws the parameter gradients.
+
     Empty, with a title that says so, for a model without hidden layers.
     """
+    block = recipe(report.config.compute_dtype).block
     dtype = recipe(report.config.compute_dtype).gradient_format  # float8: E5M2
     title = f"Activation gradients per hidden layer against {dtype}'s ranges"
+    x_title = f"log2 |activation gradient|, {SCALED_LABEL}"
+    labels = PLAIN_BANDS
+    if block is not None:
+        dtype = block.element_format
+        title = (
+            f"Activation gradients per hidden layer against {dtype}'s ranges, in {block.name}'s"
+            " blocks"
+        )
+        x_title = f"log2 |entry| / its block's scale (blocks of {block.block} along the features)"
+        labels = BLOCK_BANDS
     if not report.activations:  # a short box that says so, without empty axes
         layout = base_layout(
             title + "<br><sup>(the linear model has none: choose mlp)</sup>", "", "", height=120
@@ -186,7 +201,7 @@ def activation_histogram(report: StepReport) -> Figure:
     live = [np.flatnonzero(a.log2_counts) for a in report.activations]
     present = (np.concatenate(live) + LOG2_LOW).astype(np.float64)
     smallest, largest = present.min(initial=np.inf), present.max(initial=-np.inf)
-    axis = binade_axis(dtype, smallest, largest, dtype_binade_span(dtype))
+    axis = binade_axis(dtype, smallest, largest, dtype_binade_span(dtype), labels)
     data = []
     for activation in report.activations:
         counts = np.zeros(axis.edges.size - 1, np.int64)
@@ -205,7 +220,7 @@ def activation_histogram(report: StepReport) -> Figure:
                 "hovertemplate": "%{y} entries at 2^%{x:.0f}<extra>" + name + "</extra>",
             }
         )
-    layout = axis.layout(title, f"log2 |activation gradient|, {SCALED_LABEL}")
+    layout = axis.layout(title, x_title)
     return {"data": data, "layout": layout}
 
 

@@ -13,6 +13,8 @@ import numpy as np
 
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.recipes.registry import recipe, recipe_summaries
+from playground.core.settings.settings import StepConfig
+from playground.core.step.policy import policy_for
 from playground.core.step.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
 from playground.sections.step.accumulation import accumulation_sentences, accumulation_summary
 from playground.sections.step.blocks import recipe_comparison
@@ -64,7 +66,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
             for name, param in report.params.items()
         },
         "magnitudes": report.magnitudes,
-        "activations": [activation_summary(a) for a in report.activations],
+        "activations": [activation_summary(a, report.config) for a in report.activations],
         **_json_floats(recipe_summaries(report)),  # by recipe name (float8: its tensors)
         "recipe_comparison": recipe_comparison(report),  # block recipes (sections.step.blocks)
         "causes": causes(report),
@@ -84,14 +86,18 @@ def _json_floats(tree: Any) -> Any:
     return json_number(tree) if isinstance(tree, float) else tree
 
 
-def activation_summary(activation: ActivationReport) -> dict[str, Any]:
+def activation_summary(activation: ActivationReport, config: StepConfig) -> dict[str, Any]:
     """One hidden layer's activation gradient: its zero share and its log2 histogram.
 
-    ``log2_histogram.counts[i]`` counts the entries with floor(log2 |g|) == ``first`` + i; the
-    bins span the nonzero part of the histogram (empty when every entry is zero or non-finite).
+    ``log2_histogram.counts[i]`` counts the entries with floor(log2 x) == ``first`` + i, x as
+    ``log2_histogram.of`` says: |g|, or for a block recipe each entry in its block's units
+    (``core.step.activation_counts``); the bins span the nonzero part of the histogram (empty
+    when every entry is zero or non-finite).
     """
     live = np.flatnonzero(activation.log2_counts)
     first, last = (int(live[0]), int(live[-1])) if live.size else (0, -1)
+    block = recipe(config.compute_dtype).block
+    of = "|g|" if block is None else f"|g| / its block's scale (blocks of {block.block})"
     return {
         "layer": activation.layer,
         "zero_share": activation.zero_share,
@@ -101,6 +107,7 @@ def activation_summary(activation: ActivationReport) -> dict[str, Any]:
         "log2_histogram": {
             "first": LOG2_LOW + first,
             "counts": activation.log2_counts[first : last + 1].tolist(),
+            "of": of,
         },
     }
 
@@ -139,14 +146,27 @@ def reading(report: StepReport) -> list[str]:
     sentences += accumulation_sentences(report)
     for param in report.params.values():
         sentences.append(_param_sentence(param, chosen.gradient_format, param.name in flushed))
+    held = policy_for(report.config).op_dtype("activation")
     for activation in report.activations:
-        if activation.zero_count:
+        if not activation.zero_count:
+            continue
+        share = (
+            f"{activation.zero_count:,} of the {activation.size:,} activation-gradient entries "
+            f"of hidden layer {activation.layer + 1} ({activation.zero_share * 100:.2g}%)"
+        )
+        if held == "float32":  # a quantizing recipe or the policy keeps activations float32
             sentences.append(
-                f"{activation.zero_share:.1%} of hidden layer {activation.layer + 1}'s "
-                f"activation-gradient entries are exactly zero in {dtype} before unscaling: "
-                "they shrank below its range on the way back through the layers (the effect loss "
-                "scaling exists for)."
+                f"{share} are exactly zero before unscaling, held "
+                "in float32 (this run keeps the activations in float32): zeros the model makes "
+                "(a ReLU's inactive units, say) or that came back from the low-precision "
+                "backward products."
             )
+            continue
+        sentences.append(
+            f"{share} are exactly zero in {held} before unscaling: "
+            "they shrank below its range on the way back through the layers (the effect loss "
+            "scaling exists for)."
+        )
     sentences += [cause_sentence(code, report) for code in causes(report)]
     # A loss is a mean of squared residuals; the flushed ones each lose less than float32's
     # smallest normal, which shows in the 6 digits printed once the loss is under 10^6 times it.
