@@ -198,7 +198,9 @@ def activation_histogram(report: StepReport) -> Figure:
         layout["xaxis"]["visible"] = layout["yaxis"]["visible"] = False
         return {"data": [], "layout": layout}
     title += f"<br><sup>{activation_note(report)}</sup>"  # what to notice
-    live = [np.flatnonzero(a.log2_counts) for a in report.activations]
+    # The first bin holds no float32 binade: a block recipe's entries whose block scale flushed
+    # to zero (units 0, ``core.step.activation_counts``), drawn with the zeros: stored as 0.
+    live = [np.flatnonzero(a.log2_counts[1:]) + 1 for a in report.activations]
     present = (np.concatenate(live) + LOG2_LOW).astype(np.float64)
     smallest, largest = present.min(initial=np.inf), present.max(initial=-np.inf)
     axis = binade_axis(dtype, smallest, largest, dtype_binade_span(dtype), labels)
@@ -206,8 +208,9 @@ def activation_histogram(report: StepReport) -> Figure:
     for activation in report.activations:
         counts = np.zeros(axis.edges.size - 1, np.int64)
         binades = np.arange(activation.log2_counts.size) + LOG2_LOW
-        inside = (binades >= axis.low) & (binades < axis.high)
+        inside = (binades >= axis.low) & (binades < axis.high) & (binades > LOG2_LOW)
         counts[binades[inside] - axis.low] = activation.log2_counts[inside]
+        zeros = activation.zero_count + int(activation.log2_counts[0])
         name = f"layer {activation.layer + 1}: {activation.zero_share:.1%} zero"
         data.append(
             {
@@ -215,7 +218,7 @@ def activation_histogram(report: StepReport) -> Figure:
                 "mode": "lines",
                 "line": {"shape": "hvh", "width": 2},
                 "x": [axis.zero_x, *((axis.edges[:-1] + 0.5).tolist()), axis.nonfinite_x],
-                "y": [activation.zero_count, *counts.tolist(), activation.nonfinite_count],
+                "y": [zeros, *counts.tolist(), activation.nonfinite_count],
                 "name": name,
                 "hovertemplate": "%{y} entries at 2^%{x:.0f}<extra>" + name + "</extra>",
             }

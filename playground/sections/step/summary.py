@@ -91,8 +91,9 @@ def activation_summary(activation: ActivationReport, config: StepConfig) -> dict
 
     ``log2_histogram.counts[i]`` counts the entries with floor(log2 x) == ``first`` + i, x as
     ``log2_histogram.of`` says: |g|, or for a block recipe each entry in its block's units
-    (``core.step.activation_counts``); the bins span the nonzero part of the histogram (empty
-    when every entry is zero or non-finite).
+    (``core.step.activation_counts``: the bin at LOG2_LOW holds a block recipe's entries whose
+    block scale flushed to zero); the bins span the nonzero part of the histogram (empty when
+    every entry is zero or non-finite).
     """
     live = np.flatnonzero(activation.log2_counts)
     first, last = (int(live[0]), int(live[-1])) if live.size else (0, -1)

@@ -13,6 +13,7 @@ from playground import StepConfig, run_report
 from playground.core.formats.dtypes import DTYPES
 from playground.core.step.report import LOG2_HIGH, LOG2_LOW, ActivationReport
 from playground.sections.lab.charts import (
+    BLOCK_BANDS,
     SCALED_LABEL,
     UNSCALED_LABEL,
     activation_histogram,
@@ -112,6 +113,25 @@ def test_activation_chart_names_its_gradients_as_the_magnitude_chart_does():
     assert figure["data"][0]["y"][0] == 2 and sum(figure["data"][0]["y"]) == 10
     assert figure["layout"]["xaxis"]["title"]["text"].endswith(SCALED_LABEL)
     assert len(figure["layout"]["annotations"]) == 4  # the same bands, labelled the same way
+
+
+def test_a_block_recipe_s_activation_chart_draws_block_units_on_the_element_format_s_bands():
+    report = run_report(StepConfig(**SMALL, compute_dtype="nvfp4"))
+    counts = np.zeros(LOG2_HIGH - LOG2_LOW, np.int64)
+    counts[1 - LOG2_LOW] = 5  # units in [2, 4): normal E2M1
+    counts[0] = 3  # units 0: a block whose scale flushed to zero
+    layer = ActivationReport(layer=0, zero_count=2, nonfinite_count=0, size=10, log2_counts=counts)
+    figure = activation_histogram(dataclasses.replace(report, activations=(layer,)))
+    layout = figure["layout"]
+    assert [note["text"] for note in layout["annotations"]] == list(BLOCK_BANDS)
+    assert "float4_e2m1fn" in layout["title"]["text"] and "blocks" in layout["title"]["text"]
+    assert "blocks of 16" in layout["xaxis"]["title"]["text"]
+    trace = figure["data"][0]
+    # The flushed block's entries are drawn with the zeros (stored as 0), not at 2^-150,
+    # so the axis keeps E2M1's span (a few binades, not 150).
+    assert trace["y"][0] == 2 + 3 and sum(trace["y"]) == 10
+    assert trace["x"][trace["y"][1:-1].index(5) + 1] == 1.5
+    assert max(trace["x"]) - min(trace["x"]) < 40
 
 
 def test_activation_chart_of_a_linear_model_is_a_short_note_without_axes():
