@@ -40,5 +40,7 @@ from playground.ui.page import build_demo  # noqa: E402
 demo = build_demo()
 
 if __name__ == "__main__":
-    warm_up.start(demo)  # shared programs compile while the server serves, visitors first
+    warm_up.start(
+        demo
+    )  # the page's own step before serving; the rest while serving, visitors first
     demo.queue(**queue_kwargs()).launch(**launch_kwargs(demo))

@@ -11,6 +11,12 @@ disk, so a restarted server reads them back), along with what every shape shares
 each recipe's statistics, the charts' code, lazily imported modules). ``PLAYGROUND_WARM_UP=0``
 turns it off (the tests' servers, which share 2 vCPUs with their browsers).
 
+Ready first: the page's own step (the first request) runs in ``start``, before the server
+serves, at the caller's priority: a server is ready when the page it serves answers its first
+request without compiling (a fresh server's first visitor had waited 4.1 s for the first chart
+against 3.1 s warm, about the 1 s this step takes to compile). The thread warms the rest,
+after START_GRACE seconds, so a visitor who woke the server has the first page to itself.
+
 Yielding: visitors are served first. Before each of its requests the warm-up waits until no
 visitor's request has been seen for QUIET seconds (``Traffic.quiet_for``): a request is seen
 while it is in flight over HTTP (``TrafficMiddleware``; the event streams, which stay open while
@@ -45,6 +51,12 @@ from playground.ui.tabs.compare import COMPARE, run_compare
 # Seconds without a visitor's request before the warm-up sends its next one: longer than the
 # gaps inside a page load and between a visitor's commits.
 QUIET = 2.0
+# Seconds the thread waits before its first request, from the moment ``start`` returns (the
+# server then takes about 1-2 s to serve): a visitor who wakes the server (a Space's first
+# visitor) loads the page and sees its first chart (about 3 s) before the warm-up traces
+# anything. A lower CPU priority cannot put the visitor first while a warm-up request traces:
+# tracing is Python, and the interpreter's lock takes no priorities.
+START_GRACE = 6.0
 POLL = 0.05  # seconds between looks at the traffic while waiting
 # GET routes that stay open while a page is (Gradio's event streams and heartbeat).
 STREAMS = ("/queue/data", "/heartbeat/", "/call/")
@@ -146,29 +158,41 @@ def lowest_priority() -> bool:
     return True
 
 
-def _warm(traffic: Traffic) -> None:
+def _run_logged(kind: str, config: StepConfig) -> None:
+    try:
+        run(kind, config)
+    except Exception:  # a failed warm-up only leaves that program cold
+        logging.getLogger(__name__).exception("warm-up %s failed", kind)
+
+
+def _warm(traffic: Traffic, listed: list[tuple[str, StepConfig]] | None = None) -> None:
+    """Each of ``listed`` (default: every request) once the server is quiet, then the
+    tensors tab's quantizers."""
     began = time.perf_counter()
-    for kind, config in requests():
+    for kind, config in requests() if listed is None else listed:
         wait_quiet(traffic)
-        try:
-            run(kind, config)
-        except Exception:  # a failed warm-up only leaves that program cold
-            logging.getLogger(__name__).exception("warm-up %s failed", kind)
+        _run_logged(kind, config)
     warm_tensors()  # the block recipes' quantizers of the tensors tab: one program each
     print(f"{DONE} in {time.perf_counter() - began:.1f} s", flush=True)
 
 
-def start(blocks: Any = None, traffic: Traffic = TRAFFIC) -> threading.Thread | None:
-    """Start the warm-up thread (see the rule), yielding to ``traffic`` and to the events of
+def start(
+    blocks: Any = None, traffic: Traffic = TRAFFIC, grace: float = START_GRACE
+) -> threading.Thread | None:
+    """Run the page's own step, then start the warm-up thread for the other requests (see the
+    rule), which waits ``grace`` seconds first and yields to ``traffic`` and to the events of
     ``blocks``' queue; None when PLAYGROUND_WARM_UP is 0."""
     if os.environ.get("PLAYGROUND_WARM_UP", "1") == "0":
         return None
     if blocks is not None:
         traffic.blocks = blocks
+    first, *rest = requests()
+    _run_logged(*first)
 
     def warm() -> None:
         lowest_priority()
-        _warm(traffic)
+        time.sleep(grace)
+        _warm(traffic, rest)
 
     thread = threading.Thread(target=warm, name="warm-up", daemon=True)
     thread.start()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from types import SimpleNamespace
 
 from playground.core.model.models import MODELS
@@ -39,7 +40,7 @@ def test_the_warm_up_covers_every_default_combination_and_runs_them(monkeypatch)
     ran = []
     real = warm_up.run
     monkeypatch.setattr(warm_up, "run", lambda kind, config: ran.append(real(kind, config)))
-    thread = warm_up.start()
+    thread = warm_up.start(grace=0)
     thread.join(timeout=300)
     assert not thread.is_alive() and len(ran) == len(small) == 3
 
@@ -53,13 +54,13 @@ def test_a_failing_request_leaves_the_others_running(monkeypatch):
             raise RuntimeError("compile failed")
 
     monkeypatch.setattr(warm_up, "run", run)
-    warm_up.start().join(timeout=10)
+    warm_up.start(grace=0).join(timeout=10)
     assert len(ran) == len(warm_up.requests())
 
 
 def test_it_is_off_when_asked(monkeypatch):
     monkeypatch.setenv("PLAYGROUND_WARM_UP", "0")
-    assert warm_up.start() is None
+    assert warm_up.start(grace=0) is None
 
 
 class ScriptedTraffic:
@@ -168,13 +169,40 @@ def test_an_event_queued_or_running_in_gradios_queue_is_traffic():
     assert not traffic.busy() and traffic.quiet_for() == 0.5
 
 
-def test_the_warm_up_thread_runs_at_the_lowest_cpu_priority(monkeypatch):
+def test_the_page_s_own_step_runs_before_start_returns_and_the_thread_at_the_lowest_priority(
+    monkeypatch,
+):
+    """The first request (the page's own step) runs in the caller, at its priority, before
+    ``start`` returns (before the server serves); every other one in the thread, at nice 19."""
     seen = []
 
     def run(kind, config):
-        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        thread = threading.current_thread().name
+        seen.append(
+            (kind, config, thread, os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        )
 
     monkeypatch.setattr(warm_up, "run", run)
-    warm_up.start(traffic=warm_up.Traffic()).join(timeout=10)
-    assert seen == [19] * len(warm_up.requests())
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < 19  # this thread's own
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert own < 19
+    thread = warm_up.start(traffic=warm_up.Traffic(), grace=0)
+    listed = warm_up.requests()
+    assert seen[0] == (*listed[0], threading.current_thread().name, own)
+    thread.join(timeout=10)
+    assert [(kind, config) for kind, config, *_ in seen] == listed
+    assert all(name == "warm-up" and nice == 19 for *_, name, nice in seen[1:])
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own  # this thread's own
+
+
+def test_the_thread_waits_its_grace_before_its_first_request(monkeypatch):
+    """A visitor who wakes the server has the first page to itself: nothing after the page's
+    own step runs before the grace has passed."""
+    times = []
+    monkeypatch.setattr(warm_up, "run", lambda kind, config: times.append(time.monotonic()))
+    listed = warm_up.requests()[:3]
+    monkeypatch.setattr(warm_up, "requests", lambda: listed)
+    began = time.monotonic()
+    thread = warm_up.start(traffic=warm_up.Traffic(), grace=0.5)
+    assert len(times) == 1 and times[0] - began < 0.5  # the page's own step, in start
+    thread.join(timeout=10)
+    assert len(times) == 3 and times[1] - began >= 0.5

@@ -35,6 +35,9 @@ from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.tabs.lab_assets import BITS_CSS, BITS_JS, BLOCKS_CSS
 from playground.ui.widgets import plot_slot, plotted
 
+# The inspector's text as the page opens.
+FIRST_NUMBER = "1.0001"
+
 
 def _sweep(values: dict[str, Any], files: bool) -> lab_tab.SweepViews:
     """The ``sweep`` endpoint (the inputs of ``step``, then ``downloads``): (reading Markdown,
@@ -148,9 +151,13 @@ def build() -> LabTab:
             sweep_files = gr.File(label="sweep downloads", file_count="multiple")
             sweep_downloads = checkbox()
         gr.Markdown(lab_tab.INSPECTOR_INTRO)
+        # The inspector and the block list open on their first texts, drawn here once: no
+        # event at each page load (a fresh server's first visitor had waited 1.3 s for their
+        # first calls, which compile, before its first chart).
+        first_table, first_bits = inspector_view.inspector_views(FIRST_NUMBER)
         with gr.Row():
             number = gr.Textbox(
-                value="1.0001",
+                value=FIRST_NUMBER,
                 label="a number",
                 info=inspector_view.HELP,
                 elem_id="inspect-number",
@@ -161,11 +168,15 @@ def build() -> LabTab:
             )
         # The bit rows first, right under the box (as Float Toy has them), then the table.
         bits = gr.HTML(
-            elem_id="inspect-bits", js_on_load=BITS_JS, css_template=BITS_CSS, padding=False
+            first_bits,
+            elem_id="inspect-bits",
+            js_on_load=BITS_JS,
+            css_template=BITS_CSS,
+            padding=False,
         )
-        inspection = gr.Markdown(elem_id="inspection")
+        inspection = gr.Markdown(first_table, elem_id="inspection")
         # The `inspect` API endpoint's own input: a number, as scripts send it.
-        inspected = gr.State(None)
+        inspected = gr.State(FIRST_NUMBER)
         inspect_api = gr.Number(visible=False)
         numbers = gr.Textbox(
             value=block_list.DEFAULT_LIST,
@@ -175,7 +186,12 @@ def build() -> LabTab:
             max_lines=1,
         )
         # Its table scrolls inside its own box on a phone.
-        blocks = gr.HTML(elem_id="inspect-blocks", css_template=BLOCKS_CSS, padding=False)
+        blocks = gr.HTML(
+            block_list.block_list_view(block_list.DEFAULT_LIST),
+            elem_id="inspect-blocks",
+            css_template=BLOCKS_CSS,
+            padding=False,
+        )
     return LabTab(
         *(activation_plot, sweep_button, sweep_progress, sweep_status_md, sweep_rerun),
         sweep_ran_with,
@@ -228,7 +244,7 @@ def wire(page: Page, lab: LabTab) -> None:
     )
     inspector = [lab.inspection, lab.bits, lab.inspected]
     gr.on(
-        triggers=[page.demo.load, lab.number.submit, lab.number.blur],
+        triggers=[lab.number.submit, lab.number.blur],
         fn=inspect_text,
         inputs=[lab.number, lab.inspected],
         outputs=inspector,
@@ -261,7 +277,7 @@ def wire(page: Page, lab: LabTab) -> None:
         preprocess=False,
     )
     gr.on(
-        triggers=[page.demo.load, lab.numbers.submit, lab.numbers.blur],
+        triggers=[lab.numbers.submit, lab.numbers.blur],
         fn=block_list.block_list_view,
         inputs=lab.numbers,
         outputs=lab.blocks,
