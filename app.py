@@ -40,7 +40,6 @@ from playground.ui.page import build_demo  # noqa: E402
 demo = build_demo()
 
 if __name__ == "__main__":
-    warm_up.start(
-        demo
-    )  # the page's own step before serving; the rest while serving, visitors first
+    # The page's own step before serving; the rest while serving, visitors first.
+    warm_up.start(demo)
     demo.queue(**queue_kwargs()).launch(**launch_kwargs(demo))
