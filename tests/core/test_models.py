@@ -55,6 +55,27 @@ def test_activation_gradients_flush_in_float16_and_a_loss_scale_recovers_them():
     assert all(np.count_nonzero(p.float32_grads) == p.size for p in report.params.values())
 
 
+def test_the_reading_counts_each_layer_s_zeros_and_blames_the_range_only_where_it_applies():
+    """float16 activations: the zeros are the dtype's range running out; the same run with the
+    activations kept in float32 (``all_float32_but_matmul``) is not told so."""
+    for policy, held in (("exercise", "float16"), ("all_float32_but_matmul", "float32")):
+        report = run_report(DEEP_FLOAT16.replace(precision_policy=policy))
+        sentences = summarize(report)["reading"]
+        assert any(layer.zero_count for layer in report.activations), policy
+        for layer in report.activations:
+            if not layer.zero_count:
+                continue
+            share = 100 * layer.zero_count / layer.size
+            sentence = next(
+                text
+                for text in sentences
+                if f"{layer.zero_count:,} of the {layer.size:,} activation-gradient entries of "
+                f"hidden layer {layer.layer + 1} ({share:.3g}%)" in text
+            )
+            assert ("shrank below its range" in sentence) == (held == "float16"), sentence
+            assert f"in {held}" in sentence
+
+
 def test_activation_histogram_counts_every_entry_of_every_layer():
     report = run_report(DEEP_FLOAT16.replace(loss_scale=2.0**10))
     for activation in summarize(report)["activations"]:

@@ -153,7 +153,7 @@ def reading(report: StepReport) -> list[str]:
             continue
         share = (
             f"{activation.zero_count:,} of the {activation.size:,} activation-gradient entries "
-            f"of hidden layer {activation.layer + 1} ({activation.zero_share * 100:.2g}%)"
+            f"of hidden layer {activation.layer + 1} ({activation.zero_share * 100:.3g}%)"
         )
         if held == "float32":  # a quantizing recipe or the policy keeps activations float32
             sentences.append(
