@@ -18,7 +18,7 @@ import pytest
 from block_reference import E2M1, block_elements, block_units
 from flax import nnx
 
-from playground import StepConfig, run_report
+from playground import StepConfig, run_report, summarize
 from playground.core.data.synthetic import make_batch
 from playground.core.model.models import build_model
 from playground.core.model.optimizers import build_optimizer
@@ -112,6 +112,10 @@ def test_the_report_counts_the_step_s_activation_gradients_in_block_units(name):
     for layer, gradient in zip(report.activations, _activation_gradients(config), strict=True):
         row = [*layer.log2_counts.tolist(), layer.zero_count, layer.nonfinite_count]
         assert row == expected_row(gradient, block_units(gradient, name))
+    # The JSON says what its histogram counts.
+    block = recipe(name).block.block
+    for entry in summarize(report)["activations"]:
+        assert entry["log2_histogram"]["of"] == f"|g| / its block's scale (blocks of {block})"
 
 
 def test_nvfp4_s_lost_band_holds_what_its_rule_stores_as_zero():

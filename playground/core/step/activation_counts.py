@@ -14,8 +14,7 @@ backward operand of a product that contracts over the features, in blocks of 1 x
 last axis (``core.recipes.block_quantize.units``; the magnitude figure's convention for the
 parameter gradients, ``core.recipes.block_places``). A nonzero entry whose units are 0 (its
 block's scale flushed to zero) lands in the first bin, below every float32 binade (which |g|
-never reaches): it would be stored as 0. Zeros and
-non-finite entries are those of g itself.
+never reaches): it would be stored as 0. Zeros and non-finite entries are those of g itself.
 
 One int32 row per activation: the histogram's LOG2_HIGH - LOG2_LOW bins, then the two counts
 (``core.step.report.ActivationReport`` reads them back).

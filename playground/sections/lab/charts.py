@@ -211,7 +211,7 @@ def activation_histogram(report: StepReport) -> Figure:
         inside = (binades >= axis.low) & (binades < axis.high) & (binades > LOG2_LOW)
         counts[binades[inside] - axis.low] = activation.log2_counts[inside]
         zeros = activation.zero_count + int(activation.log2_counts[0])
-        name = f"layer {activation.layer + 1}: {activation.zero_share:.1%} zero"
+        name = f"layer {activation.layer + 1}: {zeros / activation.size:.1%} zero"
         data.append(
             {
                 "type": "scatter",

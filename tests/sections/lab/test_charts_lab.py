@@ -130,6 +130,7 @@ def test_a_block_recipe_s_activation_chart_draws_block_units_on_the_element_form
     # The flushed block's entries are drawn with the zeros (stored as 0), not at 2^-150,
     # so the axis keeps E2M1's span (a few binades, not 150).
     assert trace["y"][0] == 2 + 3 and sum(trace["y"]) == 10
+    assert trace["name"] == "layer 1: 50.0% zero"  # the legend counts what the bar draws
     assert trace["x"][trace["y"][1:-1].index(5) + 1] == 1.5
     assert max(trace["x"]) - min(trace["x"]) < 40
 
