@@ -16,8 +16,12 @@ from app_server import AppServer
 
 @pytest.fixture(scope="session")
 def app_server() -> Iterator[AppServer]:
-    """``python app.py`` on a free port; stopped at the end of the session."""
-    with AppServer() as server:
+    """``python app.py`` on a free port; stopped at the end of the session. Its log is named
+    for the xdist worker: the other worker launches an app of its own (conftest's
+    BESIDE_THE_SHARED_APP), and one log file for both had one server's log read as the other's
+    (the second to start truncated the file)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with AppServer(log_name=f"app_server_{worker}.log") as server:
         yield server
 
 
