@@ -285,7 +285,16 @@ JS = (
   const tidy = () => {
     groupRadios(); nameUploads(); roleEmpties(); dressCharts(); lessonToolbar();
   };
+  // Once per frame at most, not at each of the hundreds of mutations a commit makes: reading
+  // innerText (nameUploads) lays the page out, and at every mutation it cost a commit about
+  // 45 ms before its new loss showed.
+  let tidyQueued = false;
+  const tidySoon = () => {
+    if (tidyQueued) return;
+    tidyQueued = true;
+    requestAnimationFrame(() => { tidyQueued = false; tidy(); });
+  };
   tidy();
-  new MutationObserver(tidy).observe(document.body, {subtree: true, childList: true});
+  new MutationObserver(tidySoon).observe(document.body, {subtree: true, childList: true});
 }"""
 )
