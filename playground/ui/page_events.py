@@ -176,7 +176,8 @@ def commit(
 
     ``shown`` names the fields whose notice is on the page. Keys (a subset of COMMIT_OUTPUTS):
     ``Notice(field)`` for every field that has a problem now or had one (``shown``),
-    ``notices_shown``, ``status``, ``last_valid``, and when valid the headline, ``reading``,
+    ``notices_shown``, ``status`` (its banner of problems, hidden again only when ``shown``
+    says the last answer showed one), ``last_valid``, and when valid the headline, ``reading``,
     ``operations`` (the operations table), ``summary``, ``magnitudes``,
     ``loss_scale_exponent`` and ``loss_scale_presets`` (the charts follow: ``tab_charts``).
     Never raises for a bad value.
@@ -202,6 +203,8 @@ def commit(
             | {Control(name): value for name, value in back.items()}
             | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
         )
+    if shown:  # the last answer showed problems, and the banner naming them: hidden now
+        notices["status"] = gr.update(value="", visible=False)
     config, data = _config_and_data(values)
     # An upload fixes N, D_in and D_out: the controls (and the results' settings) show them.
     shapes = data.shapes() if data else {}
@@ -213,7 +216,6 @@ def commit(
         | {Control(name): value for name, value in shapes.items()}
         | {
             "caption": gr.update(visible=False),
-            "status": gr.update(value="", visible=False),
             "last_valid": {name: values.get(name) for name in INPUTS},
             "headline": headline,
             "reading": reading,

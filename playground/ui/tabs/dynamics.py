@@ -300,7 +300,12 @@ def _dynamics_inputs(page: Page, tab: DynamicsTab) -> list[Any]:
 
 
 def check_shown_run(*args: Any) -> Any:
-    """The stale banner of the shown run (the last input) for the controls (the others)."""
+    """The stale banner of the shown run (the last input) for the controls (the others).
+
+    With no run shown no banner can be on view, so every commit before a first run answers a
+    skip: an update would cost the server and the browser a component rebuild each."""
+    if args[-1] is None:
+        return gr.skip()
     return stale_status(DYNAMICS.values(args[:-1]), args[-1])
 
 

@@ -79,6 +79,14 @@ def sweep_check(ran_with: Any, *controls: Any) -> tuple[str, Any]:
     return banner, gr.Button(visible=bool(banner))
 
 
+def sweep_commit_check(ran_with: Any, *controls: Any) -> tuple[Any, Any]:
+    """``sweep_check`` as every commit runs it: before a first sweep no banner or rerun button
+    can be on view, so it answers skips (updates would cost a component rebuild each)."""
+    if ran_with is None:
+        return gr.skip(), gr.skip()
+    return sweep_check(ran_with, *controls)
+
+
 def sweep_done(summary: Any, *controls: Any) -> tuple[Any, ...]:
     """After a sweep: its chart shown, the settings it ran with kept, its banner checked."""
     ran_with = summary.get("config") if isinstance(summary, dict) else None
@@ -211,7 +219,9 @@ def checks(page: Page, lab: LabTab) -> list[StaleCheck]:
     controls = page.inputs(STEP.order)
     return [
         StaleCheck(
-            sweep_check, (lab.sweep_ran_with, *controls), (lab.sweep_status, lab.sweep_rerun)
+            sweep_commit_check,
+            (lab.sweep_ran_with, *controls),
+            (lab.sweep_status, lab.sweep_rerun),
         )
     ]
 

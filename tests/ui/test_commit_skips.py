@@ -1,0 +1,64 @@
+"""A commit answers a skip for each banner that cannot be on view (an update costs Gradio's
+server a component rebuild and the browser a status walk, at every commit): the problems banner
+(``#status``) once no problem is shown, the training run's stale banner before a run is shown,
+the sweep's banner and rerun button before a sweep. Once there is something to be stale about,
+every commit checks it as before."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from playground.ui import page_events
+from playground.ui.arguments import DYNAMICS, STEP
+from playground.ui.tabs import dynamics, lab
+from playground.ui.widgets import DEFAULTS
+
+SMALL = {"n": 32, "d_in": 8, "d_out": 4}
+SKIP = {"__type__": "update"}
+
+
+def _values(**changes) -> dict:
+    return {name: DEFAULTS[name] for name in STEP.order if name in DEFAULTS} | {
+        "data": None,
+        **SMALL,
+        **changes,
+    }
+
+
+def test_the_problems_banner_is_left_alone_when_none_is_shown():
+    answer = page_events.commit(_values(lr=0.2), {"lr": 0.1}, [])
+    assert "status" not in answer and "headline" in answer
+
+
+def test_the_problems_banner_shown_by_a_refused_commit_is_hidden_by_the_next_valid_one():
+    refused = page_events.commit(_values(lr=-1.0), {"lr": 0.1}, [])
+    assert refused["status"]["visible"] is True and refused["notices_shown"] == ["lr"]
+    valid = page_events.commit(_values(lr=0.3), {"lr": 0.1}, refused["notices_shown"])
+    assert valid["status"] == {"__type__": "update", "value": "", "visible": False}
+    assert valid["notices_shown"] == []
+
+
+def _dynamics_args(**changes) -> list:
+    values = {name: DEFAULTS.get(name) for name in DYNAMICS.order} | changes
+    return [values[name] for name in DYNAMICS.order]
+
+
+def test_the_training_banner_is_a_skip_until_a_run_is_shown():
+    assert dynamics.check_shown_run(*_dynamics_args(), None) == SKIP
+    # A run shown with another lr: the same check now names it.
+    shown = SimpleNamespace(settings=dynamics.controls_settings(DYNAMICS.values(_dynamics_args())))
+    banner = dynamics.check_shown_run(*_dynamics_args(lr=DEFAULTS["lr"] * 2), shown)
+    assert banner["visible"] is True and "Not updated" in banner["value"]
+    assert dynamics.check_shown_run(*_dynamics_args(), shown)["visible"] is False
+
+
+def test_the_sweep_banner_and_rerun_button_are_skips_until_a_sweep_ran():
+    controls = [DEFAULTS.get(name) for name in STEP.order]
+    assert lab.sweep_commit_check(None, *controls) == (SKIP, SKIP)
+    ran_with = STEP.values(controls) | {"lr": DEFAULTS["lr"] * 2}
+    banner, rerun = lab.sweep_commit_check(ran_with, *controls)
+    assert "Not updated" in banner and rerun.visible is True
+    assert (banner, rerun.visible) == (
+        lab.sweep_check(ran_with, *controls)[0],
+        lab.sweep_check(ran_with, *controls)[1].visible,
+    )
