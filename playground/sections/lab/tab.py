@@ -168,11 +168,12 @@ def magnitude_table(report: StepReport) -> str:
 def _counts_table(counts: dict, shown_as: dict[str, str]) -> str:
     """One column per view (named by ``shown_as``), one row per kind, each cell a share of
     every entry and its count; the long view names wrap in the header, so the numbers stay
-    readable beside the headline."""
+    readable beside the headline. Every header cell is named (the rows' one too: a screen
+    reader announces it with each kind)."""
     total = counts["entries"]["total"]
     views = [when for when in counts if when != "entries"]
     header = (
-        "| | "
+        "| Gradient entries | "
         + " | ".join(shown_as[when] for when in views)
         + " |\n"
         + "|---" * (len(views) + 1)

@@ -153,3 +153,16 @@ def test_the_magnitude_texts_never_ask_to_switch_to_the_dtype_already_selected(d
     # A block recipe saturates rather than overflowing: no plain-format words for its bands.
     if dtype == "nvfp4":
         assert "becomes infinite" not in shown
+
+
+@pytest.mark.parametrize("dtype", ["float16", "nvfp4"])
+def test_every_header_cell_of_the_magnitude_counts_is_named(dtype):
+    # axe-core's empty-table-header: a screen reader reads each row's kind with its header.
+    from playground import StepConfig, run_report
+    from playground.sections.lab.tab import magnitude_table
+
+    table = magnitude_table(run_report(StepConfig(n=32, d_in=8, d_out=4, compute_dtype=dtype)))
+    header = next(line for line in table.splitlines() if line.startswith("| "))
+    cells = [cell.strip() for cell in header.strip().strip("|").split("|")]
+    assert len(cells) == 3 and all(cells), cells
+    assert cells[0] == "Gradient entries"
