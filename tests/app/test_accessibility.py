@@ -1,7 +1,7 @@
 """The page is accessible (issue 22): axe-core, run in Chromium on the page, reports no violation
 (none serious or critical, and none minor either) at load, after a loss-scale sweep and after a
-training run, in the light and the dark theme; every chart carries a text alternative with its key numbers, and in the dark
-theme the charts are dark too.
+training run, in the light and the dark theme; every chart carries a text alternative with its
+key numbers, and in the dark theme the charts are dark too.
 
 axe-core comes from the npm registry: the ``axe_source`` fixture installs it into tests/.npm
 (gitignored) when it is missing, so CI needs only npm (``.ci/run`` may install it beforehand with
