@@ -73,8 +73,8 @@ document.addEventListener('keydown', (event) => {
 }, true);
 // The losses table only: a progress timer inside the headline's block is no result. Its
 // textContent, not innerText: innerText lays the page out, and the observer below reads it at
-// every mutation of the document, which slowed the page it timed (most on the page with the
-// most mutations: ours, by about 40 ms a commit).
+// every mutation of the document, so the yardstick itself would slow the page it times (the
+// more, the more mutations the page makes).
 window.benchHeadline = () => (document.querySelector('#headline table') || {}).textContent || '';
 let benchLast = null;
 new MutationObserver(() => {
