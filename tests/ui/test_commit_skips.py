@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from helpers import step_inputs
 from playground.ui import page_events
 from playground.ui.arguments import DYNAMICS, STEP
 from playground.ui.tabs import dynamics, lab
@@ -38,27 +39,26 @@ def test_the_problems_banner_shown_by_a_refused_commit_is_hidden_by_the_next_val
     assert valid["notices_shown"] == []
 
 
-def _dynamics_args(**changes) -> list:
-    values = {name: DEFAULTS.get(name) for name in DYNAMICS.order} | changes
-    return [values[name] for name in DYNAMICS.order]
-
-
 def test_the_training_banner_is_a_skip_until_a_run_is_shown():
-    assert dynamics.check_shown_run(*_dynamics_args(), None) == SKIP
+    assert dynamics.check_shown_run(*step_inputs(DYNAMICS.order, data=None), None) == SKIP
     # A run shown with another lr: the same check now names it.
-    shown = SimpleNamespace(settings=dynamics.controls_settings(DYNAMICS.values(_dynamics_args())))
-    banner = dynamics.check_shown_run(*_dynamics_args(lr=DEFAULTS["lr"] * 2), shown)
+    shown = SimpleNamespace(
+        settings=dynamics.controls_settings(DYNAMICS.values(step_inputs(DYNAMICS.order, data=None)))
+    )
+    banner = dynamics.check_shown_run(
+        *step_inputs(DYNAMICS.order, data=None, lr=DEFAULTS["lr"] * 2), shown
+    )
     assert banner["visible"] is True and "Not updated" in banner["value"]
-    assert dynamics.check_shown_run(*_dynamics_args(), shown)["visible"] is False
+    assert (
+        dynamics.check_shown_run(*step_inputs(DYNAMICS.order, data=None), shown)["visible"] is False
+    )
 
 
 def test_the_sweep_banner_and_rerun_button_are_skips_until_a_sweep_ran():
-    controls = [DEFAULTS.get(name) for name in STEP.order]
+    controls = step_inputs(STEP.order, data=None)
     assert lab.sweep_commit_check(None, *controls) == (SKIP, SKIP)
     ran_with = STEP.values(controls) | {"lr": DEFAULTS["lr"] * 2}
     banner, rerun = lab.sweep_commit_check(ran_with, *controls)
     assert "Not updated" in banner and rerun.visible is True
-    assert (banner, rerun.visible) == (
-        lab.sweep_check(ran_with, *controls)[0],
-        lab.sweep_check(ran_with, *controls)[1].visible,
-    )
+    # The sweep's settings now: no banner, no rerun button.
+    assert lab.sweep_commit_check(STEP.values(controls), *controls)[1].visible is False
