@@ -169,6 +169,15 @@ def test_the_helpers_keep_their_meaning(tmp_path):
     assert parts.is_file_obj_with_meta(payload) and not parts.is_file_obj_with_meta({"path": "a"})
 
 
+def test_a_blocks_tree_has_what_the_layout_move_reads():
+    # layout.states_first edits a BlockContext's children and a Block's parent, and Gradio
+    # lays the page out from the children, in their order (tests/ui/test_progress_tracking).
+    with gr.Blocks() as demo, gr.Column() as column:
+        state = gr.State()
+    assert column.children == [state] and state.parent is column and demo.children == [column]
+    assert [c["id"] for c in demo.get_config_file()["layout"]["children"]] == [column._id]
+
+
 def _reaches_past(tree: ast.AST) -> list[str]:
     """What a module's code reads of Gradio's internals: an import of one of Gradio's
     submodules or of gradio_client, an attribute only the internals read, a method named as
