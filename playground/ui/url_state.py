@@ -43,7 +43,7 @@ from starlette.middleware import Middleware
 from uvicorn.protocols.http import h11_impl
 
 from playground.core.settings.settings import ConfigError, StepConfig, check_setting, settings
-from playground.ui.widgets import DEFAULTS
+from playground.ui.widgets import DEFAULTS, quiet_progress
 
 NOTICE_ID = "url-notice"
 # The longest query a link may carry (a link with every setting changed is under 1,000).
@@ -204,6 +204,7 @@ class UrlRow:
     notice: gr.Markdown
     copy: gr.Button
     link: gr.Textbox
+    progress: gr.State  # where the URL's read tracks its progress (ui.widgets.quiet_progress)
 
 
 def build_url_row() -> UrlRow:
@@ -212,7 +213,7 @@ def build_url_row() -> UrlRow:
     with gr.Row(equal_height=True):
         copy = gr.Button("Copy link to these settings", elem_id=COPY_ID, size="sm", scale=0)
         link = gr.Textbox(label="link", elem_id=LINK_ID, visible=False, interactive=True, scale=1)
-    return UrlRow(notice, copy, link)
+    return UrlRow(notice, copy, link, gr.State(None))
 
 
 def wire_url_state(
@@ -242,8 +243,7 @@ def wire_url_state(
         read_url_state,
         outputs=[*components, row.notice],
         api_visibility="private",
-        show_progress="hidden",
-        show_progress_on=[row.notice],  # its progress tracked on one component (ui.wiring)
+        **quiet_progress(row.progress),
     )
     write = {"fn": None, "inputs": components, "outputs": row.link, "js": _write_js(fields)}
     read.success(**write, show_progress="hidden")

@@ -70,3 +70,14 @@ def plotted(views: Views, names: Iterable[str]) -> Views:
 def plot_slot(label: str) -> gr.Plot:
     """An empty chart; the figure carries its own title, so the label is for screen readers."""
     return gr.Plot(label=label, show_label=False)
+
+
+def quiet_progress(target: gr.State) -> dict[str, Any]:
+    """An event's options for no progress shown, tracked on the State ``target`` alone.
+
+    Gradio's front end keeps the loading status of every component an event ever tracked (its
+    outputs, unless ``show_progress_on`` names others) and sets each of them again at every
+    status change of any event, reading each one's data as it does: a chart's whole figure, a
+    column's every child. A State it reads in a step (they sit first in the layout tree:
+    ``ui.gradio_internals.layout``) and holds nothing in the browser."""
+    return {"show_progress": "hidden", "show_progress_on": [target]}

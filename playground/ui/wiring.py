@@ -5,10 +5,10 @@ record, and the page's stale checks (``Page.with_checks``: each commit answers t
 event of their own), and its progress shows on the headline only: the browser then marks and
 updates only what the event can change. The first commit is chained after the URL is read
 (``.then``), so the page's first numbers are the URL's settings. An event that shows no progress
-tracks it on one component (``quiet_progress``): Gradio's front end keeps the loading status of
-every component an event ever tracked (its outputs, unless ``show_progress_on`` names others)
-and sets each of them again, with a walk of the page's layout tree, on every status change of
-any event, so each output tracked costs every later commit.
+tracks it on one State (``ui.widgets.quiet_progress``): Gradio's front end keeps the loading
+status of every component an event ever tracked (its outputs, unless ``show_progress_on`` names
+others) and sets each of them again, with a walk of the page's layout tree, on every status
+change of any event, so each output tracked costs every later commit.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from playground.ui.assets import scroll_js
 from playground.ui.components import Control, Key, Page
 from playground.ui.examples import wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
-from playground.ui.widgets import commit_triggers
+from playground.ui.widgets import commit_triggers, quiet_progress
 
 # One lane for the page's step events: one at a time, never part of the API.
 LANE = {"concurrency_limit": LANE_SLOTS, "concurrency_id": "page-step", "api_visibility": "private"}
@@ -33,11 +33,6 @@ LANE = {"concurrency_limit": LANE_SLOTS, "concurrency_id": "page-step", "api_vis
 def preset_loss_scale(label: str) -> float:
     """The loss scale of a preset label."""
     return page_events.LOSS_SCALE_PRESETS[label]
-
-
-def quiet_progress(target: Any) -> dict[str, Any]:
-    """An event's options for no progress shown, tracked on ``target`` alone (see the rule)."""
-    return {"show_progress": "hidden", "show_progress_on": [target]}
 
 
 def _answer(page: Page, updates: dict[Key, Any]) -> Any:
@@ -49,7 +44,7 @@ def _answer(page: Page, updates: dict[Key, Any]) -> Any:
 def wire_page_events(page: Page, url_read: Any) -> None:
     """Wire the commit, the loss-scale controls, the lessons and the tabs (see the rule)."""
     inputs = page.inputs(STEP.order)
-    quiet = quiet_progress(page.charts["magnitude_plot"])
+    quiet = quiet_progress(page.drawn)  # a State the charts event reads: no entry of its own
 
     def outputs(keys: tuple[Key, ...]) -> list[Any]:
         return [page[key] for key in keys]

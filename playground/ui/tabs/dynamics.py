@@ -52,6 +52,7 @@ from playground.ui.widgets import (
     control,
     plot_slot,
     plotted,
+    quiet_progress,
 )
 
 TAB_LABEL = "Training dynamics"
@@ -243,7 +244,8 @@ def wire(page: Page, tab: DynamicsTab) -> None:
     every = page.controls | tab.controls
     inputs = [*(every[name] for name in DYNAMICS.order)]
     figures = [tab.loss_curves, tab.lost_updates, tab.scale_curve]
-    private = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
+    # Tracked on a State, not on the charts they answer (ui.wiring: quiet_progress).
+    private = {"api_visibility": "private", "queue": False, **quiet_progress(tab.shown_run)}
 
     def on_run_end(*args: Any) -> list[Any]:
         return after_run(DYNAMICS.values(args[:-2]), *args[-2:])

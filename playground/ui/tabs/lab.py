@@ -33,7 +33,7 @@ from playground.ui.components import Page, StaleCheck
 from playground.ui.downloads_input import ask_js, checkbox, page_inputs, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.tabs.lab_assets import BITS_CSS, BITS_JS, BLOCKS_CSS
-from playground.ui.widgets import plot_slot, plotted
+from playground.ui.widgets import plot_slot, plotted, quiet_progress
 
 # The inspector's text as the page opens.
 FIRST_NUMBER = "1.0001"
@@ -250,7 +250,7 @@ def wire(page: Page, lab: LabTab) -> None:
         api_visibility="private",
         queue=False,
         preprocess=False,
-        show_progress="hidden",
+        **quiet_progress(lab.sweep_ran_with),  # not on the chart it shows (ui.wiring)
     )
     inspector = [lab.inspection, lab.bits, lab.inspected]
     gr.on(

@@ -25,7 +25,7 @@ from playground.sections.tensors.summary import TABLE_NOTE
 from playground.ui.arguments import core_errors
 from playground.ui.components import Page
 from playground.ui.uploads import uploaded_file
-from playground.ui.widgets import as_plot
+from playground.ui.widgets import as_plot, quiet_progress
 
 TAB_LABEL = tensors_tab.TAB_LABEL
 FIELD = "file"
@@ -146,6 +146,9 @@ def wire(page: Page, tab: TensorsTab) -> None:
         upload_event,
         inputs=tab.file,
         outputs=outputs,
+        # Its progress shows on the reading, not on every output: the browser would read the
+        # figure and the column's every child again at each later status change (ui.widgets).
+        show_progress_on=[tab.tensors_reading],
         api_visibility="private",
         preprocess=False,
         concurrency_limit=CONCURRENCY,
@@ -167,5 +170,5 @@ def wire(page: Page, tab: TensorsTab) -> None:
         outputs=[tab.tensor_reading, tab.tensor_plot],
         api_visibility="private",
         preprocess=False,
-        show_progress="hidden",
+        **quiet_progress(tab.report),  # not on the figure it draws (ui.widgets)
     )

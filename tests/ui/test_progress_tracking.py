@@ -1,0 +1,86 @@
+"""What the browser tracks at each loading-status change: little, and found first.
+
+Gradio's front end keeps a loading status for every component an event ever tracked (its
+progress targets and its inputs) and, at every status change of any event, finds each by a
+depth-first walk of the layout tree and reads its data (a chart's whole figure, a container's
+every child). The page keeps that work small: its States sit first in the tree, and an event
+that shows no progress tracks it on a State, never on a chart or a container.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from playground.ui.gradio_internals.layout import states_first
+from playground.ui.page import build_demo
+
+# Components whose data is heavy to read, or that make the browser read every child's.
+HEAVY = {"plot", "dataframe", "json", "code", "file", "column", "row", "group", "tabs"}
+HEAVY |= {"tabitem", "accordion"}
+
+
+@pytest.fixture(scope="module")
+def config():
+    return build_demo().get_config_file()
+
+
+def _tree_order(config) -> list[int]:
+    order: list[int] = []
+
+    def walk(node) -> None:
+        order.append(node["id"])
+        for child in node.get("children", ()):
+            walk(child)
+
+    walk(config["layout"])
+    return order
+
+
+def test_every_state_comes_first_in_the_layout_tree(config):
+    kinds = {component["id"]: component["type"] for component in config["components"]}
+    order = _tree_order(config)[1:]  # below the root
+    states = [i for i in order if kinds[i] == "state"]
+    assert len(states) >= 10  # the page's, its sections' and the export's
+    assert order[: len(states)] == states
+    assert len(order) == len(set(order)) == len(kinds)  # nothing lost, nothing doubled
+
+
+def test_no_event_tracks_its_hidden_progress_on_a_chart_or_a_container(config):
+    kinds = {component["id"]: component["type"] for component in config["components"]}
+    quiet = [d for d in config["dependencies"] if d["show_progress"] == "hidden"]
+    assert len(quiet) > 20
+    for dependency in quiet:
+        targets = dependency["show_progress_on"] or dependency["outputs"]
+        heavy = [kinds[i] for i in targets if kinds[i] in HEAVY]
+        assert heavy == [], (dependency["api_name"], dependency["backend_fn"], heavy)
+
+
+def test_no_page_event_tracks_a_container():
+    # The page's own events (the API's trigger buttons are never clicked on it).
+    config = build_demo().get_config_file()
+    kinds = {component["id"]: component["type"] for component in config["components"]}
+    containers = {"column", "row", "group", "tabs", "tabitem", "accordion"}
+    for dependency in config["dependencies"]:
+        targets = dependency["show_progress_on"] or dependency["outputs"]
+        assert not [i for i in targets if kinds[i] in containers], dependency["backend_fn"]
+
+
+def test_states_first_moves_nested_states_in_creation_order_and_keeps_the_rest():
+    with gr.Blocks() as demo:
+        title = gr.Markdown("title")
+        with gr.Column():
+            first = gr.State(1)
+            box = gr.Markdown("box")
+            with gr.Row():
+                second = gr.State(2)
+                button = gr.Button()
+        third = gr.State(3)
+    assert states_first(demo) == 3
+    assert demo.children[:4] == [first, second, third, title]
+    column = demo.children[4]
+    assert column.children[0] is box and column.children[1].children == [button]
+    assert all(state.parent is demo for state in (first, second, third))
+    order = _tree_order(demo.get_config_file())
+    assert order[1:4] == [first._id, second._id, third._id]
+    assert states_first(demo) == 3 and demo.children[:4] == [first, second, third, title]
