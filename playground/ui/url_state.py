@@ -199,7 +199,8 @@ def _write_js(fields: list[str]) -> str:
 
 @dataclass
 class UrlRow:
-    """The URL's components: the notice naming ignored settings, the copy button, the link."""
+    """The URL's components: the notice naming ignored settings, the copy button, the link, and
+    the State the URL's read tracks its progress on."""
 
     notice: gr.Markdown
     copy: gr.Button

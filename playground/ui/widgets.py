@@ -78,6 +78,6 @@ def quiet_progress(target: gr.State) -> dict[str, Any]:
     Gradio's front end keeps the loading status of every component an event ever tracked (its
     outputs, unless ``show_progress_on`` names others) and sets each of them again at every
     status change of any event, reading each one's data as it does: a chart's whole figure, a
-    column's every child. A State it reads in a step (they sit first in the layout tree:
-    ``ui.gradio_internals.layout``) and holds nothing in the browser."""
+    column's every child. A State holds no data in the browser and is found at once (States
+    sit first in the layout tree: ``ui.gradio_internals.layout``)."""
     return {"show_progress": "hidden", "show_progress_on": [target]}

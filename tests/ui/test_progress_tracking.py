@@ -15,9 +15,9 @@ import pytest
 from playground.ui.gradio_internals.layout import states_first
 from playground.ui.page import build_demo
 
-# Components whose data is heavy to read, or that make the browser read every child's.
-HEAVY = {"plot", "dataframe", "json", "code", "file", "column", "row", "group", "tabs"}
-HEAVY |= {"tabitem", "accordion"}
+# Containers make the browser read every child's data; the rest hold heavy data of their own.
+CONTAINERS = {"column", "row", "group", "tabs", "tabitem", "accordion"}
+HEAVY = CONTAINERS | {"plot", "dataframe", "json", "code", "file"}
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,12 @@ def _tree_order(config) -> list[int]:
     return order
 
 
+def _kinds(config) -> dict[int, str]:
+    return {component["id"]: component["type"] for component in config["components"]}
+
+
 def test_every_state_comes_first_in_the_layout_tree(config):
-    kinds = {component["id"]: component["type"] for component in config["components"]}
+    kinds = _kinds(config)
     order = _tree_order(config)[1:]  # below the root
     states = [i for i in order if kinds[i] == "state"]
     assert len(states) >= 10  # the page's, its sections' and the export's
@@ -47,7 +51,7 @@ def test_every_state_comes_first_in_the_layout_tree(config):
 
 
 def test_no_event_tracks_its_hidden_progress_on_a_chart_or_a_container(config):
-    kinds = {component["id"]: component["type"] for component in config["components"]}
+    kinds = _kinds(config)
     quiet = [d for d in config["dependencies"] if d["show_progress"] == "hidden"]
     assert len(quiet) > 20
     for dependency in quiet:
@@ -56,14 +60,11 @@ def test_no_event_tracks_its_hidden_progress_on_a_chart_or_a_container(config):
         assert heavy == [], (dependency["api_name"], dependency["backend_fn"], heavy)
 
 
-def test_no_page_event_tracks_a_container():
-    # The page's own events (the API's trigger buttons are never clicked on it).
-    config = build_demo().get_config_file()
-    kinds = {component["id"]: component["type"] for component in config["components"]}
-    containers = {"column", "row", "group", "tabs", "tabitem", "accordion"}
+def test_no_event_tracks_its_progress_on_a_container(config):
+    kinds = _kinds(config)
     for dependency in config["dependencies"]:
         targets = dependency["show_progress_on"] or dependency["outputs"]
-        assert not [i for i in targets if kinds[i] in containers], dependency["backend_fn"]
+        assert not [i for i in targets if kinds[i] in CONTAINERS], dependency["backend_fn"]
 
 
 def test_states_first_moves_nested_states_in_creation_order_and_keeps_the_rest():

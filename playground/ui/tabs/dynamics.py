@@ -244,7 +244,7 @@ def wire(page: Page, tab: DynamicsTab) -> None:
     every = page.controls | tab.controls
     inputs = [*(every[name] for name in DYNAMICS.order)]
     figures = [tab.loss_curves, tab.lost_updates, tab.scale_curve]
-    # Tracked on a State, not on the charts they answer (ui.wiring: quiet_progress).
+    # Tracked on a State, not on the charts they answer (ui.widgets.quiet_progress).
     private = {"api_visibility": "private", "queue": False, **quiet_progress(tab.shown_run)}
 
     def on_run_end(*args: Any) -> list[Any]:

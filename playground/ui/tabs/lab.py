@@ -250,7 +250,7 @@ def wire(page: Page, lab: LabTab) -> None:
         api_visibility="private",
         queue=False,
         preprocess=False,
-        **quiet_progress(lab.sweep_ran_with),  # not on the chart it shows (ui.wiring)
+        **quiet_progress(lab.sweep_ran_with),  # not on the chart it shows (ui.widgets)
     )
     inspector = [lab.inspection, lab.bits, lab.inspected]
     gr.on(
