@@ -19,11 +19,8 @@ SKIP = {"__type__": "update"}
 
 
 def _values(**changes) -> dict:
-    return {name: DEFAULTS[name] for name in STEP.order if name in DEFAULTS} | {
-        "data": None,
-        **SMALL,
-        **changes,
-    }
+    """A commit's values by field: the defaults at a small shape, no upload, with ``changes``."""
+    return STEP.values(step_inputs(STEP.order, data=None, **SMALL, **changes))
 
 
 def test_the_problems_banner_is_left_alone_when_none_is_shown():
