@@ -83,6 +83,8 @@ class Page:
     charts: dict[str, gr.Plot] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)  # each section's record, by label
     route: Any = None  # the route's record (ui.route)
+    # The hidden box a commit's controls are gathered into in the browser (ui.gathered_inputs).
+    gathered: Any = None
     checks: list[StaleCheck] = field(default_factory=list)  # run by every commit
 
     def __getitem__(self, key: Key) -> Any:

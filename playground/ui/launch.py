@@ -31,8 +31,8 @@ from starlette.middleware import Middleware
 from playground.core.runs.sweep import sweep_exponents
 from playground.core.settings.compile_cost import compare_first_call_work, first_call_work
 from playground.core.settings.cost import compare_work, step_work
-from playground.core.settings.settings import StepConfig, settings
-from playground.ui import session_order
+from playground.core.settings.settings import ConfigError, StepConfig, settings
+from playground.ui import gathered_inputs, session_order
 from playground.ui.arguments import STEP
 from playground.ui.assets import CSS, JS
 from playground.ui.client_refusals import ClientRefusals
@@ -111,9 +111,13 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
     component's elem_id is its field), priced as the endpoint computes them; 0 when they are no
     valid settings (the handler then refuses them before any compute)."""
     table = settings()
+    try:
+        components, values = gathered_inputs.expanded(fn, inputs)
+    except ConfigError:
+        return 0.0  # a malformed box: refused before any compute
     fields = {
         component.elem_id: value
-        for component, value in zip(fn.inputs, inputs, strict=False)
+        for component, value in zip(components, values, strict=False)
         if getattr(component, "elem_id", None) in table
     }
     if fn.api_name not in ("sweep", "dynamics", "compare"):
@@ -137,7 +141,7 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
 
 def carries_every_setting(fn: Any) -> bool:
     """Whether the event's inputs hold every setting of the step (a page commit)."""
-    fields = {getattr(component, "elem_id", None) for component in getattr(fn, "inputs", ())}
+    fields = {getattr(component, "elem_id", None) for component in gathered_inputs.components(fn)}
     return set(STEP.fields) <= fields
 
 

@@ -21,7 +21,7 @@ from playground.core.model.models import MODELS
 from playground.core.recipes.registry import recipe_settings
 from playground.core.settings.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
 from playground.sections.route import glossary
-from playground.ui import export_panel, page_events, route
+from playground.ui import export_panel, gathered_inputs, page_events, route
 from playground.ui.components import Page
 from playground.ui.examples import LESSONS, button_id
 from playground.ui.export_panel import ExportPanel
@@ -131,6 +131,8 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
 
 def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
     """Lay the page out inside ``demo``; its components by name."""
+    # Hidden, and first in the tree: the browser finds it at once at every commit.
+    gathered = gathered_inputs.box()
     gr.Markdown(INTRO, elem_id="intro")
     route_parts = route.build()
     gr.Markdown(EXPLORE, elem_id="explore")
@@ -198,5 +200,6 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
         charts=charts,
         sections=sections,
         route=route_parts,
+        gathered=gathered,
     )
     return page, ApiParts(prepare, files, export, step_api, url)

@@ -29,7 +29,7 @@ from typing import Any
 import gradio as gr
 
 from playground.core.settings.settings import ConfigError, check_setting, settings, shown
-from playground.ui import uploads
+from playground.ui import gathered_inputs, uploads
 from playground.ui.fair_use import request_visitor
 from playground.ui.gradio_internals.blocks import EventBlocks, Run
 from playground.ui.gradio_internals.events import (
@@ -124,9 +124,20 @@ class PublicBlocks(EventBlocks):
         _fill_defaults(fn, inputs)
         _check_count(self, fn, inputs)
         who = request_visitor(request) if request is not None else "unknown"
-        names = _input_names(fn)
         read = not is_validator(fn)
-        for component, value, name in zip(fn.inputs, inputs, names, strict=False):
+        try:
+            components, values = gathered_inputs.expanded(fn, inputs)
+        except ConfigError as error:
+            raise Refusal(str(error), title="Invalid inputs", print_exception=False) from None
+        names = (
+            _input_names(fn)
+            if components == list(fn.inputs)
+            else [
+                getattr(component, "elem_id", None) or f"input {index + 1}"
+                for index, component in enumerate(components)
+            ]
+        )
+        for component, value, name in zip(components, values, names, strict=False):
             try:
                 if isinstance(component, gr.File):
                     # The page's own events take *args: the CSV input is known by its elem_id.

@@ -13,6 +13,7 @@ change of any event, so each output tracked costs every later commit.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gradio as gr
@@ -24,6 +25,7 @@ from playground.ui.assets import scroll_js
 from playground.ui.components import Control, Key, Page
 from playground.ui.examples import wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
+from playground.ui.gathered_inputs import Gathered
 from playground.ui.widgets import commit_triggers, quiet_progress
 
 # One lane for the page's step events: one at a time, never part of the API.
@@ -83,12 +85,17 @@ def wire_page_events(page: Page, url_read: Any) -> None:
         "show_progress_on": [page.headline],
     }
     commit_inputs = [*inputs, page.last_valid, page.notices_shown]
-    commit = page.with_checks(on_commit, commit_inputs, outputs(page_events.COMMIT_OUTPUTS))
-    then_charts(url_read.then(*commit, **once, **LANE))
-    then_charts(gr.on(triggers, *commit, **once, **LANE))
+    commit = Gathered(
+        page.gathered,
+        *page.with_checks(on_commit, commit_inputs, outputs(page_events.COMMIT_OUTPUTS)),
+    )
+    then_charts(commit.after(url_read.then, **once, **LANE))
+    then_charts(commit.after(functools.partial(gr.on, triggers), **once, **LANE))
     released = [slider.release for slider in sliders]
     each = once | {"trigger_mode": "multiple"}
-    then_charts(gr.on(released, *commit, **each, **LANE))
+    then_charts(
+        commit.after(functools.partial(gr.on, released, trigger_mode="multiple"), **each, **LANE)
+    )
     _wire_loss_scale(page, inputs, once, then_charts)
     _wire_lessons(page, once, then_charts)
 
@@ -118,15 +125,13 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
         (page.loss_scale_exponent, "release", on_exponent, "preset_loss_scale_exponent"),
         (page.loss_scale_presets, "input", on_preset, "preset_loss_scale"),
     ):
-        event = getattr(source, trigger)(
+        event = Gathered(
+            page.gathered,
             *page.with_checks(
                 handler, [source, *inputs, page.last_valid, page.notices_shown], scale_outputs
             ),
-            api_name=api_name,
-            **once,
-            **LANE,
         )
-        then_charts(event)
+        then_charts(event.after(getattr(source, trigger), api_name=api_name, **once, **LANE))
 
 
 def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:

@@ -193,22 +193,27 @@ def _honest_limit(url: str, commit: int) -> float:
 
 
 def _commit_inputs(step: list, url: str) -> list:
-    """The page's commit inputs: every input of /step in its order (``step``'s leading ones,
-    the rest at their defaults, no data), then the page's two states (Gradio keeps those
-    server-side), then the inputs its stale checks read (``Page.with_checks``) at the values
-    the page's config gives them."""
+    """The page's commit inputs (``ui.gathered_inputs``): one box holding every input of /step
+    in its order (``step``'s leading ones, the rest at their defaults, no data), then the
+    controls its stale checks read (``Page.with_checks``) at the values the page's config gives
+    them; then one None per State it reads (Gradio keeps those server-side)."""
     given = dict(zip((*STEP_FIELDS, *MODEL_FIELDS), step, strict=False))
     values = defaults() | {"data": None} | given
-    return [*(values[name] for name in STEP.order), None, None, *_check_inputs(url)]
+    checked, states = _commit_parts(url)
+    return [{"values": [*(values[name] for name in STEP.order), *checked]}, *[None] * states]
 
 
 @functools.cache
-def _check_inputs(url: str) -> tuple:
-    """The page's values of the commit's inputs after /step's and the two states."""
+def _commit_parts(url: str) -> tuple[tuple, int]:
+    """The config's values of the controls the commit gathers after /step's (the inputs of the
+    browser-only event that on_commit follows), and the number of States on_commit reads."""
     config = httpx.get(f"{url}config", timeout=30).json()
+    by_id = {dependency["id"]: dependency for dependency in config["dependencies"]}
     event = next(d for d in config["dependencies"] if d.get("api_name") == "on_commit")
+    gather = by_id[event["trigger_after"]]
     props = {component["id"]: component.get("props", {}) for component in config["components"]}
-    return tuple(props[index].get("value") for index in event["inputs"][len(STEP.order) + 2 :])
+    checked = tuple(props[index].get("value") for index in gather["inputs"][len(STEP.order) :])
+    return checked, len(event["inputs"]) - 1
 
 
 def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):

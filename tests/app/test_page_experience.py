@@ -122,13 +122,22 @@ def _step_events(app_url: str) -> dict[int, str]:
         config = json.load(response)
     elem_ids = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
     runs = set(settings()) | {"data", "loss-scale-exponent", "loss-scale-presets"}
-    events = {}
-    for dependency in config["dependencies"]:
-        names = [elem_ids.get(target) for target, _ in dependency["targets"]]
-        named = [n for n in names if n and (n in runs or n.startswith("lesson-"))]
-        if named and dependency.get("backend_fn", True):
-            events[dependency["id"]] = ",".join(sorted(set(named)))
-    return events
+    by_id = {dependency["id"]: dependency for dependency in config["dependencies"]}
+
+    def named(dependency) -> list[str]:
+        names = [elem_ids.get(target) for target, _ in dependency["targets"] if target is not None]
+        # A commit's server event follows the browser-only event its controls trigger
+        # (ui.gathered_inputs): its triggers are that event's.
+        before = dependency.get("trigger_after")
+        if not names and before is not None and not by_id[before].get("backend_fn", True):
+            return named(by_id[before])
+        return [n for n in names if n and (n in runs or n.startswith("lesson-"))]
+
+    return {
+        dependency["id"]: ",".join(sorted(set(named(dependency))))
+        for dependency in config["dependencies"]
+        if named(dependency) and dependency.get("backend_fn", True)
+    }
 
 
 def _checked(page, elem_id: str) -> str | None:

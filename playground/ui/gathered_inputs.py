@@ -1,0 +1,113 @@
+"""A commit's many inputs gathered in the browser and sent as one value.
+
+Rule: an event that reads every control is wired as two events. The first runs in the browser
+only (``js``, no server call): it puts the values of the controls, in order, into one hidden
+``gr.JSON`` box. The second, chained after it (``.then``), is the server's: its inputs are the
+box and the States, and it calls the handler with every input in the original order, each
+control's value as the browser held it at the commit (raw, as an event with
+``preprocess=False`` receives it). A box whose list does not match the controls is refused,
+naming the box, before the handler runs. The checks that go by component (whose upload a file
+is, ``ui.public``; a request's work and a commit's order, ``ui.launch``) read the controls
+inside the box (``expanded``), so a gathered commit is checked as one that sent them.
+
+Why: Gradio's front end (6.31) puts the inputs of an event the server answered into its table
+of loading statuses and, at every status change of any later event, finds each entry by a walk
+of the page's layout tree and sets it again; an event that runs in the browser only never
+enters that table. A commit reads about 40 components, so every later commit paid for 40
+entries at each of its status changes; with the box, it pays for one. Measured with
+``bench/bench_browser.py`` (20 lr commits, three alternating runs each): committed lr to new
+loss 66-69 ms before, 47-56 ms after; Enter to its queue request sent 24-25 ms before, 13-17
+ms after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from playground.core.settings.settings import ConfigError, shown
+
+# The browser-side half: the controls' values, in the order of the event's inputs.
+GATHER_JS = "(...values) => ({values})"
+BOX_ID = "gathered-inputs"
+
+
+def box() -> gr.JSON:
+    """The hidden box the browser gathers into (one per page, made where the layout is)."""
+    return gr.JSON(visible=False, elem_id=BOX_ID)
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """An event's ``(handler, inputs, outputs)`` rewired through ``box`` (see the rule)."""
+
+    box: gr.JSON
+    handler: Callable[..., Any]
+    inputs: list[Any]
+    outputs: list[Any]
+
+    @property
+    def sent(self) -> list[Any]:
+        """The inputs the browser gathers: every one but the States (held by the server)."""
+        return [c for c in self.inputs if not isinstance(c, gr.State)]
+
+    @property
+    def kept(self) -> list[gr.State]:
+        return [c for c in self.inputs if isinstance(c, gr.State)]
+
+    def values(self, gathered: Any, *states: Any) -> list[Any]:
+        """Every input's value in order: the controls' from the box, the States' as the server
+        holds them; ConfigError when the box does not hold one value per control."""
+        sent = self.sent
+        values = gathered.get("values") if isinstance(gathered, dict) else None
+        if not isinstance(values, list) or len(values) != len(sent):
+            raise ConfigError(
+                BOX_ID,
+                f"{BOX_ID} takes the page's {len(sent)} control values in one list "
+                f"(``{{'values': [...]}}``), in the order of the page's controls; "
+                f"got {shown(gathered)}",
+            )
+        by_id = dict(zip(map(id, sent), values, strict=True))
+        by_id |= dict(zip(map(id, self.kept), states, strict=False))
+        return [by_id.get(id(c)) for c in self.inputs]
+
+    def server_handler(self, gathered: Any, *states: Any) -> Any:
+        """The handler, called with every input in order (``values``)."""
+        try:
+            values = self.values(gathered, *states)
+        except ConfigError as error:
+            raise gr.Error(str(error)) from None
+        return self.handler(*values)
+
+    def after(self, start: Callable[..., Any], **options: Any) -> Any:
+        """Wire the two events: ``start(fn, inputs, outputs, **kw)`` makes the browser's (a
+        trigger's listener, ``gr.on`` on triggers, or an event's ``.then``); the server's
+        follows it with ``options``. Returns the server's event."""
+        gather = start(None, self.sent, self.box, js=GATHER_JS, api_visibility="private")
+
+        def handler(gathered: Any, *states: Any) -> Any:
+            return self.server_handler(gathered, *states)
+
+        handler.__name__ = getattr(self.handler, "__name__", "handler")
+        handler.gathered = self  # type: ignore[attr-defined]  # read by ``expanded``
+        return gather.then(handler, [self.box, *self.kept], self.outputs, **options)
+
+
+def expanded(fn: Any, inputs: list[Any]) -> tuple[list[Any], list[Any]]:
+    """An event's input components and raw values as its handler reads them: for a server
+    event that reads a box (see the rule), every control and State with its value, so the
+    checks that go by component (a file's owner, a request's work) see each control; else
+    ``fn.inputs`` and ``inputs``. ConfigError when a box is malformed."""
+    gathered = getattr(getattr(fn, "fn", None), "gathered", None)
+    if gathered is None:
+        return list(getattr(fn, "inputs", ())), list(inputs)
+    return list(gathered.inputs), gathered.values(*inputs)
+
+
+def components(fn: Any) -> list[Any]:
+    """The components an event's handler reads (``expanded``'s, without the values)."""
+    gathered = getattr(getattr(fn, "fn", None), "gathered", None)
+    return list(gathered.inputs) if gathered is not None else list(getattr(fn, "inputs", ()))

@@ -1,0 +1,92 @@
+"""A commit's controls gathered into one box (``ui.gathered_inputs``): the handler reads every
+input in its order; the checks that go by control see each one inside the box."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+from cost_by_hand import compile_work_by_hand
+
+from playground.core.settings.cost import step_work
+from playground.core.settings.settings import StepConfig, defaults
+from playground.ui import gathered_inputs
+from playground.ui.arguments import STEP
+from playground.ui.launch import carries_every_setting, event_work
+from playground.ui.page import build_demo
+
+
+def _tiny():
+    with gr.Blocks() as demo:
+        box = gathered_inputs.box()
+        a, b = gr.Number(elem_id="a"), gr.Textbox(elem_id="b")
+        state = gr.State("held")
+        out = gr.Textbox()
+        seen = []
+        gathered = gathered_inputs.Gathered(
+            box, lambda *v: seen.append(v) or "ok", [a, state, b], [out]
+        )
+        button = gr.Button()
+        event = gathered.after(button.click, api_name="tiny")
+    return demo, gathered, event, seen, (a, b, state)
+
+
+def test_the_handler_reads_every_input_in_its_order_states_from_the_server():
+    _, gathered, _, seen, (a, b, state) = _tiny()
+    assert gathered.sent == [a, b] and gathered.kept == [state]
+    assert gathered.server_handler({"values": [2.5, "x"]}, "held") == "ok"
+    assert seen == [(2.5, "held", "x")]
+
+
+@pytest.mark.parametrize("box", [[2.5, "x"], {"values": [2.5]}, {"values": "2.5"}, None])
+def test_a_box_without_one_value_per_control_is_refused_naming_it(box):
+    _, gathered, _, seen, _ = _tiny()
+    with pytest.raises(gr.Error) as refused:
+        gathered.server_handler(box, "held")
+    assert str(refused.value.message).startswith("gathered-inputs takes the page's 2 control")
+    assert seen == []
+
+
+def test_the_browser_gathers_and_the_server_event_follows_it():
+    demo, _, _, _, (a, b, _) = _tiny()
+    config = demo.get_config_file()
+    by_id = {dependency["id"]: dependency for dependency in config["dependencies"]}
+    (server,) = [d for d in config["dependencies"] if d["api_name"] == "tiny"]
+    gather = by_id[server["trigger_after"]]
+    assert gather["backend_fn"] is False and gather["js"] == gathered_inputs.GATHER_JS
+    assert gather["inputs"] == [a._id, b._id]
+    assert len(server["inputs"]) == 2  # the box and the State
+
+
+@pytest.fixture(scope="module")
+def commit():
+    fns = build_demo().fns
+    return next(fn for fn in dict(fns).values() if fn.api_name == "on_commit")
+
+
+def test_the_pages_commit_is_ordered_as_a_commit_of_every_setting(commit):
+    # ui.launch: a commit the session sent before one that already ran is skipped
+    assert carries_every_setting(commit)
+    assert len(commit.inputs) < 10  # the box and the States, not the controls
+
+
+def test_the_pages_commit_is_priced_by_the_settings_in_its_box(commit):
+    """A deep nvfp4 MLP at a tiny batch: little work, but seconds of compile (by cost_by_hand),
+    priced from the box as /step prices the same settings."""
+    deep = {
+        "n": 8,
+        "d_in": 8,
+        "d_out": 4,
+        "model": "mlp",
+        "hidden_layers": 8,
+        "hidden_width": 8,
+        "compute_dtype": "nvfp4",
+    }
+    gathered = commit.fn.gathered
+    values = defaults() | {"data": None} | deep
+    controls = [values.get(c.elem_id) for c in gathered.sent]
+    states = [None] * len(gathered.kept)
+    config = StepConfig(**deep)
+    work = event_work(commit, [{"values": controls}, *states])
+    assert work == step_work(config) + compile_work_by_hand("step", config)
+    assert event_work(commit, [{"values": controls[:-1]}, *states]) == 0.0  # malformed
+    assert {c.elem_id for c in gathered.sent} >= set(STEP.fields)
