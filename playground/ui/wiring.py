@@ -143,8 +143,11 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
         def on_lesson(last_value: Any, shown_value: Any, lesson=lesson) -> Any:
             return _answer(page, page_events.run_lesson(lesson, last_value, shown_value))
 
-        checked = page.with_checks(on_lesson, [page.last_valid, page.notices_shown], lesson_outputs)
-        event = button.click(*checked, **once, **LANE)
+        checked = Gathered(
+            page.gathered,
+            *page.with_checks(on_lesson, [page.last_valid, page.notices_shown], lesson_outputs),
+        )
+        event = checked.after(button.click, **once, **LANE)
         then_charts(event.then(fn=None, js=scroll_js(lesson.target)))
     # The route's previous / next (``ui.route``).
     route.wire(
