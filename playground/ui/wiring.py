@@ -3,9 +3,9 @@
 Rule: each event's outputs are the keys ``page_events`` lists for it, resolved by the Page
 record, and the page's stale checks (``Page.with_checks``: each commit answers them too, no
 event of their own), and its progress shows on the headline only: the browser then marks and
-updates only what the event can change. Every event that reads the controls (a commit, the loss-
-scale controls, a lesson, the route) gathers them in the browser into the page's one hidden box
-first (``ui.gathered_inputs``): the server's event reads the box and the States. The first
+updates only what the event can change. Every event that reads the controls (a commit, the
+loss-scale controls, a lesson, the route) gathers them in the browser into the page's one hidden
+box first (``ui.gathered_inputs``): the server's event reads the box and the States. The first
 commit is chained after the URL is read (``.then``), so the page's first numbers are the URL's
 settings. An event that shows no progress tracks it on one State
 (``ui.widgets.quiet_progress``): Gradio's front end keeps the loading status of every component
