@@ -28,7 +28,7 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.settings.settings import ConfigError, shown
+from playground.core.settings.settings import ConfigError
 
 # The browser-side half: the controls' values, in the order of the event's inputs.
 GATHER_JS = "(...values) => ({values})"
@@ -64,11 +64,18 @@ class Gathered:
         sent = self.sent
         values = gathered.get("values") if isinstance(gathered, dict) else None
         if not isinstance(values, list) or len(values) != len(sent):
+            # Described, never echoed: a payload of any depth or size is named in a few words.
+            got = (
+                f"{len(values)} value{'' if len(values) == 1 else 's'}"
+                if isinstance(values, list)
+                else "null"
+                if gathered is None
+                else f"a {type(gathered).__name__} without a list of values"
+            )
             raise ConfigError(
                 BOX_ID,
                 f"{BOX_ID} takes the page's {len(sent)} control values in one list "
-                f"(``{{'values': [...]}}``), in the order of the page's controls; "
-                f"got {shown(gathered)}",
+                f"({{'values': [...]}}), in the order of the page's controls; got {got}",
             )
         by_id = dict(zip(map(id, sent), values, strict=True))
         by_id |= dict(zip(map(id, self.kept), states, strict=False))
@@ -111,3 +118,8 @@ def components(fn: Any) -> list[Any]:
     """The components an event's handler reads (``expanded``'s, without the values)."""
     gathered = getattr(getattr(fn, "fn", None), "gathered", None)
     return list(gathered.inputs) if gathered is not None else list(getattr(fn, "inputs", ()))
+
+
+def is_gathered(fn: Any) -> bool:
+    """Whether ``fn`` (a registered event) is a server event that reads a box."""
+    return getattr(getattr(fn, "fn", None), "gathered", None) is not None

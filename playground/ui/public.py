@@ -130,12 +130,12 @@ class PublicBlocks(EventBlocks):
         except ConfigError as error:
             raise Refusal(str(error), title="Invalid inputs", print_exception=False) from None
         names = (
-            _input_names(fn)
-            if components == list(fn.inputs)
-            else [
+            [
                 getattr(component, "elem_id", None) or f"input {index + 1}"
                 for index, component in enumerate(components)
             ]
+            if gathered_inputs.is_gathered(fn)
+            else _input_names(fn)
         )
         for component, value, name in zip(components, values, names, strict=False):
             try:

@@ -3,6 +3,8 @@ input in its order; the checks that go by control see each one inside the box.""
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 import pytest
 from cost_by_hand import compile_work_by_hand
@@ -37,12 +39,28 @@ def test_the_handler_reads_every_input_in_its_order_states_from_the_server():
     assert seen == [(2.5, "held", "x")]
 
 
-@pytest.mark.parametrize("box", [[2.5, "x"], {"values": [2.5]}, {"values": "2.5"}, None])
-def test_a_box_without_one_value_per_control_is_refused_naming_it(box):
+DEEP = functools.reduce(lambda inner, _: [inner], range(500), [])
+
+
+@pytest.mark.parametrize(
+    ("box", "got"),
+    [
+        ([2.5, "x"], "a list without a list of values"),
+        ({"values": [2.5]}, "1 value"),
+        ({"values": [DEEP, 1, 2]}, "3 values"),
+        ({"values": "2.5"}, "a dict without a list of values"),
+        (None, "null"),
+    ],
+)
+def test_a_box_without_one_value_per_control_is_refused_naming_it(box, got):
+    """Named in a few words, never echoed (a payload of any depth or size)."""
     _, gathered, _, seen, _ = _tiny()
     with pytest.raises(gr.Error) as refused:
         gathered.server_handler(box, "held")
-    assert str(refused.value.message).startswith("gathered-inputs takes the page's 2 control")
+    assert refused.value.message == (
+        "gathered-inputs takes the page's 2 control values in one list ({'values': [...]}), in "
+        f"the order of the page's controls; got {got}"
+    )
     assert seen == []
 
 
