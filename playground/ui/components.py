@@ -19,6 +19,8 @@ from typing import Any
 
 import gradio as gr
 
+from playground.ui.gathered_inputs import Gathered
+
 
 @dataclass(frozen=True)
 class Notice:
@@ -99,6 +101,13 @@ class Page:
     def inputs(self, names: tuple[str, ...]) -> list[Any]:
         """The controls of fields ``names`` (an endpoint's inputs, in its order)."""
         return [self.controls[name] for name in names]
+
+    def gathering(
+        self, handler: Callable[..., Any], inputs: list[Any], outputs: list[Any]
+    ) -> Gathered:
+        """A commit event with its checks (``with_checks``), its controls gathered in the
+        browser into the page's box (``ui.gathered_inputs``): wire it with ``.after``."""
+        return Gathered(self.gathered, *self.with_checks(handler, inputs, outputs))
 
     def with_checks(
         self, handler: Callable[..., Any], inputs: list[Any], outputs: list[Any]

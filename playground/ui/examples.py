@@ -38,7 +38,6 @@ from playground.core.runs.train import DynamicsReport
 from playground.core.step.report import StepReport
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.dynamics.curves import curves_of
-from playground.ui.gathered_inputs import Gathered
 from playground.ui.widgets import as_plot, plotted
 
 Lesson = StepLesson
@@ -191,13 +190,10 @@ def wire_training_lessons(
             where = {"caption": parts.caption, "button": button}
             return {where.get(name) or getattr(tab, name): value for name, value in answer.items()}
 
-        settings = Gathered(
-            page.gathered,
-            *page.with_checks(
-                on_settings,
-                [page.last_valid, page.notices_shown],
-                [*step_outputs, *run_controls, parts.caption],
-            ),
+        settings = page.gathering(
+            on_settings,
+            [page.last_valid, page.notices_shown],
+            [*step_outputs, *run_controls, parts.caption],
         ).after(button.click, **lane)
         then_charts(settings)
         settings.then(

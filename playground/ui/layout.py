@@ -131,7 +131,7 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
 
 def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
     """Lay the page out inside ``demo``; its components by name."""
-    # Hidden, and first in the tree: the browser finds it at once at every commit.
+    # Hidden, and first in the tree after the States: the browser finds it soonest.
     gathered = gathered_inputs.box()
     gr.Markdown(INTRO, elem_id="intro")
     route_parts = route.build()

@@ -26,7 +26,6 @@ from playground.core.lessons.route import ROUTE, taught
 from playground.sections.route.view import chapter_view, counter, question_text
 from playground.ui import examples
 from playground.ui.assets import scroll_js
-from playground.ui.gathered_inputs import Gathered
 from playground.ui.widgets import as_plot
 
 NOT_STARTED = -1
@@ -206,9 +205,7 @@ def wire(
         (route.select.input, on_pick, route.select),
     ):
         inputs = [source, page.last_valid, page.notices_shown]
-        event = Gathered(page.gathered, *page.with_checks(handler, inputs, outputs)).after(
-            trigger, **lane
-        )
+        event = page.gathering(handler, inputs, outputs).after(trigger, **lane)
         then_charts(event)
         event.then(fn=None, js=scroll_js("route")).then(
             on_view,

@@ -28,7 +28,6 @@ from playground.ui.assets import scroll_js
 from playground.ui.components import Control, Key, Page
 from playground.ui.examples import wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
-from playground.ui.gathered_inputs import Gathered
 from playground.ui.widgets import commit_triggers, quiet_progress
 
 # One lane for the page's step events: one at a time, never part of the API.
@@ -88,10 +87,7 @@ def wire_page_events(page: Page, url_read: Any) -> None:
         "show_progress_on": [page.headline],
     }
     commit_inputs = [*inputs, page.last_valid, page.notices_shown]
-    commit = Gathered(
-        page.gathered,
-        *page.with_checks(on_commit, commit_inputs, outputs(page_events.COMMIT_OUTPUTS)),
-    )
+    commit = page.gathering(on_commit, commit_inputs, outputs(page_events.COMMIT_OUTPUTS))
     then_charts(commit.after(url_read.then, **once, **LANE))
     then_charts(commit.after(functools.partial(gr.on, triggers), **once, **LANE))
     released = [slider.release for slider in sliders]
@@ -128,11 +124,8 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
         (page.loss_scale_exponent, "release", on_exponent, "preset_loss_scale_exponent"),
         (page.loss_scale_presets, "input", on_preset, "preset_loss_scale"),
     ):
-        event = Gathered(
-            page.gathered,
-            *page.with_checks(
-                handler, [source, *inputs, page.last_valid, page.notices_shown], scale_outputs
-            ),
+        event = page.gathering(
+            handler, [source, *inputs, page.last_valid, page.notices_shown], scale_outputs
         )
         then_charts(event.after(getattr(source, trigger), api_name=api_name, **once, **LANE))
 
@@ -146,10 +139,7 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
         def on_lesson(last_value: Any, shown_value: Any, lesson=lesson) -> Any:
             return _answer(page, page_events.run_lesson(lesson, last_value, shown_value))
 
-        checked = Gathered(
-            page.gathered,
-            *page.with_checks(on_lesson, [page.last_valid, page.notices_shown], lesson_outputs),
-        )
+        checked = page.gathering(on_lesson, [page.last_valid, page.notices_shown], lesson_outputs)
         event = checked.after(button.click, **once, **LANE)
         then_charts(event.then(fn=None, js=scroll_js(lesson.target)))
     # The route's previous / next (``ui.route``).
