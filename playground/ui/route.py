@@ -185,6 +185,8 @@ def wire(
         return cached_report(lesson.config(), None)
 
     def on_view(index: int) -> Any:
+        if not 0 <= index < len(ROUTE):  # no chapter open yet
+            return gr.skip()
         return {getattr(route, name): value for name, value in view(index, run_of).items()}
 
     def step(by: int) -> Callable[..., Any]:
@@ -194,6 +196,8 @@ def wire(
         return on_step
 
     def on_pick(choice: str, last: Any, shown: Any) -> Any:
+        if choice not in CHOICES:  # the picker cleared: no chapter to open
+            return gr.skip()
         return opened(CHOICES.index(choice), last, shown)
 
     outputs = [*step_outputs, *run_controls, *header, route.claim, route.payoff, route.chart]

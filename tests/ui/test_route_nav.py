@@ -27,3 +27,20 @@ def test_a_chapter_applies_its_lessons_step_settings():
     assert part.label == training.label and part.overrides == training.step_overrides
     assert not set(part.overrides) & set(RUN_FIELDS)
     assert route.START_LABEL.startswith(f"Start here: chapter 1 of {len(ROUTE)}")
+
+
+def test_a_cleared_chapter_picker_opens_nothing_and_changes_no_result():
+    """A picker emptied (by the keyboard, say) names no chapter: the page's event answers only
+    its stale checks (the route's header, the step's results and the controls stay)."""
+    from playground.ui.page import build_demo
+
+    demo = build_demo()
+    pick = next(fn for fn in dict(demo.fns).values() if fn.api_name == "on_pick")
+    gathered = pick.fn.gathered
+    values = [None if c is gathered.inputs[0] else getattr(c, "value", None) for c in gathered.sent]
+    answer = pick.fn({"values": values}, *[None] * len(gathered.kept))
+    ids = {getattr(component, "elem_id", None) for component in answer}
+    assert not ids & {"route-counter", "route-chapter", "route-claim", "headline", "lr"}
+    assert all(update == {"__type__": "update"} or "value" in update for update in answer.values())
+    view = next(fn for fn in dict(demo.fns).values() if fn.name == "on_view")
+    assert view.fn(route.NOT_STARTED) == {"__type__": "update"}
