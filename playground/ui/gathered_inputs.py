@@ -14,7 +14,7 @@ Why: Gradio's front end (6.31) puts the inputs of an event the server answered i
 of loading statuses and, at every status change of any later event, finds each entry by a walk
 of the page's layout tree and sets it again; an event that runs in the browser only never
 enters that table. A commit reads about 40 components, so every later commit paid for 40
-entries at each of its status changes; with the box, it pays for one. Measured with
+entries at each of its status changes; now it pays for the box and the States (7). Measured with
 ``bench/bench_browser.py`` (20 lr commits, three alternating runs each): committed lr to new
 loss 66-69 ms before, 47-56 ms after; Enter to its queue request sent 24-25 ms before, 13-17
 ms after.
@@ -108,7 +108,7 @@ def expanded(fn: Any, inputs: list[Any]) -> tuple[list[Any], list[Any]]:
     event that reads a box (see the rule), every control and State with its value, so the
     checks that go by component (a file's owner, a request's work) see each control; else
     ``fn.inputs`` and ``inputs``. ConfigError when a box is malformed."""
-    gathered = getattr(getattr(fn, "fn", None), "gathered", None)
+    gathered = _gathered(fn)
     if gathered is None:
         return list(getattr(fn, "inputs", ())), list(inputs)
     return list(gathered.inputs), gathered.values(*inputs)
@@ -116,10 +116,15 @@ def expanded(fn: Any, inputs: list[Any]) -> tuple[list[Any], list[Any]]:
 
 def components(fn: Any) -> list[Any]:
     """The components an event's handler reads (``expanded``'s, without the values)."""
-    gathered = getattr(getattr(fn, "fn", None), "gathered", None)
+    gathered = _gathered(fn)
     return list(gathered.inputs) if gathered is not None else list(getattr(fn, "inputs", ()))
 
 
 def is_gathered(fn: Any) -> bool:
     """Whether ``fn`` (a registered event) is a server event that reads a box."""
-    return getattr(getattr(fn, "fn", None), "gathered", None) is not None
+    return _gathered(fn) is not None
+
+
+def _gathered(fn: Any) -> Gathered | None:
+    """The record ``Gathered.after`` left on a registered event's handler, if any."""
+    return getattr(getattr(fn, "fn", None), "gathered", None)
