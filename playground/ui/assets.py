@@ -3,7 +3,9 @@ controls on a phone, readable contrast, charts in the dark theme and their text 
 
 Rule: styles key on the elem_ids and classes the layout gives (``#headline``, ``.field-notice``,
 ``.stale-banner``, ``.commit-slider``, ``#key-controls``); the JS makes the keyboard commit as the
-pointer does, marks the results stale when the page loses its server (``LOST_TEXT``), makes each
+pointer does, marks the results stale when the page loses its server (``LOST_TEXT``), dims each
+results column while it holds its stale banner (``STALE_BANNERS``: a class the JS sets, not a
+``:has()`` rule, which made the browser restyle the whole column at every commit), makes each
 radio group one Tab stop whose arrow keys move the choice (and the lesson buttons one toolbar
 stop whose arrow keys move between them), names the upload button by its visible
 text, and dresses every chart: its text alternative (the figure's ``layout.meta.description``,
@@ -74,13 +76,14 @@ CSS = """
 .field-notice p { margin: 0; }
 .stale-banner { padding: 6px 10px; border-radius: 6px; border: 1px solid var(--error-border-color);
   background: var(--error-background-fill); color: var(--error-text-color); }
-/* Results that no longer match the inputs stay readable but visibly dimmed. */
-#results:has(> #status .stale-banner, > #lost-banner) > :not(#status):not(#lost-banner) {
-  opacity: 0.45; }
-#dynamics-results:has(.stale-banner) > :not(#dynamics-status) { opacity: 0.45; }
+/* Results that no longer match the inputs stay readable but visibly dimmed: the page's JS marks
+   a column STALE_CLASS while it holds its banner (STALE_BANNERS). A :has() rule said the same,
+   but the browser then restyled the whole results column (1,261 elements) at every commit. */
+#results.results-stale > :not(#status):not(#lost-banner) { opacity: 0.45; }
+#dynamics-results.results-stale > :not(#dynamics-status) { opacity: 0.45; }
 /* The sweep's text stays at 4.5:1 contrast when dimmed (0.45 would leave it at 2.6:1). */
-#sweep-results:has(.stale-banner) > :not(#sweep-status):not(#sweep-rerun) { opacity: 0.7; }
-#export-results:has(.stale-banner) > :not(#export-status) { opacity: 0.7; }
+#sweep-results.results-stale > :not(#sweep-status):not(#sweep-rerun) { opacity: 0.7; }
+#export-results.results-stale > :not(#export-status) { opacity: 0.7; }
 /* Light theme: Gradio's label chips (indigo 500 on indigo 100, 3.6:1) and help text (grey 400
    on white, 2.5:1) darkened past WCAG AA's 4.5:1; the dark theme's already pass. */
 body:not(.dark) [data-testid="block-info"], body:not(.dark) [data-testid="block-label"] {
@@ -121,6 +124,16 @@ LOST_TEXT = (
 )
 LOST_TOASTS = ("Connection to the server was lost", "Connection errored out")
 
+# A results column is dimmed (CSS's ``.results-stale``) while it holds the banner its selector
+# finds: the step's under its status, or the lost connection's; each other column's, anywhere in it.
+STALE_CLASS = "results-stale"
+STALE_BANNERS = {
+    "results": f":scope > #status .stale-banner, :scope > #{LOST_ID}",
+    "dynamics-results": ".stale-banner",
+    "sweep-results": ".stale-banner",
+    "export-results": ".stale-banner",
+}
+
 # The key of a queue join's body that holds the page's own number for the event (1, 2, ...).
 PAGE_ORDER = "page_order"
 
@@ -148,7 +161,22 @@ JS = (
     f"  const lostId = {json.dumps(LOST_ID)}, lostText = {json.dumps(LOST_TEXT)};\n"
     f"  const lostToasts = {json.dumps(LOST_TOASTS)};\n"
     f"  const darkPalette = {json.dumps({k.lower(): v for k, v in DARK_PALETTE.items()})};\n"
-    """  const showLost = () => {
+    f"  const staleClass = {json.dumps(STALE_CLASS)};\n"
+    f"  const staleBanners = {json.dumps(STALE_BANNERS)};\n"
+    """  // At the mutations' own moment (not the next frame), so a banner and its dimming show
+  // together: one lookup per results column, and a class set only when it changes.
+  const markStale = () => {
+    for (const [id, banner] of Object.entries(staleBanners)) {
+      const column = document.getElementById(id);
+      const stale = Boolean(column && column.querySelector(banner));
+      if (column && column.classList.contains(staleClass) !== stale) {
+        column.classList.toggle(staleClass, stale);
+      }
+    }
+  };
+  markStale();
+  new MutationObserver(markStale).observe(document.body, {subtree: true, childList: true});
+  const showLost = () => {
     const results = document.getElementById("results");
     if (!results || document.getElementById(lostId)) return;
     const banner = document.createElement("div");
