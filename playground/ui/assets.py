@@ -32,6 +32,22 @@ def scroll_js(element_id: str) -> str:
     )
 
 
+# The banner over the results when the page loses its server (Gradio's error toast says so: a
+# restart, say): a setting committed meanwhile never ran, so the box may show a value the results
+# were not computed with. They are marked as stale ones are, with this banner and dimmed, until
+# the headline changes (a later commit answered).
+LOST_ID = "lost-banner"
+
+# A results column is dimmed (CSS's ``.results-stale``) while it holds the banner its selector
+# finds: the step's under its status, or the lost connection's; each other column's, anywhere in it.
+STALE_CLASS = "results-stale"
+STALE_BANNERS = {
+    "results": f":scope > #status .stale-banner, :scope > #{LOST_ID}",
+    "dynamics-results": ".stale-banner",
+    "sweep-results": ".stale-banner",
+    "export-results": ".stale-banner",
+}
+
 CSS = """
 #headline table, #inspection table, #magnitudes table, #operations-table table,
 #route-table table, #note-block-scaling table { display: block; overflow-x: auto; }
@@ -79,11 +95,11 @@ CSS = """
 /* Results that no longer match the inputs stay readable but visibly dimmed: the page's JS marks
    a column STALE_CLASS while it holds its banner (STALE_BANNERS). A :has() rule said the same,
    but the browser then restyled the whole results column (1,261 elements) at every commit. */
-#results.results-stale > :not(#status):not(#lost-banner) { opacity: 0.45; }
-#dynamics-results.results-stale > :not(#dynamics-status) { opacity: 0.45; }
+#results.STALE_CLASS > :not(#status):not(#LOST_ID) { opacity: 0.45; }
+#dynamics-results.STALE_CLASS > :not(#dynamics-status) { opacity: 0.45; }
 /* The sweep's text stays at 4.5:1 contrast when dimmed (0.45 would leave it at 2.6:1). */
-#sweep-results.results-stale > :not(#sweep-status):not(#sweep-rerun) { opacity: 0.7; }
-#export-results.results-stale > :not(#export-status) { opacity: 0.7; }
+#sweep-results.STALE_CLASS > :not(#sweep-status):not(#sweep-rerun) { opacity: 0.7; }
+#export-results.STALE_CLASS > :not(#export-status) { opacity: 0.7; }
 /* Light theme: Gradio's label chips (indigo 500 on indigo 100, 3.6:1) and help text (grey 400
    on white, 2.5:1) darkened past WCAG AA's 4.5:1; the dark theme's already pass. */
 body:not(.dark) [data-testid="block-info"], body:not(.dark) [data-testid="block-label"] {
@@ -109,30 +125,15 @@ body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca)
   #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
   :is(#operations-table, #route-table) :is(th, td) { padding: 4px 6px; }
 }
-"""
+""".replace("STALE_CLASS", STALE_CLASS).replace("LOST_ID", LOST_ID)
 
 
-# The banner over the results when the page loses its server (Gradio's error toast says so: a
-# restart, say): a setting committed meanwhile never ran, so the box may show a value the results
-# were not computed with. They are marked as stale ones are, with this banner and dimmed, until
-# the headline changes (a later commit answered).
-LOST_ID = "lost-banner"
 LOST_TEXT = (
     "<strong>Not updated</strong>: the connection to the server was lost (it may have "
     "restarted), so a change made meanwhile did not run. Below, the results from before it: "
     "commit the setting again, or reload the page."
 )
 LOST_TOASTS = ("Connection to the server was lost", "Connection errored out")
-
-# A results column is dimmed (CSS's ``.results-stale``) while it holds the banner its selector
-# finds: the step's under its status, or the lost connection's; each other column's, anywhere in it.
-STALE_CLASS = "results-stale"
-STALE_BANNERS = {
-    "results": f":scope > #status .stale-banner, :scope > #{LOST_ID}",
-    "dynamics-results": ".stale-banner",
-    "sweep-results": ".stale-banner",
-    "export-results": ".stale-banner",
-}
 
 # The key of a queue join's body that holds the page's own number for the event (1, 2, ...).
 PAGE_ORDER = "page_order"
@@ -175,7 +176,6 @@ JS = (
     }
   };
   markStale();
-  new MutationObserver(markStale).observe(document.body, {subtree: true, childList: true});
   const showLost = () => {
     const results = document.getElementById("results");
     if (!results || document.getElementById(lostId)) return;
@@ -196,6 +196,7 @@ JS = (
     });
   };
   new MutationObserver(() => {
+    markStale();
     const toasts = [...document.querySelectorAll(".toast-body.error")];
     if (toasts.some((toast) => lostToasts.some((text) => toast.textContent.includes(text)))) {
       showLost();
