@@ -99,7 +99,30 @@ def figures() -> dict[str, str]:
             for name in ("float32", "mixed", "pure")
         )
     texts["README / float16 story"] = readme_story(lesson_by_id("train-float16-unscaled").run())
+    texts["README / NVFP4 shares"] = readme_nvfp4_shares()
     return texts
+
+
+def readme_nvfp4_shares() -> str:
+    """The README's two NVFP4 shares lost to zero: the magnitude table's (the gradients at the
+    defaults) and, for an MLP at the default shape, the activation gradients' drawn in the
+    chart's "lost to 0" band (to 0.1%: the README states it to the whole percent)."""
+    import math
+
+    import ml_dtypes
+
+    from playground.core.settings.settings import StepConfig
+    from playground.core.step.activation_counts import LOG2_LOW
+    from playground.core.step.report import run_report
+    from playground.sections.lab.tab import magnitude_table
+
+    table = magnitude_table(run_report(StepConfig(compute_dtype="nvfp4")))
+    report = run_report(StepConfig(model="mlp", compute_dtype="nvfp4"))
+    edge = math.log2(float(ml_dtypes.finfo(ml_dtypes.float4_e2m1fn).smallest_subnormal) / 2)
+    lost = sum(int(layer.log2_counts[: int(edge) - LOG2_LOW].sum()) for layer in report.activations)
+    share = lost / sum(layer.size for layer in report.activations)
+    lost_row = next(line for line in table.splitlines() if "lost to zero" in line)
+    return f"{lost_row} | an MLP's activation gradients: {share:.1%} lost"
 
 
 def readme_story(run) -> str:

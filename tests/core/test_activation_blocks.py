@@ -102,6 +102,9 @@ def _activation_gradients(config: StepConfig) -> list[np.ndarray]:
     return [np.asarray(g, np.float32) for g in run(state, x, y)]
 
 
+# How near 0.25 units (in float32 ulps of 0.25) an entry's side of the edge depends on the
+# rounding of the rule's two divisions (the lost-band test).
+EDGE_ULPS = 2
 SMALL_MLP = {"model": "mlp", "n": 32, "d_in": 8, "d_out": 4, "hidden_layers": 2, "hidden_width": 40}
 
 
@@ -121,24 +124,39 @@ def test_the_report_counts_the_step_s_activation_gradients_in_block_units(name):
 def test_nvfp4_s_lost_band_holds_what_its_rule_stores_as_zero():
     """An MLP at the default shape: the entries drawn in the "lost to 0" band (units under half
     E2M1's smallest subnormal, 0.25: binades up to -3) are those NVFP4's rule stores as 0, and
-    the README quotes their share."""
+    the README quotes their share to the whole percent, the digit that holds from processor to
+    processor (6.6% to 6.9% measured: ``bench/figure_stability.py``).
+
+    Except at the band's edge, where the count may differ by the entries within EDGE_ULPS of
+    0.25 units, and only by those: XLA computes the rule's v / s as v x (1/s) (two roundings
+    where numpy's division has one), so such an entry can fall on either side of 0.25 in the
+    step and in numpy; and one at 0.25 exactly is a tie, which E2M1 stores as 0 (to even) but
+    the chart draws in the binade above. Which entries sit there depends on the gradient's last
+    bits, which depend on the processor (on an AVX2 machine one of 32,768 did)."""
     config = StepConfig(model="mlp", compute_dtype="nvfp4")
     report = run_report(config)
     figure = activation_histogram(report)
     assert [note["text"] for note in figure["layout"]["annotations"]] == list(BLOCK_BANDS)
     half_subnormal = float(ml_dtypes.finfo(E2M1).smallest_subnormal) / 2
-    lost = total = plain = 0
+    lost = total = plain = edges = 0
     for layer, gradient in zip(report.activations, _activation_gradients(config), strict=True):
         stored = block_elements(gradient, "nvfp4").reshape(gradient.shape)
-        stored_zero = int(np.sum((gradient != 0) & (stored == 0)))
+        units = block_units(gradient, "nvfp4")
+        edge = np.abs(units - half_subnormal) <= EDGE_ULPS * np.spacing(np.float32(half_subnormal))
+        zero = (gradient != 0) & (stored == 0)
+        stored_zero, away = int(np.sum(zero)), int(np.sum(zero & ~edge))
         drawn_lost = int(layer.log2_counts[: int(np.log2(half_subnormal)) - LOG2_LOW].sum())
-        assert drawn_lost == stored_zero
+        at_edge = int(np.sum(edge & (gradient != 0)))
+        assert away <= drawn_lost <= away + at_edge, (drawn_lost, stored_zero, at_edge)
+        edges += at_edge
         lost, total = lost + stored_zero, total + gradient.size
         plain += int(np.sum((gradient != 0) & (gradient.astype(E2M1) == 0)))
-    # A plain cast to E2M1 (no block scale) would lose several times more.
+    # A plain cast to E2M1 (no block scale) would lose several times more; the edge holds too
+    # few entries to move the README's share at the digit it is stated to.
     assert 0 < lost < plain / 4
+    assert edges < 0.0005 * total
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
     assert (
-        f"an MLP at the default shape: NVFP4 would lose {lost / total:.1%} of them, a plain "
-        f"cast to E2M1 {plain / total:.0%}"
+        f"an MLP at the default shape: NVFP4 would lose about {lost / total:.0%} of them, a "
+        f"plain cast to E2M1 {plain / total:.0%}"
     ) in readme
