@@ -124,8 +124,9 @@ def test_the_report_counts_the_step_s_activation_gradients_in_block_units(name):
 def test_nvfp4_s_lost_band_holds_what_its_rule_stores_as_zero():
     """An MLP at the default shape: the entries drawn in the "lost to 0" band (units under half
     E2M1's smallest subnormal, 0.25: binades up to -3) are those NVFP4's rule stores as 0, and
-    the README quotes their share to the whole percent, the digit that holds from processor to
-    processor (6.6% to 6.9% measured: ``bench/figure_stability.py``).
+    the README states their share as a range of whole percents, which holds from processor to
+    processor (6.5% to 6.9% under ``bench/figure_stability.py``'s variations here, 6.6% on an
+    earlier machine).
 
     Except at the band's edge, where the count may differ by the entries within EDGE_ULPS of
     0.25 units, and only by those: XLA computes the rule's v / s as v x (1/s) (two roundings
@@ -157,6 +158,7 @@ def test_nvfp4_s_lost_band_holds_what_its_rule_stores_as_zero():
     assert edges < 0.0005 * total
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
     assert (
-        f"an MLP at the default shape: NVFP4 would lose about {lost / total:.0%} of them, a "
-        f"plain cast to E2M1 {plain / total:.0%}"
+        f"an MLP at the default shape: NVFP4 would lose between 6% and 7% of them, a plain cast "
+        f"to E2M1 {plain / total:.0%}"
     ) in readme
+    assert 0.06 <= lost / total <= 0.07
