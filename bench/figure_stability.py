@@ -106,7 +106,7 @@ def figures() -> dict[str, str]:
 def readme_nvfp4_shares() -> str:
     """The README's two NVFP4 shares lost to zero: the magnitude table's (the gradients at the
     defaults) and, for an MLP at the default shape, the activation gradients' drawn in the
-    chart's "lost to 0" band (to 0.1%: the README states it to the whole percent)."""
+    chart's "lost to 0" band (to 0.1%: the README states the whole percents it lies between)."""
     import math
 
     import ml_dtypes
