@@ -57,3 +57,17 @@ def wait_in_view(page, elem_id: str, timeout: float | None = None) -> None:
         " return r.height > 0 && r.top >= -2 && r.top < window.innerHeight - 40; }"
     )
     _wait(page, condition, elem_id, timeout, f"#{elem_id} to scroll into view")
+
+
+def navigate(page, url: str, timeout: float | None = None) -> None:
+    """Open ``url`` in ``page``, by way of about:blank when the page shows a document already.
+
+    Until the next document commits, the one being left keeps running: its timers, its
+    event stream, Gradio's reload of a page whose connection it lost. A navigation that
+    document starts in that window cancels the one asked for (``net::ERR_ABORTED``, seen
+    once in a run of the whole suite on a loaded 2-vCPU machine). about:blank commits at
+    once, so the window is gone before the request for ``url`` is sent.
+    """
+    if page.url != "about:blank":
+        page.goto("about:blank")
+    page.goto(url, timeout=timeout)

@@ -23,7 +23,13 @@ import pytest
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
-from browser_waits import headline, wait_for_headline, wait_for_notice_or_headline, wait_in_view
+from browser_waits import (
+    headline,
+    navigate,
+    wait_for_headline,
+    wait_for_notice_or_headline,
+    wait_in_view,
+)
 from helpers import contrast, expected_headline
 from playground import StepConfig, run_report
 from playground.core.lessons import lesson as lesson_by_id
@@ -93,7 +99,7 @@ def load_page(session: Session, query: str = "", charts: bool = True) -> None:
     """(Re)load the page and wait for the default results: the headline, then (``charts``) the
     first two charts."""
     page = session.page
-    page.goto(session.url + query)
+    navigate(page, session.url + query)
     wait_for_headline(page, expected_headline())
     if charts:
         page.wait_for_function(f"n => ({DRAWN_TITLES})().length >= n", arg=2, timeout=TIMEOUT_MS)

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
-from browser_waits import wait_for_headline
+from browser_waits import navigate, wait_for_headline
 from playground.core.lessons import LESSONS, DynamicsLesson
 from playground.core.lessons.route import CHAPTERS, ROUTE
 from playground.core.settings.settings import StepConfig
@@ -68,7 +68,7 @@ def _expected_claims() -> dict[str, str]:
 
 
 def _open(page, url: str) -> None:
-    page.goto(url)
+    navigate(page, url)
     wait_for_headline(page, f"{run_report(StepConfig()).mixed_new_loss:.7g}", RUN_TIMEOUT_MS)
 
 
