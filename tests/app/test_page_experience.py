@@ -213,6 +213,27 @@ def test_after_load_only_the_key_figure_and_the_open_tab_are_drawn(desk):
     assert len(titles) == 3, titles
 
 
+def test_plotly_is_asked_for_once_and_before_the_charts_are(desk):
+    """The page asks for Gradio's Plotly chunk as it mounts (ui.assets.PLOTLY_CHUNKS), from the
+    address Gradio's own import uses: one request, sent before the charts' event."""
+    sent: list[str] = []
+
+    def record(request) -> None:
+        if "/PlotlyPlot-" in request.url:
+            sent.append("plotly")
+        elif "/queue/join" in request.url:
+            sent.append("join")
+
+    desk.page.on("request", record)
+    try:
+        load_page(desk)  # the URL read, the commit, then the charts: three joins
+    finally:
+        desk.page.remove_listener("request", record)
+    assert sent.count("plotly") == 1, sent  # Gradio's import found the page's module
+    joins_before = sent[: sent.index("plotly")].count("join")
+    assert joins_before < 3, f"Plotly asked for after the charts' event: {sent}"
+
+
 _LEGEND_JS = """() => { const g = document.querySelector('#magnitude-figure .js-plotly-plot');
     const box = e => { const r = e.getBoundingClientRect();
         return {left: r.left, top: r.top, right: r.right, bottom: r.bottom}; };
