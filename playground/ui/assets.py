@@ -14,7 +14,7 @@ in the dark theme (Gradio's ``body.dark``, from ``?__theme=dark`` or the system'
 light palette swapped for ``views.plotly.DARK_PALETTE``. It also numbers each event the page
 sends to the queue, in the order it sends them (``PAGE_ORDER``, a key of the join's body): two
 requests sent a moment apart may reach the server in either order, and the server starts a
-session's page events in the page's order (``ui.session_order``). And it asks for Gradio's
+session's page events in the page's order (``ui.session_order``). And it preloads Gradio's
 Plotly chunk as the page mounts (``PLOTLY_CHUNKS``), not when the first chart's data arrives.
 """
 
@@ -39,9 +39,11 @@ def scroll_js(element_id: str) -> str:
 # Gradio's front end asks for its Plotly chunk (4.6 MB of JS) only once a chart's data has
 # arrived, so a first visit waited for the page's first three events, then for the chunk's
 # download and compile (about 0.4 s on a 2-vCPU AMD EPYC), then for its run and the drawing.
-# The page asks for it as it mounts instead, while those events go to the server, and from the
-# folder Gradio's own chunks were loaded from, so Gradio's import finds the same module (one
-# request, one run).
+# The page preloads it as it mounts instead (``modulepreload``: fetched and compiled off the
+# main thread while those events go to the server, not run), from the folder Gradio's own
+# chunks were loaded from, so Gradio's import finds that module (one request). Its run (about
+# 0.7 s there) still waits for the first chart's data: run earlier, it held back the events
+# that fetch the results, so the new loss showed later.
 PLOTLY_CHUNKS = sorted(
     path.name
     for path in (Path(gr.__file__).parent / "templates" / "frontend" / "assets").glob(
@@ -164,9 +166,14 @@ JS = (
     f"() => {{\n  const pageOrder = {json.dumps(PAGE_ORDER)};\n"
     f"  const plotlyChunks = {json.dumps(PLOTLY_CHUNKS)};\n"
     """  const gradioScript = document.querySelector('script[type=module][src*="/assets/index-"]');
-  if (gradioScript) {
-    plotlyChunks.forEach((name) => import(new URL(name, gradioScript.src).href).catch(() => {}));
-  }
+  plotlyChunks.forEach((name) => {
+    if (!gradioScript) return;
+    const preload = document.createElement("link");
+    preload.rel = "modulepreload";  // fetched and compiled now; run when Gradio imports it
+    preload.crossOrigin = "";  // as Gradio's own script tag: the same module, fetched once
+    preload.href = new URL(name, gradioScript.src).href;
+    document.head.appendChild(preload);
+  });
 """
     """  const send = window.fetch.bind(window);
   let sent = 0;

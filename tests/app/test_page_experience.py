@@ -214,7 +214,7 @@ def test_after_load_only_the_key_figure_and_the_open_tab_are_drawn(desk):
 
 
 def test_plotly_is_asked_for_once_and_before_the_charts_are(desk):
-    """The page asks for Gradio's Plotly chunk as it mounts (ui.assets.PLOTLY_CHUNKS), from the
+    """The page preloads Gradio's Plotly chunk as it mounts (ui.assets.PLOTLY_CHUNKS), from the
     address Gradio's own import uses: one request, sent before the charts' event."""
     sent: list[str] = []
 
