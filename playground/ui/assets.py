@@ -42,8 +42,9 @@ def scroll_js(element_id: str) -> str:
 # The page preloads it as it mounts instead (``modulepreload``: fetched and compiled off the
 # main thread while those events go to the server, not run), from the folder Gradio's own
 # chunks were loaded from, so Gradio's import finds that module (one request). Its run (about
-# 0.7 s there) still waits for the first chart's data: run earlier, it held back the events
-# that fetch the results, so the new loss showed later.
+# 0.7 s there) still waits for the first chart's data: imported as the page mounts, it drew
+# the chart no sooner, and where the chunk compiled faster its run held back the events that
+# fetch the results, so the new loss showed later.
 PLOTLY_CHUNKS = sorted(
     path.name
     for path in (Path(gr.__file__).parent / "templates" / "frontend" / "assets").glob(
