@@ -167,8 +167,7 @@ JS = (
     f"() => {{\n  const pageOrder = {json.dumps(PAGE_ORDER)};\n"
     f"  const plotlyChunks = {json.dumps(PLOTLY_CHUNKS)};\n"
     """  const gradioScript = document.querySelector('script[type=module][src*="/assets/index-"]');
-  plotlyChunks.forEach((name) => {
-    if (!gradioScript) return;
+  if (gradioScript) plotlyChunks.forEach((name) => {
     const preload = document.createElement("link");
     preload.rel = "modulepreload";  // fetched and compiled now; run when Gradio imports it
     preload.crossOrigin = "";  // as Gradio's own script tag: the same module, fetched once
