@@ -1,3 +1,12 @@
+"""The suite's two tiers, its shared compilation cache and its split over two workers.
+
+``python -m pytest`` runs the quick tier: every test but those marked ``slow``, with each
+hypothesis test at a tenth of its examples (``helpers.examples``). ``python -m pytest --full``
+runs everything (CI's ``.ci/run``). A test is ``slow`` when it repeats what a quick test already
+touches at a larger size: the browser walks, the fuzz and load tests, the PyTorch peers, every
+recipe x model x endpoint combination.
+"""
+
 import os
 import pathlib
 import sys
@@ -18,9 +27,23 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+# The quick tier draws a tenth of hypothesis's default examples (helpers.examples scales the
+# tests that set their own count); the full tier draws them all.
+QUICK_EXAMPLES = 10
 
 APP_TESTS = pathlib.Path(__file__).resolve().parent / "app"
 COMPILATION_CACHE_BYTES = 2**30
+
+
+FULL_TIER_ENV = "PLAYGROUND_FULL_TESTS"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--full",
+        action="store_true",
+        help="run the full tier: the tests marked slow too, and hypothesis at full size",
+    )
 
 
 def pytest_configure(config):
@@ -30,7 +53,16 @@ def pytest_configure(config):
     ``--cache-clear``), so a program compiles once per run and, on a later run, not at all.
     An executable read back is the one compiled from the same program and flags, so no number
     changes. A size limit turns on the cache's file lock, which the concurrent processes need.
-    Set before any test module imports jax; a JAX_COMPILATION_CACHE_DIR already set is kept."""
+    Set before any test module imports jax; a JAX_COMPILATION_CACHE_DIR already set is kept.
+
+    Also registers the ``slow`` marker and tells the test modules (through FULL_TIER_ENV, which
+    xdist's workers inherit) whether this is the full tier."""
+    config.addinivalue_line("markers", "slow: in the full tier only (python -m pytest --full)")
+    if config.getoption("full"):
+        os.environ[FULL_TIER_ENV] = "1"
+    else:
+        settings.register_profile("quick", settings(max_examples=QUICK_EXAMPLES))
+        settings.load_profile("quick")
     if os.environ.get("JAX_COMPILATION_CACHE_DIR") or getattr(config, "cache", None) is None:
         return
     os.environ["JAX_COMPILATION_CACHE_DIR"] = str(config.cache.mkdir("jax-compilation"))
@@ -74,13 +106,20 @@ def _group(item) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``-n 2 --dist loadgroup --no-loadscope-reorder``, set in
-    pyproject.toml) a group runs whole in one worker, and the groups start in the order of their
-    first test: the shared app's group first, as it is the longest (its worker launches one app
-    and one Chromium for all its tests), then the other app and browser tests (slow per test),
-    then the other groups, the largest first, so the worker that finishes early takes the small
-    ones that are left. The sort is stable: within a module
-    the order stays. Without xdist the marks do nothing (the tests run in any order)."""
+    """Leaves out the tests marked ``slow`` unless ``--full`` is given, then orders the rest.
+
+    Under pytest-xdist (``-n 2 --dist loadgroup --no-loadscope-reorder``, set in pyproject.toml)
+    a group runs whole in one worker, and the groups start in the order of their first test: the
+    shared app's group first, as it is the longest (its worker launches one app and one
+    Chromium for all its tests), then the other app and browser tests (slow per test), then the
+    other groups, the largest first, so the worker that finishes early takes the small ones that
+    are left. The sort is stable: within a module the order stays. Without xdist the marks do
+    nothing (the tests run in any order)."""
+    if not config.getoption("full"):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
     groups = {id(item): _group(item) for item in items}
     sizes: dict[str, int] = {}
     for group in groups.values():

@@ -12,11 +12,13 @@ names; tests/test_test_helpers.py checks it).
   hex_rgb                       a ``#rrggbb`` colour's channels
   open_page, select_tab         the page in Chromium, loaded at a viewport; a section tab opened
   expected_headline             the mixed new loss as the headline prints it, computed here
+  examples                      a hypothesis test's example count in this tier
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -26,6 +28,12 @@ import pytest
 
 # Loaded as a plugin (tests/conftest.py), before conftest's pytest_configure points JAX at the
 # shared compilation cache: the package (and so JAX) is imported on first use, never here.
+
+
+def examples(full: int) -> int:
+    """A hypothesis test's example count: ``full`` in the full tier (``pytest --full``), a tenth
+    of it, at least 5, in the quick one (tests/conftest.py)."""
+    return full if os.environ.get("PLAYGROUND_FULL_TESTS") else max(5, full // 10)
 
 
 @functools.cache

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import playground.sections.lab.charts
 import reference
-from helpers import step_report
+from helpers import examples, step_report
 from playground import (
     ConfigError,
     StepConfig,
@@ -386,7 +386,7 @@ FLUSHED_TERMS = StepConfig(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=configs())
 @example(config=FLUSHED_TERMS)
 def test_numbers_stay_honest_at_the_extremes(config):

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import examples
 from playground.core.data.synthetic import make_batch
 from playground.core.formats.accumulation import (
     ACCUMULATOR_BITS,
@@ -70,7 +71,7 @@ finite_floats = hnp.arrays(
 )
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=examples(40))
 @given(finite_floats, st.sampled_from([8, 11, 14, 20]))
 def test_round_significand_is_round_half_to_even_at_the_kept_bits(values, bits):
     expected = reference_round(values, bits)

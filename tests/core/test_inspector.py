@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import format_values
+from helpers import examples, format_values
 from playground.core.formats.dtypes import DTYPES, FORMATS
 from playground.core.inspector.inspector import PRESETS, bit_view, inspect_number
 from playground.core.inspector.typed_number import read_number
@@ -135,7 +135,7 @@ def _reassemble(view) -> float:
     return float(integer.view(np.dtype(jnp.dtype(view.dtype))))
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(value=st.floats(allow_nan=False, allow_infinity=False), dtype=st.sampled_from(DTYPES))
 def test_bits_reassemble_to_the_stored_value(value, dtype):
     view = bit_view(value, dtype)
@@ -195,7 +195,7 @@ def _typed_decimals():
     return st.builds(lambda s, d, e: f"{s}{d}e{e}", signs, digits, exponents)
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=examples(120))
 @given(typed=_typed_decimals(), dtype=st.sampled_from(DTYPES))
 def test_a_typed_decimal_is_rounded_once_to_the_nearest_value_of_each_format(typed, dtype):
     view = bit_view(typed, dtype)
@@ -204,7 +204,7 @@ def test_a_typed_decimal_is_rounded_once_to_the_nearest_value_of_each_format(typ
         assert math.copysign(1.0, view.stored) == (-1.0 if typed.startswith("-") else 1.0)
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=examples(120))
 @given(value=st.floats(width=32, allow_nan=False), dtype=st.sampled_from(DTYPES))
 def test_a_float32_value_is_stored_as_ml_dtypes_casts_it_from_float64(value, dtype):
     # ml_dtypes' cast from float64 goes through float32: exact for these values.

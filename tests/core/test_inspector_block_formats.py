@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import format_values
+from helpers import examples, format_values
 from playground.core.inspector.inspector import PRESETS, bit_view, inspect_number
 from playground.core.inspector.typed_number import read_number
 
@@ -43,7 +43,7 @@ def _same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=st.floats(width=32, allow_nan=False), dtype=st.sampled_from([E2M1, E8M0]))
 def test_a_float32_is_stored_as_ml_dtypes_casts_it(value, dtype):
     # A float32 is exact in the cast's own path, so the peer rounds it once, as the inspector.
@@ -55,7 +55,7 @@ def test_a_float32_is_stored_as_ml_dtypes_casts_it(value, dtype):
         assert view.raw == int(peer.view(np.uint8)) & (2 ** WIDTH[dtype] - 1)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     numerator=st.integers(1, 10**12),
     power=st.integers(-160, 140),

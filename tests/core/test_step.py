@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
+from helpers import examples
 from playground import ConfigError, float32_step, mixed_precision_step
 from playground.core.step.policy import EXERCISE
 from playground.core.step.step import exercise_trace as step_trace
@@ -180,7 +181,7 @@ MODEL_SEEDS = st.sampled_from([0, 12345, 2**32 - 1])
 jitted_step = jax.jit(mixed_precision_step, static_argnums=0)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     shape=SHAPES,
     seed=MODEL_SEEDS,

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import examples
 from playground.core.caps import LOSS_SCALE_MAX, LOSS_SCALE_MIN
 from playground.core.formats.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES
 from playground.core.tensors.formats import cast_shares, magnitudes, scale_window
@@ -112,7 +113,7 @@ def test_the_loss_scale_window_is_every_power_of_two_that_keeps_the_tensor(fmt):
         assert scale_window(magnitudes(values), fmt) == window_by_trying(values, fmt), fmt
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     st.lists(
         st.floats(min_value=-6e4, max_value=6e4, allow_nan=False, width=32), min_size=1, max_size=12

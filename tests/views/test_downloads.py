@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import examples
 from playground import (
     StepConfig,
     dynamics_summary,
@@ -182,7 +183,7 @@ def test_float32_text_is_short_and_exact():
             assert len(digits) <= len(shortest.replace("-", "").replace(".", ""))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.floats(width=32), min_size=1, max_size=8))
 def test_float32_text_round_trips_any_float32(values):
     values = np.array(values, np.float32)

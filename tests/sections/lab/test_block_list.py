@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import examples
 from playground.sections.lab.block_list import DEFAULT_LIST, block_list_view, read_list
 
 E2M1 = sorted({abs(float(v)) for v in np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn)})
@@ -43,7 +44,7 @@ def _mxfp8(values: list[float]) -> list[float]:
     return stored
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     st.lists(
         st.floats(-1e4, 1e4, allow_nan=False).map(lambda v: float(np.float32(v))),

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from helpers import examples
 from playground.sections.step.tab import code_span
 
 
@@ -17,7 +18,7 @@ def _spans(markdown: str) -> list[str]:
     ]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.text(alphabet="ab`. ", min_size=1, max_size=12).filter(lambda text: text.strip()))
 def test_any_name_reads_back_as_one_code_span(name):
     assert _spans(f"your file {code_span(name)}, 3 rows") == [name]
