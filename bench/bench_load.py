@@ -21,6 +21,10 @@ own X-Forwarded-For visitor; only documentation addresses, 192.0.2.x and 198.51.
            MLP /step calls, 8 raw joins of the page's commit event and 10 training runs with
            rotated left-hand X-Forwarded-For values: another visitor's /step and page commit
            within 3 s, no 503, its sweep not behind a backlog, the flood answered 200 or 429;
+  crowd    while CROWD_ADDRESSES visitors send 4 heavy requests each (three /step calls just
+           over 2^30 multiply-adds and a sweep, within every visitor's share), another
+           visitor's /step and page commit (3 each): slowest under 3 s, no HTTP 503, the crowd
+           answered 200 or 429 (the tests check the same run's structure, not its seconds);
   caps     each endpoint's largest request that the cost model (core/settings/cost.py) accepts,
            priced in-process: its first (compiling) and warm time, the warm one against 8 x the
            largest linear /step's warm time (a compile is a one-off and caps nothing),
@@ -679,6 +683,69 @@ def fair_share(url: str) -> None:
     )
 
 
+CROWD_ADDRESSES = [f"{net}.{host}" for net in ("192.0.2", "198.51.100") for host in range(100, 135)]
+CROWD_SENDERS = 14
+
+
+def crowd(url: str) -> None:
+    """A crowd of CROWD_ADDRESSES visitors, each sending three large /step calls and a sweep
+    (within its own share; the server-wide limits refuse the rest with 429); meanwhile another
+    visitor's /step and page commit, 3 each: their slowest against LATENCY_TARGET."""
+    from http_calls import fn_index, join, request_body
+
+    crowd_step = args(n=1024, d_in=512, d_out=512)
+    small_sweep = args(n=64, d_in=16, d_out=4, compute_dtype="float16")
+    log(f"crowd: {len(CROWD_ADDRESSES)} visitors x 4 heavy requests")
+    must(attempt(url, "step", crowd_step, visitor(CROWD_ADDRESSES[0])), "warm crowd step")
+    commit = fn_index(url, "on_commit")
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+
+    def send(addresses: list[str]) -> None:
+        with httpx.Client(timeout=60) as client:
+            for address in addresses:
+                for api, data in (("step", crowd_step),) * 3 + (("sweep", small_sweep),):
+                    response = client.post(
+                        f"{url}gradio_api/call/{api}",
+                        content=request_body(data),
+                        headers={"content-type": "application/json", **visitor(address)},
+                    )
+                    with lock:
+                        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+    senders = [
+        threading.Thread(target=send, args=(CROWD_ADDRESSES[start::CROWD_SENDERS],), daemon=True)
+        for start in range(CROWD_SENDERS)
+    ]
+    for thread in senders:
+        thread.start()
+    time.sleep(0.5)
+    who = visitor("198.51.100.7")
+    answers: list[tuple[str, Answer]] = []
+    for index in range(3):
+        answers.append(("/step", attempt(url, "step", DEFAULT_STEP, who, timeout=60)))
+        inputs = [*api_inputs("step", {}), None, None]
+        answers.append(("page commit", join(url, commit, inputs, who, session_hash=f"c{index}")))
+    for thread in senders:
+        thread.join(CALL_TIMEOUT)
+    for name in ("/step", "page commit"):
+        mine = [answer for kind, answer in answers if kind == name]
+        worst = max(answer.seconds for answer in mine)
+        bad = [a for a in mine if a.kind != "complete" or a.status == 503]
+        result_line(
+            f"crowd: the honest visitor's {name}, slowest of {len(mine)}",
+            f"{worst:.2f} s, {len(bad)} not answered",
+            f"<= {LATENCY_TARGET:.0f} s, all answered",
+            worst <= LATENCY_TARGET and not bad,
+        )
+    result_line(
+        f"crowd: the crowd's {4 * len(CROWD_ADDRESSES)} requests",
+        str(dict(sorted(statuses.items()))),
+        "only 200 and 429",
+        set(statuses) <= {200, 429},
+    )
+
+
 def wait_for_warm_up(server: AppServer, timeout: float = 300.0) -> None:
     """Block until the server's start-up warm-up (ui.warm_up) has ended: its compiles would
     slow the first requests measured."""
@@ -838,6 +905,7 @@ def main() -> None:
         a_class(server.url)
         flood(server.url)
         fair_share(server.url)
+        crowd(server.url)
         work_caps(server)
     finally:
         server.stop()

@@ -1,7 +1,9 @@
 """numpy references for the block-scaling panel's numbers, written apart from the code under
 test: MXFP8 and per-tensor float8 (E4M3, current scaling) quantization with ml_dtypes' E4M3,
 the elements each block recipe (MXFP8, fp8_block, NVFP4) stores by its published rule, and the
-relative error of a product in float64."""
+relative error of a product in float64; ``reference_quantize``, a whole tensor dequantized by
+a block recipe's rule (E2M1's stochastic rounding included), shared by the recipes' and the
+registries' tests."""
 
 from __future__ import annotations
 
@@ -10,10 +12,13 @@ import math
 import ml_dtypes
 import numpy as np
 
+from playground.core.recipes.block_formats import FP8_BLOCK, NVFP4
+
 E4M3 = ml_dtypes.float8_e4m3fn
 E4M3_MAX = float(ml_dtypes.finfo(E4M3).max)  # 448
 E2M1 = ml_dtypes.float4_e2m1fn
 E2M1_MAX = float(ml_dtypes.finfo(E2M1).max)  # 6
+E2M1_GRID = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6])  # E2M1's magnitudes
 
 
 def mxfp8(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -101,3 +106,51 @@ def _scaled(values: np.ndarray, name: str) -> tuple[np.ndarray, int, int]:
     with np.errstate(divide="ignore", invalid="ignore"):
         scaled = np.where(block_scale > 0, inner / block_scale, 0).astype(np.float32)
     return scaled, blocks.shape[0], cols
+
+
+def round_e2m1_stochastic(values: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+    """Up to the next E2M1 magnitude with probability (|v| - lower) / (upper - lower)."""
+    magnitude = np.abs(values)
+    low_index = np.searchsorted(E2M1_GRID, magnitude, side="right") - 1
+    low = E2M1_GRID[low_index]
+    high = E2M1_GRID[np.minimum(low_index + 1, len(E2M1_GRID) - 1)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_up = np.where(high > low, (magnitude - low) / (high - low), 0)
+    return np.sign(values) * np.where(uniform < p_up, high, low)
+
+
+def reference_quantize(values, tile, recipe, uniform=None) -> np.ndarray:
+    """Dequantized ``values`` (padded to the tile), by the recipe's rule, in numpy."""
+    values = np.asarray(values, np.float32)
+    rows = math.ceil(values.shape[0] / tile[0]) * tile[0]
+    cols = math.ceil(values.shape[1] / tile[1]) * tile[1]
+    padded = np.zeros((rows, cols), np.float32)
+    padded[: values.shape[0], : values.shape[1]] = values
+    out = np.zeros_like(padded)
+    tensor_scale = np.float32(1)
+    if recipe is NVFP4 and np.abs(values).max() > 0:
+        tensor_scale = np.float32(np.abs(values).max() / np.float32(448 * 6))
+    for i in range(rows // tile[0]):
+        for j in range(cols // tile[1]):
+            part = (slice(i * tile[0], (i + 1) * tile[0]), slice(j * tile[1], (j + 1) * tile[1]))
+            block = padded[part] / tensor_scale
+            amax = float(np.abs(block).max())
+            if recipe.scale_rule == "round_up":  # 2^ceil(log2(amax / 448)), the ratio float32
+                ratio = float(np.float32(amax) / np.float32(448))
+                scale = np.float32(2.0 ** math.ceil(math.log2(ratio))) if amax else 1
+                elements = (block / scale).astype(E4M3).astype(np.float32)
+            elif recipe.scale_rule == "ocp":  # OCP: 2^(floor(log2 amax) - 8)
+                scale = np.float32(2.0 ** (math.frexp(amax)[1] - 1 - 8)) if amax else 1
+                elements = np.clip(block / scale, -448, 448).astype(E4M3).astype(np.float32)
+            elif recipe is FP8_BLOCK:
+                scale = np.float32(amax / np.float32(448)) if amax else np.float32(1)
+                elements = (block / scale).astype(E4M3).astype(np.float32)
+            else:
+                scale = np.float32(np.float32(min(amax / 6, 448)).astype(E4M3))
+                scaled = np.clip(block / scale, -6, 6) if scale > 0 else np.zeros_like(block)
+                if uniform is None:
+                    elements = scaled.astype(E2M1).astype(np.float32)
+                else:
+                    elements = round_e2m1_stochastic(scaled, uniform[part])
+            out[part] = elements.astype(np.float64) * scale * tensor_scale
+    return out

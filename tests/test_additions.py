@@ -150,7 +150,7 @@ def test_an_entry_touches_the_files_its_bullet_names(kind):
 
 def test_a_lesson_touches_the_modules_that_construct_lessons_and_the_route():
     """A lesson is built where lessons are, and has its chapter in the route, which teaches
-    every lesson once (``tests/core/test_route.py``)."""
+    every lesson once (``tests/core/lessons/test_route.py``)."""
     constructing = constructing_modules({"StepLesson", "DynamicsLesson"}, "core/")
     assert package_files("lesson") == constructing | {"core/lessons/route.py"}
 

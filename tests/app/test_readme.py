@@ -102,7 +102,7 @@ def test_readme_precision_claims_hold_on_this_backend():
             for p in run_report(tiny.replace(loss_scale=2.0**16)).params.values()
         ]
     )
-    # NaN, no inf (the default batch's counts: tests/core/test_lessons.py).
+    # NaN, no inf (the default batch's counts: tests/core/lessons/test_lessons.py).
     assert "come out as\n  NaN" in README and np.isnan(scaled).all()
 
     # float16 subnormals survive a compiled product here; float32 and bfloat16 ones do not.

@@ -33,7 +33,7 @@ def test_the_warm_up_covers_every_default_combination_and_runs_them(monkeypatch)
         c.replace(model=page.model, compute_dtype=page.compute_dtype) == page for _, c in listed
     )
     # the thread runs each listed request (here one of each kind, at a small shape: every
-    # default combination is accepted: tests/core/test_compile_cost.py)
+    # default combination is accepted: tests/core/settings/test_compile_cost.py)
     each_kind = listed[:: len(listed) // 3]
     small = [(kind, config.replace(n=8, d_in=4, d_out=2, steps=2)) for kind, config in each_kind]
     monkeypatch.setattr(warm_up, "requests", lambda: small)

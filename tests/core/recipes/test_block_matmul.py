@@ -13,9 +13,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 import scipy.linalg
+from block_reference import reference_quantize
 from flax import nnx
 
-from playground.core.recipes.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP, NVFP4
+from playground.core.recipes.block_formats import BLOCK_RECIPES, FP8_BLOCK, MXFP8, MXFP8_OCP
 from playground.core.recipes.block_matmul import (
     SIGNS,
     block_dot_general,
@@ -28,55 +29,6 @@ from playground.core.recipes.block_matmul import (
 )
 
 E4M3, E2M1 = ml_dtypes.float8_e4m3fn, ml_dtypes.float4_e2m1fn
-E2M1_GRID = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6])
-
-
-def round_e2m1_stochastic(values: np.ndarray, uniform: np.ndarray) -> np.ndarray:
-    """Up to the next E2M1 magnitude with probability (|v| - lower) / (upper - lower)."""
-    magnitude = np.abs(values)
-    low_index = np.searchsorted(E2M1_GRID, magnitude, side="right") - 1
-    low = E2M1_GRID[low_index]
-    high = E2M1_GRID[np.minimum(low_index + 1, len(E2M1_GRID) - 1)]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_up = np.where(high > low, (magnitude - low) / (high - low), 0)
-    return np.sign(values) * np.where(uniform < p_up, high, low)
-
-
-def reference_quantize(values, tile, recipe, uniform=None) -> np.ndarray:
-    """Dequantized ``values`` (padded to the tile), by the recipe's rule, in numpy."""
-    values = np.asarray(values, np.float32)
-    rows = math.ceil(values.shape[0] / tile[0]) * tile[0]
-    cols = math.ceil(values.shape[1] / tile[1]) * tile[1]
-    padded = np.zeros((rows, cols), np.float32)
-    padded[: values.shape[0], : values.shape[1]] = values
-    out = np.zeros_like(padded)
-    tensor_scale = np.float32(1)
-    if recipe is NVFP4 and np.abs(values).max() > 0:
-        tensor_scale = np.float32(np.abs(values).max() / np.float32(448 * 6))
-    for i in range(rows // tile[0]):
-        for j in range(cols // tile[1]):
-            part = (slice(i * tile[0], (i + 1) * tile[0]), slice(j * tile[1], (j + 1) * tile[1]))
-            block = padded[part] / tensor_scale
-            amax = float(np.abs(block).max())
-            if recipe.scale_rule == "round_up":  # 2^ceil(log2(amax / 448)), the ratio float32
-                ratio = float(np.float32(amax) / np.float32(448))
-                scale = np.float32(2.0 ** math.ceil(math.log2(ratio))) if amax else 1
-                elements = (block / scale).astype(E4M3).astype(np.float32)
-            elif recipe.scale_rule == "ocp":  # OCP: 2^(floor(log2 amax) - 8)
-                scale = np.float32(2.0 ** (math.frexp(amax)[1] - 1 - 8)) if amax else 1
-                elements = np.clip(block / scale, -448, 448).astype(E4M3).astype(np.float32)
-            elif recipe is FP8_BLOCK:
-                scale = np.float32(amax / np.float32(448)) if amax else np.float32(1)
-                elements = (block / scale).astype(E4M3).astype(np.float32)
-            else:
-                scale = np.float32(np.float32(min(amax / 6, 448)).astype(E4M3))
-                scaled = np.clip(block / scale, -6, 6) if scale > 0 else np.zeros_like(block)
-                if uniform is None:
-                    elements = scaled.astype(E2M1).astype(np.float32)
-                else:
-                    elements = round_e2m1_stochastic(scaled, uniform[part])
-            out[part] = elements.astype(np.float64) * scale * tensor_scale
-    return out
 
 
 def reference_rotation(values: np.ndarray, key) -> np.ndarray:

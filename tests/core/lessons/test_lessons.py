@@ -26,7 +26,7 @@ from playground.core.lessons import (
     lesson,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 FLOAT16 = np.finfo(np.float16)
 
 

@@ -32,7 +32,7 @@ NUMPY_TYPES = (
     | {"float4_e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn)}
 )
 # The recipes that round each operand as a whole (a block-scaled recipe's rounding depends on
-# each block's scale: tests/core/test_block_matmul.py and test_registries.py check it).
+# each block's scale: tests/core/recipes/test_block_matmul.py and test_registries.py check it).
 PER_TENSOR = tuple(name for name in COMPUTE_DTYPES if recipe(name).block is None)
 BLOCK = tuple(name for name in COMPUTE_DTYPES if recipe(name).block is not None)
 

@@ -10,7 +10,7 @@ import sys
 
 from playground.core.step import compile_cache
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 # A fresh process compiles a program of the table, forgets it (as an evicted program), and runs
 # it again; JAX's monitoring events say whether the second compile was read from the disk.
 SCRIPT = """

@@ -20,8 +20,8 @@ import numpy as np
 import op_reference
 import pytest
 import transformer_reference
+from block_reference import reference_quantize
 from flax import nnx
-from test_block_matmul import reference_quantize
 from traced_step import PARAM_FIELDS, traced_step
 
 import reference
@@ -141,7 +141,7 @@ REFERENCE_MODELS = {
     "transformer": block_reference_of,
 }
 # The transformer's programs compile for seconds each: it runs every optimizer in the float32
-# twin and one in each plain low-precision recipe (tests/core/test_transformer.py steps it in
+# twin and one in each plain low-precision recipe (tests/core/model/test_transformer.py steps it in
 # every recipe).
 FEWER = {"transformer": "adam"}
 # The attention's key bias adds q . b_k to a whole row of scores, which the softmax ignores: its

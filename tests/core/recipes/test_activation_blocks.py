@@ -158,7 +158,7 @@ def test_nvfp4_s_lost_band_holds_what_its_rule_stores_as_zero():
     # few entries to move the README's share at the digit it is stated to.
     assert 0 < lost < plain / 4
     assert edges < 0.0005 * total
-    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).parents[3] / "README.md").read_text().split())
     assert (
         f"an MLP at the default shape: NVFP4 would lose between 6% and 7% of them, a plain cast "
         f"to E2M1 {plain / total:.0%}"

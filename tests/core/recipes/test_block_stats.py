@@ -11,8 +11,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from block_reference import relative_error, row_errors
-from test_block_matmul import reference_quantize
+from block_reference import reference_quantize, relative_error, row_errors
 
 from playground.core.data.synthetic import make_batch
 from playground.core.lessons import Claim
