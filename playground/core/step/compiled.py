@@ -17,7 +17,7 @@ The executables are kept in one table, least recently used first out::
               lowering go with it
 
 so a public server's memory stays within about MAX_PROGRAMS programs however many shapes its
-visitors try, and a workload cycling fewer programs than that never recompiles.
+users try, and a workload cycling fewer programs than that never recompiles.
 
 Example::
 
@@ -140,7 +140,7 @@ def run_compiled(
 ) -> Any:
     """``program(seed, x, y, lr, loss_scale, *extra, **static)``, frozen.
 
-    (x, y) is ``batch`` (a visitor's own data) when given, else config's synthetic batch.
+    (x, y) is ``batch`` (a user's own data) when given, else config's synthetic batch.
     """
     x, y = batch if batch is not None else make_batch(config)
     outputs = program(
