@@ -15,7 +15,7 @@ Rules:
   read    the first event that admits a fresh upload of ``data`` (READ_HERE) reads it (at most
           MAX_BYTES; a larger one is refused) and deletes it from disk at once, every time it
           was uploaded; its record turns read. The bytes stay in memory (CACHED_FILES files)
-          for the visitors who read them, so the page's later events, which send the same path
+          for the clients who read them, so the page's later events, which send the same path
           again, find them; once they leave the memory the path is refused (upload it again).
           The parsed data for each d_out and task is kept too (PARSED_FILES; the same UserData
           object, so the page's report cache knows it again). The handlers (``user_data``)

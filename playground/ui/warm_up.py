@@ -60,7 +60,7 @@ STREAMS = ("/queue/data", "/heartbeat/", "/call/")
 
 
 class Traffic:
-    """Visitors' requests as the warm-up sees them: HTTP requests in flight (counted by
+    """Users' requests as the warm-up sees them: HTTP requests in flight (counted by
     ``TrafficMiddleware``) and the events in ``blocks``' queue."""
 
     def __init__(self, blocks: Any = None, clock: Callable[[], float] = time.monotonic):
