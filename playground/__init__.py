@@ -11,6 +11,15 @@ The public API::
     run_sweep(config) / sweep_summary(sweep)           # the loss-scale sweep
     run_dynamics(config, steps, mode, period)          # many steps: float32, mixed, pure
     dynamics_summary(dynamics) -> dict
+
+Example::
+
+    >>> from playground import StepConfig, float32_step, make_batch, mixed_precision_step
+    >>> x, y = make_batch(StepConfig(n=32, d_in=8, d_out=4))
+    >>> mixed_precision_step(0, x, y, lr=0.1, loss_scale=1024.0)  # a bfloat16 loss
+    Array([1.75], dtype=float32)
+    >>> round(float(float32_step(0, x, y, lr=0.1)[0]), 3)
+    1.752
 """
 
 from playground.core.data.synthetic import make_batch

@@ -42,8 +42,8 @@ def _env_number(name: str, default: float) -> float:
     return float(os.environ.get(name, default))
 
 
-# Work caps of one request, sized for a public Space's 2 vCPUs so that no single request takes
-# much more than a few seconds (the largest /step, 4096 x 1024 x 1024, takes about 0.5-1 s):
+# Work caps of one request, sized so that no single request holds a small shared CPU (a public
+# Space's 2 vCPUs) for more than a few seconds:
 #   shapes      N <= MAX_N, D_in and D_out <= MAX_WIDTH
 #   sweep       scales x N x D_in x D_out <= SWEEP_BUDGET (16 scales at the largest shape;
 #               bfloat16's 127 scales up to N x D_in x D_out = 2^29)
@@ -71,12 +71,11 @@ def steps_within_budget(work: int) -> int:
     return int(min(MAX_STEPS, WORK_BUDGET // work))
 
 
-# A visitor's safetensors file (``core.tensors``): its size, how many tensors it holds and their
+# A user's safetensors file (``core.tensors``): its size, how many tensors it holds and their
 # elements together, each checked from the file's size and header before a byte of tensor data
 # is read. The size is the page's upload cap (``ui.launch``'s MAX_FILE_SIZE, 2 MB); the
 # elements cap is what a 2 MB file of one-byte float8 tensors holds, and bounds the analysis
-# (6 casts and 3 block quantizations of every element: 1.9 s for 2^21 float8 elements on a busy
-# 2-vCPU machine, bench/bench_tensors.py).
+# (6 casts and 3 block quantizations of every element; bench/bench_tensors.py times it).
 TENSOR_FILE_MAX_BYTES = 2 * 2**20
 TENSORS_MAX_COUNT = 512
 TENSORS_MAX_ELEMENTS = int(2**21 * WORK_FACTOR)

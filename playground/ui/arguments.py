@@ -123,7 +123,7 @@ def core_errors() -> Iterator[None]:
     try:
         yield
     except ConfigError as error:
-        # A visitor's typo is not a server fault: no traceback in the Space's log.
+        # A client's typo is not a server fault: no traceback in the Space's log.
         raise gr.Error(str(error), title=f"Invalid {error.field}", print_exception=False) from None
 
 
@@ -134,7 +134,7 @@ def validated(values: dict[str, Any]) -> StepConfig:
 
 
 def validated_data(values: dict[str, Any], config: StepConfig) -> UserData | None:
-    """The visitor's uploaded data (the ``data`` input), parsed for config's d_out and task,
+    """The client's uploaded data (the ``data`` input), parsed for config's d_out and task,
     or None."""
     with core_errors():
         return user_data(values.get("data"), config.d_out, config.task)

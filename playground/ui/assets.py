@@ -36,15 +36,14 @@ def scroll_js(element_id: str) -> str:
     )
 
 
-# Gradio's front end asks for its Plotly chunk (4.6 MB of JS) only once a chart's data has
-# arrived, so a first visit waited for the page's first three events, then for the chunk's
-# download and compile (about 0.4 s on a 2-vCPU AMD EPYC), then for its run and the drawing.
-# The page preloads it as it mounts instead (``modulepreload``: fetched and compiled off the
-# main thread while those events go to the server, not run), from the folder Gradio's own
-# chunks were loaded from, so Gradio's import finds that module (one request). Its run (about
-# 0.7 s there) still waits for the first chart's data: imported as the page mounts, it drew
-# the chart no sooner, and where the chunk compiled faster its run held back the events that
-# fetch the results, so the new loss showed later.
+# Gradio's front end asks for its Plotly chunk (several MB of JS) only once a chart's data has
+# arrived, so a first visit would wait for the page's first events, then for the chunk's
+# download and compile, then for its run and the drawing. The page preloads it as it mounts
+# instead (``modulepreload``: fetched and compiled off the main thread while those events go
+# to the server, not run), from the folder Gradio's own chunks were loaded from, so Gradio's
+# import finds that module (one request). Its run still waits for the first chart's data:
+# importing it as the page mounts draws the chart no sooner, and its run would hold back the
+# events that fetch the results, so the new loss would show later.
 PLOTLY_CHUNKS = sorted(
     path.name
     for path in (Path(gr.__file__).parent / "templates" / "frontend" / "assets").glob(

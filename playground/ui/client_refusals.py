@@ -53,7 +53,8 @@ def refusal_text(body: bytes) -> str | None:
 
 
 class ClientRefusals:
-    """ASGI middleware applying the module's rule; outside every door that refuses joins."""
+    """ASGI middleware applying the module's rule; outside every middleware that refuses
+    joins."""
 
     def __init__(self, app: Callable, blocks: gr.Blocks):
         self.app, self.blocks = app, blocks

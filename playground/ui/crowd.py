@@ -1,16 +1,21 @@
-"""Room for light work whatever the crowd: server-wide places of heavy work.
+"""Server-wide limits on heavy work, so that light requests are served whatever the crowd.
 
-Rule: heavy work is bounded server-wide, whatever the visitor keys: at most LARGE_PLACES
-requests of large work (over LARGE_WORK multiply-adds by ``core.settings.cost``, priced from the
-join's raw inputs; each holds a place in its lane while it waits for the large lane, ``ui.launch``)
-and at most RUN_PLACES sweeps and training runs (the heavy lane) queued or running at once; one
-more is refused where it joins (``CrowdMiddleware``, inside ``ui.fair_use``'s door, which then
-frees the visitor's heavy place) with LARGE_REFUSAL or RUN_REFUSAL (HTTP 429). Both are more
-than one visitor's share, so no single visitor takes them all; LARGE_PLACES is fewer than a
-lane's places, so a small request always finds one; and with the shares they keep Gradio's
-queue far from its bound (a crowd of rotated keys once filled all 256 places and a small /step
-got 503). The count is read from Gradio's queue, as the share's is, plus the joins past the
-door not yet answered.
+Rule, counted over all clients (whatever their keys) when an event joins Gradio's queue::
+
+    kind(event) = "run"    a sweep or training run (concurrency_id HEAVY_LANE)
+                  "large"  any other event whose work (``core.settings.cost``, priced from the
+                           join's raw inputs) is over LARGE_WORK
+                  None     anything else: never refused here
+    held(kind)  = events of that kind queued or running in Gradio's queue
+                  + joins of that kind admitted but not yet answered
+    refuse with REFUSALS[kind] (HTTP 429) when held(kind) >= PLACES[kind]
+
+``CrowdMiddleware`` runs inside ``ui.fair_use``'s middleware, which frees the client's heavy-run
+slot when this one refuses. Both limits are above one client's share, so no single client takes
+them all; LARGE_PLACES is below a concurrency group's limit (LANE_SLOTS), so a small request
+always finds a free slot; and with the per-client shares they keep Gradio's queue far from its
+``max_size``, which a crowd rotating client keys could otherwise fill (a small /step would then
+get 503).
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ from playground.ui.fair_use import LANE_SLOTS, SHARE, refuse
 from playground.ui.gradio_internals import queue as gradio_queue
 from playground.ui.gradio_internals.events import event_of_join
 
-# Work (core.settings.cost's multiply-adds) above which a request takes the large lane
-# (``ui.launch``): an eighth of the largest linear step (2^33), a few tens of milliseconds.
+# Work (core.settings.cost's multiply-adds) above which a request is large work, run one at a
+# time (``ui.launch``): an eighth of the largest linear step (2^33).
 LARGE_WORK = 2**30
 HEAVY_LANE = "heavy"  # the concurrency_id of the sweeps and the training runs
 LARGE_PLACES = LANE_SLOTS - 1
@@ -53,7 +58,7 @@ class CrowdMiddleware:
 
     def __init__(self, app: Callable, blocks: Any, work: Callable[[Any, list[Any]], float]):
         self.app, self.blocks, self.work = app, blocks, work
-        self.joining: Counter[str | None] = Counter()  # joins past the door, per kind
+        self.joining: Counter[str | None] = Counter()  # admitted joins not yet answered, per kind
         self._kinds: dict[str, str | None] = {}  # event id -> its kind, for queued events
 
     async def __call__(
@@ -89,14 +94,15 @@ class CrowdMiddleware:
         return event_of_join(self.blocks, path, payload), inputs
 
     def kind(self, fn: Any, inputs: list[Any]) -> str | None:
-        """ "run" in the heavy lane, "large" for other work over LARGE_WORK, else None."""
+        """ "run" in the heavy concurrency group, "large" for other work over LARGE_WORK, else
+        None."""
         if fn.concurrency_id == HEAVY_LANE:
             return "run"
         return "large" if self.work(fn, inputs) > LARGE_WORK else None
 
     def refusal(self, kind: str | None) -> str | None:
         """The refusal of one more event of ``kind`` beside the events queued or running in
-        Gradio's queue (each priced once) and the joins past the door; None when it fits."""
+        Gradio's queue (each priced once) and the admitted joins; None when it fits."""
         if kind is None:
             return None
         kinds = {}

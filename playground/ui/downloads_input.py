@@ -66,7 +66,7 @@ def with_downloads(arguments: Arguments, fn: Callable[[dict[str, Any], bool], An
             )
         try:
             return fn(dict(zip(arguments.order, values.values(), strict=True)), downloads)
-        except DiskFull as error:  # the files asked for find no room: say so, naming the cap
+        except DiskFull as error:  # over the disk bound: say so, naming the cap
             raise gr.Error(
                 str(error), title="No room for downloads", print_exception=False
             ) from None

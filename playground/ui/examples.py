@@ -8,7 +8,8 @@ gives the condition with the numbers that failed it (and a training lesson's but
 not hold here), so the page never teaches a claim its own numbers contradict.
 
 A training lesson first commits its step settings as a step lesson does (the results above the
-tabs, the controls, the Training dynamics tab selected), then trains in the heavy lane and fills
+tabs, the controls, the Training dynamics tab selected), then trains in the ``heavy``
+concurrency group and fills
 the tab as the train button does: reading, JSON, charts (with the session's pins), and the
 lesson's claim under its buttons (``#training-lesson-caption``).
 
@@ -167,7 +168,8 @@ def wire_training_lessons(
 ) -> None:
     """Each training lesson button (see the rule). ``tab`` is the Training dynamics tab's record
     (its ``lessons`` built by ``build_training_lessons``); ``run_step_lesson(lesson, last,
-    shown)`` answers a step lesson by the page's keys, on ``step_outputs``, in ``lane``; and
+    shown)`` answers a step lesson by the page's keys, on ``step_outputs``, with the event
+    options ``lane`` (its concurrency group); and
     ``then_charts`` chains the figures above the tabs."""
     parts: TrainingLessons = tab.lessons
     run_controls = [tab.controls[name] for name in RUN_FIELDS]
@@ -201,7 +203,7 @@ def wire_training_lessons(
             [tab.pins],
             [*(getattr(tab, name) for name in TAB_OUTPUTS), parts.caption, button],
             concurrency_limit=1,
-            concurrency_id="heavy",  # the sweep's and the training runs' lane
+            concurrency_id="heavy",  # the sweep's and the training runs' concurrency group
             api_visibility="private",
             show_progress="full",
             show_progress_on=[tab.dynamics_reading],

@@ -1,29 +1,29 @@
-"""Fair use of a public Space: who a visitor is, a share of the queue each, one heavy run each.
+"""Fair use of a public Space: a key per client, a share of the queue each, one heavy run each.
 
-Rules:
-  visitor     with N = PLAYGROUND_TRUSTED_PROXIES proxies in front of the app, the N-th
-              X-Forwarded-For entry from the right (each proxy appends the address it saw;
-              entries further left are the client's own words); with 0, the connection's
+Rules, applied by ``HeavyRunMiddleware`` when an event joins Gradio's queue:
+  client key  (``visitor``) with N = PLAYGROUND_TRUSTED_PROXIES proxies in front of the app,
+              the N-th X-Forwarded-For entry from the right (each proxy appends the address it
+              saw; entries further left are the client's own words); with 0, the connection's
               peer address. Default: SPACE_PROXIES on a Hugging Face Space (``SPACE_ID`` set),
               else 0.
-  share       a visitor may have at most SHARE events queued or running, across every lane
-              and however they were sent (``/call/<name>``, ``/queue/join`` with any fn_index,
-              the page's private events included); one more is refused at the door with
-              SHARE_REFUSAL (HTTP 429). A session's newer page event (a private one) replaces
-              its own still-queued event of the same kind, so a person using the page never
-              meets the share. The count is read from Gradio's queue itself, so a place is
+  share       a client may have at most SHARE events queued or running, in every concurrency
+              group and however they were sent (``/call/<name>``, ``/queue/join`` with any
+              fn_index, the page's private events included); one more is refused before it
+              joins, with SHARE_REFUSAL (HTTP 429). A session's newer page event (a private one)
+              replaces its own still-queued event of the same kind, so a person using the page
+              never meets the share. The count is read from Gradio's queue itself, so a slot is
               freed when its event ends, whatever the outcome.
-  lanes       large work computes one request at a time, and every other lane takes more
-              requests at once than one visitor's share (``ui.launch``), so another visitor's
-              small request never waits behind large work.
-  heavy runs  the sweep and the training run share one lane (one at a time for everyone), and a
-              visitor may have at most one of them queued or running: a second is refused at
-              the door, before it takes a place in the queue, with HEAVY_REFUSAL (HTTP 429).
-              The place is freed by the run's handler when it ends, whatever the outcome
+  concurrency large work runs one request at a time, and every other concurrency group runs
+              LANE_SLOTS requests at once, more than one client's share (``ui.launch``), so
+              another client's small request never waits behind large work.
+  heavy runs  the sweep and the training run share the ``heavy`` concurrency group (one at a
+              time for everyone), and a client may have at most one of them queued or running:
+              a second is refused before it joins, with HEAVY_REFUSAL (HTTP 429). The run's
+              handler frees the client's slot when it ends, whatever the outcome
               (``frees_heavy_place``); a run refused before its handler (an input that
               preprocessing refuses) is refused when it joins, through Gradio's validator
-              (``admit``), so its join fails and the door frees the place at once. Should a
-              queued run never be processed, the place expires after HEAVY_TTL.
+              (``admit``), so its join fails and the middleware frees the slot at once. Should
+              a queued run never be processed, the slot expires after HEAVY_TTL.
 """
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ HEAVY_REFUSAL = (
 )
 HEAVY_TTL = 600.0  # seconds: well past the longest queue wait a capped run can cause
 SHARE = 4
-# Requests each lane but the heavy one runs at once: more than one visitor's share and than the
-# crowd's large places (``ui.crowd``), so a small request always finds a place (``ui.launch``).
+# Requests each concurrency group but the heavy one runs at once (its concurrency_limit): more
+# than one client's share and than the crowd's large places (``ui.crowd``), so a small request
+# always finds a free slot (``ui.launch``).
 LANE_SLOTS = 2 * SHARE
 SHARE_REFUSAL = (
     f"at most {SHARE} requests queued or running per visitor: {SHARE} of yours are still "
@@ -86,8 +87,22 @@ TRUSTED_PROXIES = trusted_proxies()
 
 
 def visitor(headers: Any, client_host: str | None, proxies: int | None = None) -> str:
-    """The visitor key of a request (see the module rule); every X-Forwarded-For header line
-    counts, in order, as one list."""
+    """The client key of a request (see the module rule).
+
+    Args:
+      headers: the request's headers (starlette's or Gradio's), or None.
+      client_host: the connection's peer address.
+      proxies: the trusted proxies in front of the app (default: TRUSTED_PROXIES).
+
+    Returns:
+      The key: an address, or "unknown". Every X-Forwarded-For header line counts, in order,
+      as one list.
+
+    >>> visitor({"x-forwarded-for": "10.0.0.9, 203.0.113.7"}, "127.0.0.1", proxies=1)
+    '203.0.113.7'
+    >>> visitor(None, "127.0.0.1", proxies=1)
+    '127.0.0.1'
+    """
     proxies = TRUSTED_PROXIES if proxies is None else proxies
     if proxies == 0 or headers is None:
         return client_host or "unknown"
@@ -104,7 +119,7 @@ def visitor(headers: Any, client_host: str | None, proxies: int | None = None) -
 
 
 class HeavyRunGate:
-    """Which visitors have a heavy run queued or running; thread-safe."""
+    """Which client keys have a heavy run queued or running; thread-safe."""
 
     def __init__(self, ttl: float = HEAVY_TTL):
         self.ttl = ttl
@@ -112,7 +127,7 @@ class HeavyRunGate:
         self._lock = threading.Lock()
 
     def enter(self, who: str) -> bool:
-        """Take ``who``'s place; False when it is taken (and not yet expired)."""
+        """Take ``who``'s heavy-run slot; False when it is taken (and not yet expired)."""
         now = time.monotonic()
         with self._lock:
             if now - self._since.get(who, -self.ttl) < self.ttl:
@@ -134,15 +149,15 @@ class HeavyRunMiddleware:
 
     It reads the body of ``POST .../queue/join`` (gradio_client and the page) and of
     ``POST .../call/<api_name>`` (raw HTTP), finds the event, replaces the session's queued
-    page event of the same kind, and answers 429 with SHARE_REFUSAL when the visitor has SHARE
+    page event of the same kind, and answers 429 with SHARE_REFUSAL when the client has SHARE
     events in the queue, or HEAVY_REFUSAL when it already has a heavy run; a refused or failed
-    join frees the heavy place again.
+    join frees the heavy-run slot again.
     """
 
     def __init__(self, app: Callable, blocks: gr.Blocks):
         self.app = app
         self.blocks = blocks
-        self.joining: Counter[str] = Counter()  # joins past the door, not yet answered
+        self.joining: Counter[str] = Counter()  # admitted joins not yet answered, per client
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
@@ -194,7 +209,8 @@ class HeavyRunMiddleware:
         return event_of_join(self.blocks, path, payload), session, sent
 
     def _visitor_events(self, who: str) -> list[Any]:
-        """The visitor's events in Gradio's queue: waiting in any lane, or running."""
+        """The client's events in Gradio's queue: waiting in any concurrency group, or
+        running."""
         queued = gradio_queue.queued(gradio_queue.queue_of(self.blocks))
         return [event for event in queued if _event_visitor(event) == who]
 
@@ -232,13 +248,13 @@ async def refuse(send: Send, text: str) -> None:
 
 
 def request_visitor(request: gr.Request) -> str:
-    """The visitor key of the request Gradio hands an event's handler."""
+    """The client key of the request Gradio hands an event's handler."""
     client = getattr(request, "client", None)
     return visitor(request.headers, getattr(client, "host", None))
 
 
 def frees_heavy_place(handler: Callable) -> Callable:
-    """``handler`` (a heavy endpoint) that frees its visitor's place however it ends.
+    """``handler`` (a heavy endpoint) that frees its client's heavy-run slot however it ends.
 
     Gradio hands the handler the request through a ``gr.Request`` parameter appended after its
     inputs; it is no input of the API, and a direct call (no request) frees nothing.
@@ -271,7 +287,7 @@ def admit(handler: Callable) -> Callable:
 
     A validator runs when the run joins the queue, after the page's own check of its inputs
     (``ui.public.PublicBlocks.admit``: the upload check) and Gradio's preprocessing, so an input
-    refused there fails the join itself and the door frees the visitor's place. Every setting's
+    refused there fails the join itself and the middleware frees the client's slot. Every setting's
     own refusal stays the handler's (gr.Error with the field and its range, as the API has
     always answered).
     """

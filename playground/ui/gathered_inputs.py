@@ -13,11 +13,9 @@ inside the box (``expanded``), so a gathered commit is checked as one that sent 
 Why: Gradio's front end (6.31) puts the inputs of an event the server answered into its table
 of loading statuses and, at every status change of any later event, finds each entry by a walk
 of the page's layout tree and sets it again; an event that runs in the browser only never
-enters that table. A commit reads about 40 components, so every later commit paid for 40
-entries at each of its status changes; now it pays for the box and the States (7). Measured with
-``bench/bench_browser.py`` (20 lr commits, three alternating runs each): committed lr to new
-loss 66-69 ms before, 47-56 ms after; Enter to its queue request sent 24-25 ms before, 13-17
-ms after.
+enters that table. A commit reads about 40 components, so every later commit would pay for
+40 entries at each of its status changes; gathered, it pays for the box and the States
+(``bench/bench_browser.py`` times a commit both ways).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Rules (the ``step`` API endpoint keeps its own contract: every output, gr.Error 
   visible   the first answer carries the text: the headline, the magnitude counts and the
             reading; the charts on view (the magnitude figure above the tabs and the open tab's)
             follow from the same report in a second answer, so the new loss is on the page
-            before any chart is drawn (drawing a changed figure takes the browser 0.3 s here),
+            before any chart is drawn (drawing a changed figure is the browser's slowest part),
             and another tab's charts are drawn when it opens. Reports are kept in a small cache
             keyed by the settings and the data, so those later answers never recompute the step.
   sync      the loss scale, its power-of-two exponent control and the presets always agree: the

@@ -9,14 +9,15 @@ Rules:
               default that is missing is refused with a message that names it, instead of
               Gradio's, which prints Python objects; more inputs than the event takes are
               refused saying how many it takes (Gradio ignores them).
-  files       a file input takes only the visitor's own upload (``ui.uploads``' admit rule: one
-              this visitor uploaded, read by its first event, then deleted), checked before Gradio
+  files       a file input takes only the client's own upload (``ui.uploads``' admit rule: one
+              this client uploaded, read by its first event, then deleted), checked before Gradio
               touches its path; any other input holding a file payload is refused with the
               field's own refusal (a setting's range) before Gradio copies the file into its
               cache (so a raw call can make the server read or delete no other file). Each is
               refused once, as gr.Error naming the field, without a traceback in the log.
-  lanes       each call is processed in its event's lane (``ui.launch.in_lane``): large work
-              waits for the one large lane, so it never sits in front of small requests.
+  scheduling  each call is processed as ``ui.launch.in_lane`` schedules it: a session's page
+              events in the order the page sent them, and large work one request at a time,
+              so it never sits in front of small requests.
   skips       an output answered with gr.skip() is sent as such, without touching the session
               (``EventBlocks.postprocess_data``).
 """
@@ -113,7 +114,8 @@ def _refuse_file(field: str | None, name: str, value: Any) -> None:
 
 class PublicBlocks(EventBlocks):
     """gr.Blocks whose calls fill omitted inputs, refuse extra ones and any file that is not
-    the visitor's own upload, run in their lanes, and send skipped outputs without rebuilding
+    the client's own upload, run as ``ui.launch.in_lane`` schedules them, and send skipped
+    outputs without rebuilding
     them (see the module rule)."""
 
     def admit(self, fn: Any, inputs: list[Any], request: gr.Request | None) -> None:
@@ -153,5 +155,5 @@ class PublicBlocks(EventBlocks):
     async def lane(
         self, fn: Any, inputs: list[Any], session: str | None, run: Run, skip: Run
     ) -> Any:
-        """The call in its event's lane (``ui.launch.in_lane``)."""
+        """The call, scheduled by ``ui.launch.in_lane`` (see the module rule)."""
         return await in_lane(fn, inputs, run, session, skip)

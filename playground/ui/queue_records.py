@@ -2,8 +2,8 @@
 
 Rule: Gradio (6.31) records, for every session, the ids of its events
 (``Queue.pending_event_ids_session``) and never forgets a session whose events have all finished;
-every raw API call is a session of its own, so a public Space gained one record per call for as
-long as it ran (the memory creep the load bench measured late in long runs). Before each join,
+every raw API call is a session of its own, so a public Space would gain one record per call for
+as long as it ran, its memory creeping up. Before each join,
 once RECORDS_KEPT sessions are recorded, the sessions whose every event has finished and whose
 messages have all been delivered are forgotten. A finished event's record is needed only until
 its completion message is read (``GET /call/<api>/<event_id>`` looks its session up there), so

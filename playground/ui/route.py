@@ -6,11 +6,11 @@ first applies its lesson's settings as that lesson's button does (every other se
 its default, one step run, the settings written to the URL; a training chapter also sets the
 Training dynamics tab's run inputs), without switching the tab below, and says where the
 learner is (``#route-counter``: chapter k of n; ``#route-chapter``: the question). Then, in the
-heavy lane, it shows the chapter's checked claim (``#route-claim``) beside the one chart that
-answers it (``#route-chart``, or the operations table ``#route-table``) and its payoff
-(``#route-payoff``, ``#route-payoff-chart``): all in the same view. The chapter's runs are the
-page's own (the step report cache, the training lessons' runs), so a chapter opened twice, or
-its lesson's button, never computes again.
+``heavy`` concurrency group, it shows the chapter's checked claim (``#route-claim``) beside the
+one chart that answers it (``#route-chart``, or the operations table ``#route-table``) and its
+payoff (``#route-payoff``, ``#route-payoff-chart``): all in the same view. The chapter's runs
+are the page's own (the step report cache, the training lessons' runs), so a chapter opened
+twice, or its lesson's button, never computes again.
 """
 
 from __future__ import annotations
@@ -160,7 +160,8 @@ def wire(
     then_charts: Callable[[Any], None],
 ) -> None:
     """Previous, next and the chapter list (see the rule). ``run_step_lesson(lesson, last,
-    shown)`` answers a step lesson by the page's keys on ``step_outputs`` in ``lane``;
+    shown)`` answers a step lesson by the page's keys on ``step_outputs``, with the event
+    options ``lane`` (its concurrency group);
     ``cached_report(config, data)`` is the page's report cache; ``then_charts`` chains the
     figures of the results below."""
     dynamics = page.sections["dynamics"]
@@ -216,7 +217,7 @@ def wire(
             [route.chapter],
             [*view_outputs, route.payoff_chart],
             concurrency_limit=1,
-            concurrency_id="heavy",  # the sweep's and the training runs' lane
+            concurrency_id="heavy",  # the sweep's and the training runs' concurrency group
             api_visibility="private",
             show_progress="full",
             show_progress_on=[route.claim],

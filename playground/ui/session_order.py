@@ -1,22 +1,26 @@
 """A session's page events start in the order the page sent them.
 
-Rule: the door (``ui.fair_use``) numbers each private page event of a session as it is let in
-(``arrived``): by the page's own number for it when the join carries one (``ui.assets``'
-PAGE_ORDER: the order the page sent its requests in), else by the order of arrival. Two
-requests the page sent a moment apart travel on two connections and may reach the door in
-either order; a number of the server's own then put a slider's refused value (sent second)
-before the commit of the box left just before, which ran last and hid the refusal's notice.
-Before its session's lane, a page event takes the oldest number of its kind (``take``) and
-waits until every event of its session with a smaller number has started (``wait_turn``); it
-starts by taking the session's lane lock, which is first come, first served, and says so
-(``started``). Gradio may start two of a session's events in either order (both wait in a lane
-of several places). A commit (an event that carries every setting's value) numbered by the
-page before a commit of its session that has already started is superseded (``superseded``):
-the newer one carries every value the older did as the page then held them, so the older one
-is answered with a skip instead of running after it (``commit_started`` records the newest).
+Rule, per session and per private page event::
+
+    arrived     the join middleware (``ui.fair_use``) numbers the event as it admits it: by the
+                page's own number (``ui.assets``' PAGE_ORDER, the order the page sent its
+                requests in) when the join carries one, else by the order of arrival
+    take        before the session's lock, the event takes the oldest number of its kind
+    wait_turn   it waits until every event of its session with a smaller number has started
+    started     it takes the session's lock (first come, first served) and says so
+    superseded  a commit (an event that carries every setting's value) numbered before a
+                commit of its session that has already started is answered with a skip: the
+                newer one carries every value the older did (``commit_started`` records it)
+    dropped     an event replaced before it started gives its number up
+
+Why the page's own number: two requests the page sent a moment apart travel on two
+connections and may reach the server in either order, and Gradio may start two of a session's
+events in either order too (both wait in a concurrency group that runs several at once). A
+number of the server's own could run a slider's refused value (sent second) before the
+commit of the box left just before, hiding the refusal's notice.
+
 An event that never starts (dropped before its handler) holds the others up at most WAIT
-seconds, and a number is forgotten after FORGET seconds; an event replaced at the door gives
-its number up (``dropped``).
+seconds, and a number is forgotten after FORGET seconds.
 """
 
 from __future__ import annotations
@@ -28,8 +32,7 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 # Seconds an event waits at most for an earlier one of its session to start: long enough for a
-# busy 2-vCPU server (at 2 s, a preset clicked right after a commit timed out once in a browser
-# test under a load average of 6-10, as if the two had run out of order).
+# busy small server, where a shorter wait let a preset clicked right after a commit run first.
 WAIT = 8.0
 FORGET = 60.0  # seconds after which a number that never started is forgotten
 POLL = 0.005
@@ -70,7 +73,8 @@ def _forgotten(entries: list[tuple[Turn, int, float]], now: float) -> bool:
 
 
 def dropped(session: str, kind: int) -> None:
-    """A still-queued event of ``kind`` was replaced at the door: its number will never start."""
+    """A still-queued event of ``kind`` was replaced by a newer one: its number will never
+    start."""
     take(session, kind)
 
 

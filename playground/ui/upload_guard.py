@@ -1,22 +1,23 @@
-"""The door of every request body: a cap on its size, and for Gradio's upload route bytes per
-visitor per hour and the disk's total bound.
+"""Request body limits (ASGI middleware): a size cap on every body, and for Gradio's upload
+route a per-client hourly byte budget and the disk's total bound.
 
 Rules:
-  bodies   a request body (any route but the upload route) is at most MAX_BODY_BYTES, the
-           largest request the page or the API sends (a page event carrying a sweep's summary
-           back, about 8 kB) with ample room. A body that states a larger Content-Length is
-           refused with 413 naming the cap before a byte of it is read; one streamed without a
+  bodies   a request body (any route but the upload route) is at most MAX_BODY_BYTES, well
+           above the largest request the page or the API sends (a page event carrying a
+           sweep's summary back). A body that states a larger Content-Length is refused with
+           413 naming the cap before a byte of it is read; one streamed without a
            Content-Length is counted as it arrives and refused once it passes the cap. So the
-           server holds at most the cap per request, whatever a client sends (a 100 MB JSON
-           body once added 400 MB while Gradio parsed it).
+           server holds at most the cap per request, whatever a client sends (Gradio would
+           parse a large JSON body in memory, at several times its size).
   uploads  every ``POST .../upload`` states its size (Content-Length; a chunked upload is
-           refused with 411) and is charged that many bytes against its visitor
+           refused with 411) and is charged that many bytes against its client
            (``ui.fair_use``'s key) before Gradio reads a byte of it:
 
-    per visitor  at most UPLOAD_BYTES_PER_HOUR over the last hour; an upload past it is refused
-                 with 429 (413 when it alone is larger), naming the cap and when room comes back
+    per client   at most UPLOAD_BYTES_PER_HOUR over the last hour; an upload past it is refused
+                 with 429 (413 when it alone is larger), naming the cap and when the budget
+                 allows it again
     in total     the upload must fit within the app's disk bound (``views.file_store``: uploads
-                 and downloads together), older downloads deleted to make room; else 507
+                 and downloads together), older downloads deleted to free space; else 507
 
 A refused upload never reaches Gradio, so it leaves no file; Gradio deletes what it refuses
 itself (a file past ``max_file_size``, which it streams to disk, never to memory), and an upload
@@ -43,7 +44,7 @@ from playground.views import file_store
 UPLOAD_BYTES_PER_HOUR = int(float(os.environ.get("PLAYGROUND_UPLOAD_MB_PER_HOUR", 20)) * 2**20)
 HOUR = 3600.0
 # The largest legal body is a page event that sends a sweep's JSON summary back (bfloat16's 127
-# scales: about 8 kB; a training run's about 2 kB); 32 times that leaves room for any input.
+# scales: about 8 kB; a training run's about 2 kB); 32 times that leaves a margin for any input.
 MAX_BODY_BYTES = 256 * 2**10
 BODY_REFUSAL = (
     f"Request bodies are capped at {MAX_BODY_BYTES // 2**10} kB (the largest request this app "
@@ -60,7 +61,7 @@ def _mb(nbytes: float) -> str:
 
 
 class UploadLedger:
-    """Bytes each visitor uploaded over the last hour; thread-safe."""
+    """Bytes each client uploaded over the last hour; thread-safe."""
 
     def __init__(self, cap: int = UPLOAD_BYTES_PER_HOUR, window: float = HOUR):
         self.cap, self.window = cap, window
@@ -73,7 +74,7 @@ class UploadLedger:
         with self._lock:
             stale = [key for key, sent in self._sent.items() if sent[-1][0] <= now - self.window]
             for key in stale:
-                del self._sent[key]  # nothing within the hour: forget the visitor
+                del self._sent[key]  # nothing within the hour: forget the client
             sent = self._sent.get(who, collections.deque())
             while sent and sent[0][0] <= now - self.window:
                 sent.popleft()
@@ -185,6 +186,7 @@ async def _refuse(send: Send, status: int, message: str) -> None:
 
 def disk_middleware() -> Middleware:
     """Claim the app's folder on disk (``file_store.claim``: leftovers of an earlier run go)
-    and return the bodies' door, for ``launch``'s ``app_kwargs``; call before the launch."""
+    and return the body-limit middleware, for ``launch``'s ``app_kwargs``; call before the
+    launch."""
     file_store.claim()
     return Middleware(BodyGuard)

@@ -1,10 +1,10 @@
-"""The upload route's record: which visitor uploaded which file, kept at upload time.
+"""The upload route's record: which client uploaded which file, kept at upload time.
 
-Rule: every answer of Gradio's upload route (``POST .../upload``, past ``ui.upload_guard``'s
-door) that succeeds lists the paths Gradio wrote; each is recorded as a fresh upload of the
-visitor who sent it (``ui.fair_use``'s key), for ``ui.uploads``' admit rule. A client that
-disconnects midway through its upload ends the request quietly: there is nobody left to answer,
-and the partial file expires (``views.file_store.expire_uploads``).
+Rule: every answer of Gradio's upload route (``POST .../upload``, admitted by
+``ui.upload_guard``) that succeeds lists the paths Gradio wrote; each is recorded as a fresh
+upload of the client who sent it (``ui.fair_use``'s key), for ``ui.uploads``' admit rule. A
+client that disconnects midway through its upload ends the request quietly: there is nobody
+left to answer, and the partial file expires (``views.file_store.expire_uploads``).
 """
 
 from __future__ import annotations
@@ -75,6 +75,6 @@ class UploadRecords:
 
 
 def upload_records() -> Middleware:
-    """The middleware, for ``launch``'s ``app_kwargs``: after the upload door, so a refused
-    upload never reaches it."""
+    """The middleware, for ``launch``'s ``app_kwargs``: inside ``ui.upload_guard``'s, so a
+    refused upload never reaches it."""
     return Middleware(UploadRecords)

@@ -1,21 +1,21 @@
-"""A visitor's uploaded CSV, as the events receive it: the visitor's own upload, read once,
+"""A client's uploaded CSV, as the events receive it: the client's own upload, read once,
 never kept on disk.
 
 Rules:
   record  Gradio's upload route answers the paths it wrote; at upload time each is recorded as
-          a fresh upload of the visitor who sent it (``ui.fair_use``'s key; ``record``, called by
-          ``ui.upload_records``), the visitor's VISITOR_RECORDS newest at most. Gradio names an
+          a fresh upload of the client who sent it (``ui.fair_use``'s key; ``record``, called by
+          ``ui.upload_records``), the client's VISITOR_RECORDS newest at most. Gradio names an
           upload by its content, so uploading the same file again gives the same path, and its
           record is fresh again.
-  admit   a file input is None (no file) or the FileData payload of a path this visitor
+  admit   a file input is None (no file) or the FileData payload of a path this client
           recorded (``admit``, from ``ui.public.PublicBlocks`` before Gradio touches the path).
           Anything else is refused naming the input and is neither read nor deleted: another
-          visitor's upload, a download, the app's lock, Gradio's cache, any path outside the
+          client's upload, a download, the app's lock, Gradio's cache, any path outside the
           app's folder, an upload past UPLOAD_TTL_SECONDS (it expired from disk).
   read    the first event that admits a fresh upload of ``data`` (READ_HERE) reads it (at most
           MAX_BYTES; a larger one is refused) and deletes it from disk at once, every time it
           was uploaded; its record turns read. The bytes stay in memory (CACHED_FILES files)
-          for the visitors who read them, so the page's later events, which send the same path
+          for the clients who read them, so the page's later events, which send the same path
           again, find them; once they leave the memory the path is refused (upload it again).
           The parsed data for each d_out and task is kept too (PARSED_FILES; the same UserData
           object, so the page's report cache knows it again). The handlers (``user_data``)
@@ -42,7 +42,7 @@ from playground.views.file_store import UPLOAD_TTL_SECONDS, download_dir
 CACHED_FILES = 32
 # Parsed uploads kept: a 1 MB file parses to at most about 2 MB of float32.
 PARSED_FILES = 8
-# Fresh uploads remembered (each a path and a visitor), in all and per visitor (the page sends
+# Fresh uploads remembered (each a path and a client), in all and per client (the page sends
 # one at a time); an older one has expired from disk.
 RECORDS = 4096
 VISITOR_RECORDS = 16
@@ -83,7 +83,7 @@ def record(visitor: str, paths: list[str]) -> None:
             _fresh.move_to_end((visitor, path))
         own = [key for key in _fresh if key[0] == visitor]
         for key in own[: max(0, len(own) - VISITOR_RECORDS)]:
-            del _fresh[key]  # the visitor's oldest: no visitor's uploads push out another's
+            del _fresh[key]  # the client's oldest: no client's uploads push out another's
         while _fresh and (
             len(_fresh) > RECORDS or next(iter(_fresh.values())) < now - UPLOAD_TTL_SECONDS
         ):
@@ -91,7 +91,7 @@ def record(visitor: str, paths: list[str]) -> None:
 
 
 def _located(payload: Any, field: str) -> tuple[str, str] | None:
-    """(server path, the visitor's file name) of a FileData payload (the raw input), None for
+    """(server path, the user's file name) of a FileData payload (the raw input), None for
     no file; ConfigError naming ``field`` for anything else."""
     if payload is None:
         return None
@@ -134,7 +134,7 @@ def admit(visitor: str, payload: Any, read: bool = True, field: str = "data") ->
 def _read_fresh(path: str, name: str) -> None:
     """Read a fresh upload into memory and delete it from disk. Call with ``_lock`` held.
 
-    Its file is gone when another visitor uploaded the identical file and read it first: the
+    Its file is gone when another client uploaded the identical file and read it first: the
     bytes in memory are then this upload's too (the path is named by the content)."""
     try:
         size = os.lstat(path).st_size
@@ -149,7 +149,7 @@ def _read_fresh(path: str, name: str) -> None:
         raise ConfigError("data", f"data (your CSV file): {size:,} bytes; at most {MAX_BYTES:,}")
     with open(path, "rb") as file:
         content = file.read(MAX_BYTES + 1)
-    os.unlink(path)  # nothing of the visitor's stays on disk
+    os.unlink(path)  # nothing of the client's stays on disk
     if len(content) > MAX_BYTES:  # grew since it was measured
         raise ConfigError("data", f"data (your CSV file): more than {MAX_BYTES:,} bytes")
     if path in _files and _files[path][0] != name:  # the same bytes under another name
@@ -208,7 +208,7 @@ def user_data(payload: Any, d_out: int, task: str = "regression") -> UserData | 
 
 
 def uploaded_file(payload: Any, field: str) -> tuple[Path, str] | None:
-    """(the file on disk, the visitor's name for it) of an upload payload for input ``field``,
+    """(the file on disk, the user's name for it) of an upload payload for input ``field``,
     None for no file; ConfigError naming ``field`` for anything but a file in Gradio's upload
     folder (outside the app's downloads). The caller reads it once and deletes it."""
     if payload in (None, "", [], {}):

@@ -1,6 +1,6 @@
-"""Warming the server's programs before the first visitors' requests.
+"""Warming the server's programs before the first users' requests.
 
-Rule: at start, a background thread sends one request of each combination a visitor can pick
+Rule: at start, a background thread sends one request of each combination a user can pick
 without touching a number (every endpoint x model x recipe at the page's defaults: the page's
 own step first, then the other steps, the training runs, the sweeps; then the comparison of
 every recipe at the defaults, whose steps are compiled by then) through the same code as
@@ -9,25 +9,20 @@ compiled (``core.step.compiled`` keeps the most recently used; ``core.step.compi
 them on
 disk, so a restarted server reads them back), along with what every shape shares (scalar casts,
 each recipe's statistics, the charts' code, lazily imported modules). ``PLAYGROUND_WARM_UP=0``
-turns it off (the tests' servers, which share 2 vCPUs with their browsers).
+turns it off (the tests' servers, which share a small CPU with their browsers).
 
 Ready first: the page's own step (the first request) runs in ``start``, before the server
 serves, at the caller's priority: a server is ready when the page it serves answers its first
-request without compiling (with an empty compilation cache that step compiles for about 1 s).
-The thread warms the rest after START_GRACE seconds, so a visitor who woke the server has the
-first page to itself. (A fresh server's first visitor had waited 4.1 s for the first chart
-against 3.1 s warm; most of it was two load events of the lab, which compiled for 1.3 s and
-are gone: ``ui.tabs.lab``. Measured after all three: 2.63 s against 2.66 s.)
+request without compiling. The thread warms the rest after START_GRACE seconds, so a user who
+woke the server has the first page to itself.
 
-Yielding: visitors are served first. Before each of its requests the warm-up waits until no
-visitor's request has been seen for QUIET seconds (``Traffic.quiet_for``): a request is seen
+Yielding: users are served first. Before each of its requests the warm-up waits until no
+user's request has been seen for QUIET seconds (``Traffic.quiet_for``): a request is seen
 while it is in flight over HTTP (``TrafficMiddleware``; the event streams, which stay open while
 a page is, do not count) and while an event is queued or running in Gradio's queue. So a
-visitor's page load and commits meet at most the one warm-up request already compiling when
+user's page load and commits meet at most the one warm-up request already compiling when
 they came, and that one runs at the lowest CPU priority (``lowest_priority``: on Linux a
-thread's nice value is its own), so the visitor's work takes the cores first (a fresh
-server's first visitor had waited 5.1 s for the first chart, against 2.8 s warm, and
-0.51-0.62 s per committed lr, against 94 ms).
+thread's nice value is its own), so the user's work takes the cores first.
 """
 
 from __future__ import annotations
@@ -50,14 +45,14 @@ from playground.ui.arguments import STEP
 from playground.ui.gradio_internals import queue as gradio_queue
 from playground.ui.tabs.compare import COMPARE, run_compare
 
-# Seconds without a visitor's request before the warm-up sends its next one: longer than the
-# gaps inside a page load and between a visitor's commits.
+# Seconds without a user's request before the warm-up sends its next one: longer than the
+# gaps inside a page load and between a user's commits.
 QUIET = 2.0
-# Seconds the thread waits before its first request, from the moment ``start`` returns (the
-# server then takes about 1-2 s to serve): a visitor who wakes the server (a Space's first
-# visitor) loads the page and sees its first chart (about 3 s) before the warm-up traces
-# anything. A lower CPU priority cannot put the visitor first while a warm-up request traces:
-# tracing is Python, and the interpreter's lock takes no priorities.
+# Seconds the thread waits before its first request, from the moment ``start`` returns: long
+# enough for the server to start serving and for a user who wakes it (a Space's first user) to
+# load the page and see its first chart before the warm-up traces anything. A lower CPU
+# priority cannot put the user first while a warm-up request traces: tracing is Python, and
+# the interpreter's lock takes no priorities.
 START_GRACE = 6.0
 POLL = 0.05  # seconds between looks at the traffic while waiting
 # GET routes that stay open while a page is (Gradio's event streams and heartbeat).
@@ -65,7 +60,7 @@ STREAMS = ("/queue/data", "/heartbeat/", "/call/")
 
 
 class Traffic:
-    """Visitors' requests as the warm-up sees them: HTTP requests in flight (counted by
+    """Users' requests as the warm-up sees them: HTTP requests in flight (counted by
     ``TrafficMiddleware``) and the events in ``blocks``' queue."""
 
     def __init__(self, blocks: Any = None, clock: Callable[[], float] = time.monotonic):
@@ -74,14 +69,14 @@ class Traffic:
         self.last_seen = -float("inf")  # when a request was last in flight or queued
 
     def busy(self) -> bool:
-        """Whether a visitor's request is in flight, or an event queued or running."""
+        """Whether a client's request is in flight, or an event queued or running."""
         if self.in_flight:
             return True
         queue = gradio_queue.queue_of(self.blocks)
         return queue is not None and gradio_queue.busy(queue)
 
     def quiet_for(self) -> float:
-        """Seconds since a visitor's request was last seen (0 while one is)."""
+        """Seconds since a client's request was last seen (0 while one is)."""
         now = self.clock()
         if self.busy():
             self.last_seen = now
@@ -145,7 +140,7 @@ DONE = "warm-up done"  # printed when the thread ends (the benches wait for it)
 
 
 def wait_quiet(traffic: Traffic, quiet: float = QUIET, poll: float = POLL) -> None:
-    """Return once no visitor's request has been seen for ``quiet`` seconds."""
+    """Return once no client's request has been seen for ``quiet`` seconds."""
     while traffic.quiet_for() < quiet:
         time.sleep(poll)
 

@@ -30,7 +30,8 @@ from playground.ui.examples import wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.widgets import commit_triggers, quiet_progress
 
-# One lane for the page's step events: one at a time, never part of the API.
+# The page's step events share one concurrency group (a session's run one at a time, in the
+# order sent: ``ui.session_order``); private, never part of the API.
 LANE = {"concurrency_limit": LANE_SLOTS, "concurrency_id": "page-step", "api_visibility": "private"}
 
 

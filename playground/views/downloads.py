@@ -8,7 +8,7 @@ Each function here writes one file and returns its path, for a Gradio ``gr.File`
             text_file                               any text (the exported script)
     where   the app's folder in Gradio's cache, every file in its own subdirectory, written
             once, old files cleaned up whenever one is written, all files within one total
-            bound (``file_store``: DiskFull when no room is left)
+            bound (``file_store``: DiskFull when no space is left)
     name    what it holds and the settings, such as
             gradients_bfloat16_linear_sgd_n256_64x16_lr0.1_S1024_seed0_data0.csv
             (``file_names``)

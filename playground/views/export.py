@@ -104,7 +104,7 @@ def export_script(config: StepConfig, data: UserData | None = None, framework: s
 
     Args:
       config: a validated StepConfig.
-      data: the visitor's upload, embedded in the script (N and D_in follow it), or None.
+      data: the user's upload, embedded in the script (N and D_in follow it), or None.
       framework: ``jax`` (equal to the page bit for bit) or ``pytorch`` (autocast and
         GradScaler, equal within the compute dtype's precision).
 

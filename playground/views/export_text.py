@@ -27,8 +27,8 @@ from playground.core.settings.settings import ConfigError, settings
 MAX_SCRIPT_BYTES = 2_000_000
 BASE64_LINE = 76  # characters of base64 per line: 8 of indent and 2 quotes keep lines <= 88
 # base64 takes 16/3 characters per float32 value, plus 11 per line of BASE64_LINE of them
-# (indent, quotes, newline): 6.1 characters a value. 300,000 values are 1.84 MB, leaving room
-# for the script's code.
+# (indent, quotes, newline): 6.1 characters a value. 300,000 values are 1.84 MB, leaving
+# space for the script's code.
 MAX_EMBEDDED_VALUES = 300_000
 
 

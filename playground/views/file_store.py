@@ -14,9 +14,9 @@ Rule::
               write the same path; Gradio serves them from there without a copy (they already
               lie in its cache). Written only when asked for.
     total     everything in the folder (uploads, downloads, Gradio's own files) stays within
-              MAX_BYTES: a download makes room as it is written, chunk by chunk, by deleting the
-              oldest other downloads, and is refused (DiskFull, its partial file deleted) when
-              no room is left; an upload reserves its size the same way before Gradio reads a
+              MAX_BYTES: a download frees space as it is written, chunk by chunk, by deleting
+              the oldest other downloads, and is refused (DiskFull, its partial file deleted)
+              when no space is left; an upload reserves its size the same way before Gradio reads a
               byte of it (``reserve``, used by ``ui.upload_guard``).
     expiry    whenever a file is written, and every SWEEP_SECONDS after a claim: downloads older
               than MAX_AGE_SECONDS go, then the oldest past MAX_FILES; every file of Gradio's
@@ -49,7 +49,7 @@ PREFIX = "playground-"
 DOWNLOADS = "downloads"
 LOCK = ".lock"
 
-_lock = threading.RLock()  # re-entered: cleanup and make-room find the downloads folder
+_lock = threading.RLock()  # re-entered: cleanup and _make_room find the downloads folder
 _area: str | None = None  # the claimed folder
 _root: str | None = None  # the downloads folder
 _writing: set[str] = set()
@@ -57,7 +57,7 @@ _reserved = 0  # bytes of uploads being received
 
 
 class DiskFull(ValueError):
-    """No room is left within MAX_BYTES; the message names the cap."""
+    """No space is left within MAX_BYTES; the message names the cap."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -183,8 +183,8 @@ def _make_room(nbytes: int, keep: str | None) -> bool:
 
 
 def reserve(nbytes: int) -> bool:
-    """Room for an upload of ``nbytes`` (old downloads deleted to make it), held until
-    ``release``; False when it does not fit."""
+    """Reserve space for an upload of ``nbytes`` (old downloads deleted to free it), held
+    until ``release``; False when it does not fit."""
     global _reserved
     with _lock:
         if not _make_room(nbytes, None):
@@ -236,7 +236,7 @@ def _sweep_forever() -> None:
 
 
 class _Bounded:
-    """A binary file that makes room for each chunk before writing it (see ``total``)."""
+    """A binary file that frees space for each chunk before writing it (see ``total``)."""
 
     def __init__(self, file: Any, path: str):
         self.file, self.path = file, path
@@ -253,7 +253,7 @@ class _Bounded:
 def write_file(filename: str, write: Callable[[Any], None]) -> str:
     """Write a new file ``filename`` with ``write(binary file)``, clean up, return its path.
 
-    Raises DiskFull (the partial file deleted) when the total cap leaves no room for it."""
+    Raises DiskFull (the partial file deleted) when the total cap leaves no space for it."""
     root = download_dir()
     with _lock:  # made and marked at once: no cleanup sees it unprotected
         folder = tempfile.mkdtemp(dir=root)

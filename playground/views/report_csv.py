@@ -6,8 +6,7 @@ exactly (see ``csv_files``); the file named ``{what}_{settings}.csv`` (see ``fil
     gradients_csv  a StepReport: one row per parameter entry, at most MAX_GRADIENT_ROWS rows
                    (about 107 bytes each; more are refused with a ValueError that names the
                    size). The bound admits the largest model of the default caps (1024 x 1024
-                   kernel + 1024 bias: a 112 MB file, written in about 3 s of CPU on a 2-vCPU
-                   machine) and no more
+                   kernel + 1024 bias, about 112 MB) and no more
     sweep_csv      a SweepReport: one row per log2 loss scale
     dynamics_csv   a DynamicsReport: one row per state after k = 0 .. K updates
 """

@@ -1,2 +1,2 @@
-"""A step's data: the synthetic teacher batch (``synthetic``) and a visitor's own CSV
+"""A step's data: the synthetic teacher batch (``synthetic``) and a user's own CSV
 (``user_data``)."""

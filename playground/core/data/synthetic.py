@@ -48,7 +48,7 @@ def make_batch(config: StepConfig) -> tuple[np.ndarray, np.ndarray]:
     """Draw the batch for ``config`` with numpy's PCG64 generator seeded by ``data_seed``.
 
     z, T and e are drawn in that order as float32; numpy rather than jax.random, because a new
-    shape then costs no compilation (jax.random's sampler compiles in about 0.4 s per shape).
+    shape then costs no compilation (jax.random's sampler compiles once per shape).
     The two most recent batches are kept, so changing lr or loss_scale reuses the batch.
 
     Args:

@@ -1,4 +1,4 @@
-"""A visitor's own data: a CSV file of numbers; its shape sets N, D_in and D_out.
+"""A user's own data: a CSV file of numbers; its shape sets N, D_in and D_out.
 
 Rule, for the text of a file and the setting d_out:
 

@@ -26,8 +26,8 @@ import numpy as np
 # A loss that moved less than this share of its final value over the last tenth of the run
 # has stopped moving.
 STOPPED_SHARE = 0.01
-# Significant digits of a loss that stopped moving (the digits measured to agree across XLA's
-# CPU variations, with room to spare) and of any other.
+# Significant digits of a loss that stopped moving (the digits that agree across XLA's
+# CPU variations, with a margin) and of any other.
 NOISE_DIGITS = 2
 DIGITS = 4
 

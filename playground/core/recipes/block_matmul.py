@@ -95,8 +95,8 @@ def gradient_uniforms(key: jax.Array, shape: tuple[int, int]) -> tuple[jax.Array
     gradient's two stochastic roundings (rows, columns): the halves of one 32-bit word per
     entry, a counter-based hash of the entry's index keyed by two words drawn from ``key``
     (mix(mix(index x golden ratio + k0) ^ k1)). Not cryptographic, but uniform and uncorrelated
-    enough for rounding decisions, and on CPU about 6x cheaper than drawing them with XLA's
-    RngBitGenerator (threefry is slower still)."""
+    enough for rounding decisions, and on CPU much cheaper than drawing them with XLA's
+    RngBitGenerator or threefry."""
     k0, k1 = jax.random.bits(jax.random.fold_in(key, ROUNDING), (2,), jnp.uint32)
     rows = jax.lax.broadcasted_iota(jnp.uint32, shape, 0)
     index = rows * jnp.uint32(shape[1]) + jax.lax.broadcasted_iota(jnp.uint32, shape, 1)

@@ -160,9 +160,8 @@ def block_recipe(
 
 
 # Compile against bfloat16's, per endpoint (step, dynamics, sweep): (factor on each dense
-# layer's part, extra seconds), fitted to bench/bench_compile.py's first-call overheads on
-# 2 vCPUs and rounded up (float16's /step compiled at about 0.55 of bfloat16's; its other
-# endpoints were not measured, and fp8_block's runs and sweeps take mxfp8's).
+# layer's part, extra seconds), fitted to bench/bench_compile.py's first-call overheads and
+# rounded up (fp8_block's runs and sweeps take mxfp8's).
 FLOAT16_COMPILE = ((0.7, 0.0), (1.0, 0.0), (1.0, 0.0))
 FLOAT8_COMPILE = ((1.6, 0.0), (2.1, 0.0), (2.0, 0.0))
 MXFP8_COMPILE = ((1.2, 0.8), (3.8, 0.0), (1.2, 1.15))
@@ -185,17 +184,15 @@ RECIPES: dict[str, Recipe] = {
             scalings=SCALINGS,
             saturates=True,
             summary=functools.partial(quantized_summary, recipe_name="float8"),
-            # Per-tensor scaling adds an amax, a multiply, a clip and a cast of every tensor
-            # (measured: +5-25% over bfloat16).
+            # Per-tensor scaling adds an amax, a multiply, a clip and a cast of every tensor.
             work_factor=1.25,
             compile_cost=FLOAT8_COMPILE,
             settings=("fp8_scaling", "amax_history"),
         ),
         # Block-scaled recipes (TransformerEngine 2.x's MXFP8BlockScaling, Float8BlockScaling,
-        # NVFP4BlockScaling), emulated in float32 on CPU. Their work factors: a quantize-
-        # dequantize of each operand per matmul, forward and backward (bench/bench_blocks.py
-        # at 4096 x 1024 x 1024 on 2 vCPUs, against float32's forward and backward: mxfp8
-        # 1.36, fp8_block 1.27, nvfp4 1.61, with its Hadamard transform, the default, 1.97).
+        # NVFP4BlockScaling), emulated in float32 on CPU. Their work factors pay for a
+        # quantize-dequantize of each operand per matmul, forward and backward, against
+        # float32's forward and backward (bench/bench_blocks.py prints the ratios).
         block_recipe(MXFP8, work_factor=1.4, compile_cost=MXFP8_COMPILE, listed=True),
         block_recipe(FP8_BLOCK, work_factor=1.3, compile_cost=FP8_BLOCK_COMPILE),
         block_recipe(NVFP4, work_factor=2.0, compile_cost=NVFP4_COMPILE, listed=True),

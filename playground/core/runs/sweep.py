@@ -52,10 +52,14 @@ MOST_SCALES_PER_BATCH = 8
 def scale_batches(count: int) -> tuple[int, int]:
     """(batches, scales per batch) for ``count`` scales: the fewest batches of at most
     MOST_SCALES_PER_BATCH, all of one size, so that ``jax.lax.map`` compiles the vmapped step
-    once. With batches of 8 and a remainder (127 = 15 x 8 + 7: bfloat16's sweep) it compiles a
-    second copy for the remainder: an mxfp8 transformer's 10 scales compiled for 16.6 s as
-    8 + 2, 10.7 s as 2 x 5. The scales are padded to batches x size with the last one, whose
-    repeats are dropped."""
+    once (batches of 8 and a remainder would compile a second copy for the remainder). The
+    scales are padded to batches x size with the last one, whose repeats are dropped.
+
+    >>> scale_batches(10)  # 2 x 5, not 8 + 2
+    (2, 5)
+    >>> scale_batches(127)  # bfloat16's sweep: 16 x 8, the last scale repeated once
+    (16, 8)
+    """
     batches = -(-count // MOST_SCALES_PER_BATCH)
     return batches, -(-count // batches)
 
@@ -152,6 +156,11 @@ def check_sweep_work(config: StepConfig, scales: int) -> None:
 
 def run_sweep(config: StepConfig, data: UserData | None = None) -> SweepReport:
     """Sweep the loss scale for ``config`` (its own loss_scale is ignored; see the module rule).
+
+    Args:
+      config: a validated StepConfig.
+      data: a user's own batch (an uploaded CSV), used instead of the synthetic one (N and D_in
+        follow it).
 
     Returns:
       A SweepReport; compiled once per (shapes, precision policy).

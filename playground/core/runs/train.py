@@ -360,6 +360,11 @@ def run_dynamics(
       config: a validated StepConfig; its ``steps``, ``mode``, ``period`` and
         ``pure_rounding`` are used unless given here (each checked against the settings
         table, and steps against the work cap).
+      steps: the number of updates K of each run.
+      mode: the loss-scale policy of the mixed and pure runs: none, static or dynamic.
+      period: the dynamic policy's growth interval, in finite steps.
+      data: a user's own batch (an uploaded CSV), used instead of the synthetic one.
+      pure_rounding: how the pure run stores p + update: nearest, stochastic or kahan.
 
     Returns:
       A DynamicsReport. One compiled program per (shapes, precision policy, mode,

@@ -1,7 +1,7 @@
 """The first call: what compiling a request's programs costs, priced as work by the cost model.
 
 Rule: a request whose programs are not compiled yet (a new batch size, shape, model, recipe or
-optimizer: a visitor can always pick one) first waits for XLA to trace and compile them, for
+optimizer: a user can always pick one) first waits for XLA to trace and compile them, for
 seconds whatever its batch. That wait is a one-off per program (``core.step.compiled`` keeps the
 program, the persistent compilation cache keeps it across restarts), so it never refuses a
 request: the warm work caps and the memory bound (``core.settings.cost``) do. It prices where the
@@ -17,17 +17,18 @@ first call runs::
                       (the recipe's ``compile_on(endpoint)``: bfloat16's (1, 0))
     compile work      compile seconds x the endpoint's budget / BUDGET_SECONDS[endpoint]
                       (the endpoint's own multiply-adds: its budget takes BUDGET_SECONDS of
-                      warm time on 2 vCPUs)
-    lane work         the compile work when the compile seconds reach FIRST_CALL_SECONDS, else
-                      0 (``first_call_work``): such a /step is large work (``ui.launch``'s
-                      lanes) and computes one at a time, within its visitor's share; sweeps and
-                      training runs run one at a time in the heavy lane anyway
+                      warm time on the reference machine)
+    first-call work   the compile work when the compile seconds reach FIRST_CALL_SECONDS, else
+                      0 (``first_call_work``): such a /step counts as large work, which
+                      ``ui.launch`` runs one request at a time, within its client's share;
+                      sweeps and training runs run one at a time in the ``heavy`` concurrency
+                      group anyway
     /compare          every recipe's /step programs: the sum of their compile seconds, priced
                       as /step's (``compare_first_call_work``)
 
-FIRST_CALL_SECONDS is under 8 x the largest linear /step's warm time (0.39 to 0.55 s measured,
-so 3.1 to 4.4 s). The seconds were measured by ``bench/bench_compile.py``, which prints each
-configuration's first-call overhead beside this model's (the model must not be below it).
+The reference machine is a public Space's 2 vCPUs. FIRST_CALL_SECONDS sits below 8 x the
+largest linear /step's warm time. ``bench/bench_compile.py`` prints each configuration's
+first-call overhead beside this model's (the model must not be below it).
 
 Example::
 
@@ -46,38 +47,41 @@ from playground.core.recipes.registry import COMPILE_ENDPOINTS, RECIPES, recipe
 
 
 class CompileSeconds(NamedTuple):
-    """One endpoint's compile time on the reference machine (2 vCPUs), in seconds: its fixed
-    programs, and each dense layer's part of its step programs."""
+    """One endpoint's compile time on the reference machine, in seconds.
+
+    Attributes:
+      base: its fixed programs (a linear model's).
+      per_layer: each further dense layer's part of its step programs.
+    """
 
     base: float
     per_layer: float
 
 
 ENDPOINTS = COMPILE_ENDPOINTS
-# Measured by bench/bench_compile.py on 2 vCPUs (first call minus warm call, bfloat16, MLPs of
-# width 1024): each endpoint's programs for a linear model, and each further dense layer (its
-# forward, backward, optimizer update and report in the mixed step and the float32 twin; the
-# training run's three runs; the sweep's scales), fitted from above and rounded up.
+# Fitted from above to bench/bench_compile.py's first-call overheads (first call minus warm call,
+# bfloat16, MLPs of width 1024) and rounded up: each endpoint's programs for a linear model, and
+# each further dense layer (its forward, backward, optimizer update and report in the mixed step
+# and the float32 twin; the training run's three runs; the sweep's scales).
 COMPILE = {
     "step": CompileSeconds(base=0.45, per_layer=0.48),
     "dynamics": CompileSeconds(base=1.4, per_layer=0.22),
     "sweep": CompileSeconds(base=1.0, per_layer=0.48),
 }
-# A layer norm's forward, backward and statistics per dense layer (measured: about 1.3); a
-# softmax cross-entropy's.
+# A layer norm's forward, backward and statistics per dense layer, as a factor; a softmax
+# cross-entropy's, in seconds.
 NORM_LAYER_FACTOR = 1.5
 CLASSIFICATION_SECONDS = 0.1
 # A transformer block's attention (scores, mask, softmax, values, their padding and reshapes),
-# SwiGLU and residuals, in dense layers' compile time: its float16 /step report compiled 1.7 x
-# as long as an MLP of its 8 dense layers (38.8 s against 22.9 s on a loaded 2-vCPU machine,
-# width 16, the same N), 6.3 layers more; rounded up.
+# SwiGLU and residuals, counted as this many extra dense layers' compile time (against an MLP
+# of its 8 dense layers; rounded up).
 ATTENTION_LAYERS = 7
-# Warm seconds of each endpoint's work budget on 2 vCPUs (bench/bench_load.py's largest
-# accepted requests): the rate at which compile seconds become multiply-adds.
+# Warm seconds of each endpoint's work budget on the reference machine (bench/bench_load.py's
+# largest accepted requests): the rate at which compile seconds become multiply-adds.
 BUDGET_SECONDS = {"step": 2.1, "dynamics": 2.5, "sweep": 2.2}
 BUDGETS = {"step": STEP_BUDGET, "dynamics": WORK_BUDGET, "sweep": SWEEP_BUDGET}
-# A first call whose compile takes this long on the reference machine is large work: 8 x the
-# largest linear /step's warm time was 3.1 to 4.4 s in bench/bench_load.py's runs.
+# A first call whose compile takes this long on the reference machine is large work (below 8 x
+# the largest linear /step's warm time, which bench/bench_load.py prints).
 FIRST_CALL_SECONDS = 3.0
 
 
@@ -89,7 +93,18 @@ def compile_seconds(
     classification: bool = False,
     attention: bool = False,
 ) -> float:
-    """Seconds the first call of ``endpoint``'s programs compiles (see the module rule)."""
+    """Seconds the first call of ``endpoint``'s programs compiles (see the module rule).
+
+    Args:
+      endpoint: "step", "dynamics" or "sweep".
+      compute_dtype: a recipe's name (``core.recipes.registry.RECIPES``).
+      dense_layers: the model's dense matmuls (a chain's hidden layers + 1).
+      norm, classification, attention: whether the model has a layer norm, a softmax
+        cross-entropy loss and a transformer's attention block.
+
+    Returns:
+      The estimated compile time on the reference machine, in seconds.
+    """
     cost = COMPILE[endpoint]
     factor, extra = recipe(compute_dtype).compile_on(endpoint)
     per_layer = cost.per_layer * factor * (NORM_LAYER_FACTOR if norm else 1.0)
@@ -136,15 +151,16 @@ def compile_work(config: Compiled, endpoint: str) -> float:
 
 
 def first_call_work(config: Compiled, endpoint: str) -> float:
-    """The work ``config``'s first call of ``endpoint`` adds for its lane: its compile work
-    when the compile reaches FIRST_CALL_SECONDS, else 0 (see the module rule)."""
+    """The work ``config``'s first call of ``endpoint`` adds to its request's price: its
+    compile work when the compile reaches FIRST_CALL_SECONDS, else 0 (see the module rule)."""
     if first_call_seconds(config, endpoint) < FIRST_CALL_SECONDS:
         return 0.0
     return compile_work(config, endpoint)
 
 
 def compare_first_call_work(config: Compiled) -> float:
-    """The work /compare's first call of ``config`` adds for its lane: the compile work of every
-    recipe's /step programs together when their seconds reach FIRST_CALL_SECONDS, else 0."""
+    """The work /compare's first call of ``config`` adds to its request's price: the compile
+    work of every recipe's /step programs together when their seconds reach FIRST_CALL_SECONDS,
+    else 0."""
     seconds = sum(first_call_seconds(config, "step", name) for name in RECIPES)
     return work_of_seconds("step", seconds) if seconds >= FIRST_CALL_SECONDS else 0.0

@@ -27,18 +27,18 @@ over a cap is refused with a ConfigError that names the field, the cap and what 
                 ``step_work``) <= COMPARE_BUDGET, each step within /step's own caps, and its
                 memory one step's at a time (``check_compare``)
     /export and /inspect compute nothing: their work is their settings' own caps
-    first call  a request's compile is a one-off per program and never refuses it; it decides
-                the request's lane (``core.settings.compile_cost``)
+    first call  a request's compile is a one-off per program and never refuses it; it may make
+                the request large work, run one at a time (``core.settings.compile_cost``)
     memory      the bytes one request adds at its peak: a fixed part (programs, buffers), per
                 parameter entry (float32 copies in both runs, gradients, the optimizer's state,
                 the report's arrays) and per activation entry (N x the layout's activations:
                 a chain's every width; a transformer's dense inputs, scores, weights, g and u)
                 <= MEMORY_BUDGET; a refusal names the model's ``size_field`` and what fits
 
-The constants were measured on a 2-vCPU machine (bench/bench_load.py prints the rows): the
-largest linear /step (4096 x 1024 x 1024) takes 0.4-0.55 s warm and adds about 290 MB; the
-parameter entries, not the batch, set an MLP's memory. The model over-counts both, so the
-slowest accepted request stays within 8x the largest linear /step and adds at most 1 GB.
+The constants are upper bounds fitted to bench/bench_load.py's rows on a 2-vCPU machine; the
+parameter entries, not the batch, set an MLP's memory. The model over-counts both time and
+memory, so the slowest accepted request stays within 8x the largest linear /step
+(4096 x 1024 x 1024) and adds at most MEMORY_BUDGET.
 
 Example::
 
@@ -62,13 +62,12 @@ from playground.core.model.optimizers import OPTIMIZERS
 from playground.core.recipes.registry import RECIPES, recipe
 
 # An emulated accumulation's matmuls (forward and backward) against XLA's own: the largest ratio
-# bench/bench_accumulation.py measured (bfloat16 operands, 2 shared vCPUs: 2.29-2.49 at
-# 4096 x 1024 x 1024, 1.86-2.68 at 1024 x 256 x 128), rounded up.
+# bench/bench_accumulation.py prints, rounded up.
 ACCUMULATION_WORK_FACTOR = 3.0
 # Element-wise work per parameter entry and state array of one pass, in multiply-adds.
 ELEMENTWISE = 8
-# The step report's host work per parameter entry: its seven float32 rows, histograms, errors
-# (measured: 0.86 s for 5.2 M entries at N = 64, about 2,700 multiply-adds' time each).
+# The step report's host work per parameter entry (its seven float32 rows, histograms, errors),
+# in multiply-adds' time.
 REPORT_ELEMENTWISE = 3072
 # Per normalised activation entry of one pass: a layer norm's statistics, normalisation, scale,
 # shift, gradients and checks; per logit: a softmax cross-entropy's and its gradient's.
@@ -85,24 +84,24 @@ SIZE_LABELS = {
 }
 # The gradients download has one CSV row per parameter entry (about 107 bytes each).
 MAX_GRADIENT_ROWS = 2**20 + 2**10
-# /compare: every recipe's step in one request, up to two largest /step's work (about 4 s warm).
+# /compare: every recipe's step in one request, up to two largest /step's work.
 COMPARE_BUDGET = 2 * STEP_BUDGET
-# Memory: one request may add at most this much to the server's peak (bytes); the parts of the
-# estimate are upper bounds of the measured ones.
+# Memory: one request may add at most this much to the server's peak (bytes); each part of the
+# estimate is an upper bound of bench/bench_load.py's.
 MEMORY_BUDGET = int(2**30 * WORK_FACTOR)
 FIXED_BYTES = 192 * 2**20  # compiled programs, their buffers, the report's figures
-PARAMETER_BYTES = 112  # float32 copies in both runs, gradients, report arrays (measured ~100)
+PARAMETER_BYTES = 112  # float32 copies in both runs, gradients, report arrays
 STATE_BYTES = 8  # each optimizer state array, in both runs
-ACTIVATION_BYTES = 8  # per activation entry (measured ~5)
+ACTIVATION_BYTES = 8  # per activation entry
 # A sweep, per parameter entry and scale: the gradient, its error against the float32 twin's,
-# the underflow and overflow masks (measured: about 170 multiply-adds' time).
+# the underflow and overflow masks, in multiply-adds' time.
 SWEEP_ELEMENTWISE = 192
-# A sweep's memory per parameter entry: a batch of 8 scales' gradients (lax.map) and the twin's
-# (measured: 1.48 GB for 6.3 M entries at N = 64); per activation entry, the 8 scales'.
+# A sweep's memory per parameter entry: a batch of 8 scales' gradients (lax.map) and the twin's;
+# per activation entry, the 8 scales'.
 SWEEP_ENTRY_BYTES = 240
 SWEEP_BATCH = 8
-# A training run, per parameter entry and step (three runs' updates, roundings and checks:
-# measured 0.73 s for 4 steps of 5.2 M entries, about 450 multiply-adds' time) and per step.
+# A training run, per parameter entry and step (three runs' updates, roundings and checks, in
+# multiply-adds' time) and per step.
 RUN_ELEMENTWISE = 480
 RUN_STEP_OVERHEAD = 2**23
 

@@ -82,13 +82,23 @@ __all__ = [
 
 @dataclass(frozen=True)
 class StepConfig(SettingsTable):
-    """A validated, immutable description of one playground run: the fields of
-    :class:`~core.settings.fields.SettingsTable`, each checked against its Bounds when built.
+    """A validated, immutable description of one playground run.
 
-    Caps: each field's own range, then one step's work and memory
-    (``core.settings.cost.check_step``:
-    ConfigError naming ``n`` or the model's size, with what fits). The largest linear step
-    (4096 x 1024 x 1024) takes about 0.3 s warm on a 2-vCPU machine and adds about 290 MB.
+    Its fields are :class:`~core.settings.fields.SettingsTable`'s; building one checks::
+
+        each field        against its Bounds (range, choices, type)
+        combinations      a norm or setting only where the model or recipe takes it
+        one step's cost   work <= STEP_BUDGET and memory <= MEMORY_BUDGET
+                          (``core.settings.cost.check_step``)
+
+    Any failure raises ConfigError naming the field (``n`` or the model's size for the cost
+    caps) and what fits.
+
+    >>> config = StepConfig(lr=0.5)
+    >>> config.lr, config.compute_dtype
+    (0.5, 'bfloat16')
+    >>> dataclasses.replace(config, n=32).n  # a changed copy is validated again
+    32
     """
 
     def __post_init__(self) -> None:

@@ -17,7 +17,7 @@ The executables are kept in one table, least recently used first out::
               lowering go with it
 
 so a public server's memory stays within about MAX_PROGRAMS programs however many shapes its
-visitors try, and a workload cycling fewer programs than that never recompiles.
+users try, and a workload cycling fewer programs than that never recompiles.
 
 Example::
 
@@ -46,9 +46,9 @@ from playground.core.settings.settings import StepConfig
 
 # The cap is sized by memory: kept programs may hold PROGRAM_MEMORY of the server's memory (a
 # Space's 16 GB holds it beside the requests' 1 GB each), and one holds at most PROGRAM_BYTES
-# (its executable, trace and lowering: bench/bench_load.py's soak measures 4.9 MB a linear
-# step report, about 7 MB a default MLP's), so the 36 the warm-up compiles (every endpoint x
-# model x recipe at the defaults) stay. PLAYGROUND_MAX_PROGRAMS sets the count instead.
+# (its executable, trace and lowering, with a margin over what bench/bench_load.py's soak
+# prints), so the programs the warm-up compiles (every endpoint x model x recipe at the
+# defaults) stay. PLAYGROUND_MAX_PROGRAMS sets the count instead.
 PROGRAM_MEMORY = 2**30
 PROGRAM_BYTES = 16 * 2**20
 MAX_PROGRAMS = int(os.environ.get("PLAYGROUND_MAX_PROGRAMS", PROGRAM_MEMORY // PROGRAM_BYTES))
@@ -140,7 +140,7 @@ def run_compiled(
 ) -> Any:
     """``program(seed, x, y, lr, loss_scale, *extra, **static)``, frozen.
 
-    (x, y) is ``batch`` (a visitor's own data) when given, else config's synthetic batch.
+    (x, y) is ``batch`` (a user's own data) when given, else config's synthetic batch.
     """
     x, y = batch if batch is not None else make_batch(config)
     outputs = program(

@@ -260,13 +260,11 @@ LOSSES = (
 )
 
 
-# The first call at a new shape is what a visitor waits for (a never-used batch size compiles
-# this program), so it is compiled for a short compile at nearly the same run time; measured on
-# a 2-vCPU machine:
-#   xla_backend_optimization_level 1  compiles 20% faster than the default level (526 -> 430 ms
-#                                     at 48x8x4) and runs as fast (182 -> 184 ms at 4096x1024^2);
-#   xla_cpu_use_fusion_emitters off   XLA's older loop emitters: 0.60 -> 0.38 s to compile at
-#                                     333x64x16; 8% slower at 4096x1024x1024 (645 -> 700 ms).
+# The first call at a new shape is what a user waits for (a never-used batch size compiles
+# this program), so the options trade a little run time for a shorter compile:
+#   xla_backend_optimization_level 1  compiles faster than the default level and runs as fast;
+#   xla_cpu_use_fusion_emitters off   XLA's older loop emitters: a shorter compile at small
+#                                     shapes, slightly slower runs at the largest.
 # The exported script compiles its steps with the same options (and takes the parameters as an
 # argument too), so it prints the page's two losses bit for bit.
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
@@ -356,7 +354,7 @@ def _param_reports(flat: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict
     The statistics run in numpy on the host, for all parameters at once (one numpy call per
     statistic, split by ``reduceat`` at the parameter boundaries): they are O(parameters)
     reductions that cost the same here as in XLA, while computing them in the jitted program
-    added about 200 ms to its compilation at every new shape (4096 x 1024 x 1024, 2 vCPUs).
+    would lengthen its compilation at every new shape.
     Overflowed gradients make inf and NaN on purpose, so floating-point warnings are silenced.
     """
     sizes = [math.prod(shape) for shape in shapes.values()]
@@ -410,7 +408,8 @@ def run_report(config: StepConfig, data: UserData | None = None) -> StepReport:
 
     Args:
       config: a validated StepConfig.
-      data: a visitor's own batch, used instead of the synthetic one (N and D_in follow it).
+      data: a user's own batch (an uploaded CSV), used instead of the synthetic one (N and D_in
+        follow it).
 
     Returns:
       A StepReport of numpy arrays and Python numbers. Overflow and underflow are results, not

@@ -113,7 +113,7 @@ def share(mask: np.ndarray, total: int) -> float | None:
 
 def norm(values: np.ndarray) -> float:
     """The 2-norm of ``values``: a numpy sum of squares (BLAS's dot, which np.linalg.norm
-    calls, was 10-100x slower here on a busy 2-vCPU machine, its threads contending)."""
+    calls, starts threads that contend on a small shared CPU)."""
     return math.sqrt(float(np.sum(np.square(values))))
 
 

@@ -1,4 +1,4 @@
-"""A visitor's tensors analysed: every tensor against every format and every block recipe.
+"""A user's tensors analysed: every tensor against every format and every block recipe.
 
 Rule: ``analyse_file(file, size, file_name)`` reads the file (``core.tensors.reading``: checked,
 capped, refused by name before its data is read) and, for each floating-point tensor, records
@@ -109,7 +109,7 @@ def analyse_tensors(stored: list[StoredTensor]) -> tuple[TensorReport, ...]:
 
 def warm_up() -> None:
     """Compile the block recipes' quantizers (one program each, whatever the shapes) on a
-    tiny tensor, so a visitor's first file does not wait for them."""
+    tiny tensor, so a user's first file does not wait for them."""
     analyse_tensors([StoredTensor("warm-up", "F32", (2,), np.ones(2, np.float32))])
 
 

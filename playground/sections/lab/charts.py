@@ -164,7 +164,7 @@ def binade_axis(
     high = math.ceil(max(fixed_high, largest)) + 1
     edges = np.arange(low, high + 1, dtype=np.float64)
     axis = BinadeAxis(dtype, low, high, edges, low, high, 0, labels)
-    gap = max(3, axis.step)  # room for the "zeros" and "inf/NaN" ticks beside the numbered ones
+    gap = max(3, axis.step)  # space for the "zeros" and "inf/NaN" ticks beside the numbered ones
     return axis._replace(zero_x=low - gap, nonfinite_x=high + gap, gap=gap)
 
 

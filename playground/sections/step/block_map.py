@@ -66,7 +66,7 @@ def _heatmap(values: np.ndarray, axes: tuple[str, str], name: str) -> dict[str, 
 
 
 def _axis(base: dict[str, Any], title: str, count: int, group: int) -> dict[str, Any]:
-    """An axis over ``count`` indices, ticked on about four whole ones (room for both maps on a
+    """An axis over ``count`` indices, ticked on about four whole ones (space for both maps on a
     phone), titled with its group size when grouped."""
     grouped_title = title if group == 1 else f"{title} (groups of {group}: the largest)"
     return {

@@ -150,7 +150,7 @@ def loss_figure(report: StepReport) -> Figure:
         "mixed - float32", anchor="x2", zerolinecolor=TEXT_COLOR, zerolinewidth=1
     )
     finite = [d for d in differences if np.isfinite(d)]
-    if finite:  # from 0, with room beyond each bar for its label
+    if finite:  # from 0, with space beyond each bar for its label
         low, high = min(0.0, *finite), max(0.0, *finite)
         room = 0.25 * (high - low)
         layout["yaxis2"]["range"] = (

@@ -45,7 +45,14 @@ PARAM_STATS = (
 def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[str, Any]:
     """The numbers shown on the page, as a JSON-able dict (the API's ``summary`` output).
 
-    ``sentences`` is ``reading(report)`` when the caller has it already.
+    Args:
+      report: a StepReport from ``run_report``.
+      sentences: ``reading(report)``, when the caller has it already (else computed here).
+
+    Returns:
+      A dict with ``config``, ``losses`` (``mixed_initial``, ``mixed_new``, ``float32_initial``,
+      ``float32_new``, ...), ``params`` (per parameter statistics) and ``reading`` (sentences),
+      among others; strict JSON (no NaN or Infinity).
     """
     losses = {
         "mixed_initial": report.mixed_initial_loss,

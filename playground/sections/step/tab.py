@@ -30,7 +30,7 @@ float32 master parameters, forward and backward on rounded copies, the loss time
 S before differentiating and the gradients divided by S before the update. Settings apply on
 Enter, on leaving a field or on releasing a slider.
 """
-# One line for visitors who know PyTorch's automatic mixed precision.
+# One line for users who know PyTorch's automatic mixed precision.
 PYTORCH_LINE = (
     "*From PyTorch:* compute dtype = `torch.autocast`'s dtype; loss scale = "
     '`torch.amp.GradScaler`\'s scale (loss scaling "dynamic" under Training dynamics = its '

@@ -1,1 +1,1 @@
-"""Your tensors: a visitor's safetensors file against every format and block recipe."""
+"""Your tensors: a user's safetensors file against every format and block recipe."""

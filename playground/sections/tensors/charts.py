@@ -1,4 +1,4 @@
-"""The magnitude figure of one of a visitor's tensors, against every value format's ranges.
+"""The magnitude figure of one of a user's tensors, against every value format's ranges.
 
 Rule: the step's magnitude figure (``sections.lab.charts.binade_axis``: one bar per binade of
 log2 |entry| on the fixed axis every run shares, a bar for exact zeros at the left and one for

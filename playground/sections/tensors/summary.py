@@ -1,4 +1,4 @@
-"""A visitor's tensors as JSON, as a table and as sentences computed from the counts.
+"""A user's tensors as JSON, as a table and as sentences computed from the counts.
 
 Rule: ``tensors_summary(report)`` is the ``/tensors`` endpoint's JSON: ``file``, ``formats``
 and ``recipes`` (the names analysed, from the registries), ``sampled`` (always false: every

@@ -1,4 +1,4 @@
-"""The "Your tensors" section: a visitor's safetensors file, every tensor against every format.
+"""The "Your tensors" section: a user's safetensors file, every tensor against every format.
 
 Rule: ``tensors_views(report)`` gives the endpoint's and the page's outputs for a whole file
 (the JSON, the per-tensor table, the file's sentences, the chosen tensor's sentences and

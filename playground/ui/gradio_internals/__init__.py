@@ -1,12 +1,13 @@
-"""Every use of Gradio past its documented API, in one room, pinned to GRADIO_VERSION.
+"""Every use of Gradio past its documented API, in one package, pinned to GRADIO_VERSION.
 
 Rule: a module outside this package uses Gradio through its public API only (``gr.*``, an
 event's ``api_name``, ``concurrency_id``, ``concurrency_limit``, ``trigger_mode``, ``validator``,
 a ``request: gr.Request`` parameter, ``gr.skip()``, ``gr.validate``, ``gr.FileData``). What the
 public Space needs beyond it is read here, by name:
 
-  queue    what Gradio's queue holds (``queue``): the events waiting in each lane and running,
-           each event's visitor, inputs and session, a queued event's removal, an ended event
+  queue    what Gradio's queue holds (``queue``): the events waiting in each concurrency group
+           and running, each event's request headers (its client), inputs and session, a queued
+           event's removal, an ended event
            put on a session's stream, the records of finished sessions;
   events   the page's events as Gradio registered them (``events``): found by API name or
            index, their kind, their handler's parameters, a validator's event;

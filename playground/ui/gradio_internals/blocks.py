@@ -1,13 +1,14 @@
 """The two overrides of ``gr.Blocks``' event path, each where Gradio (6.31) has no hook.
 
   process_api      the one method that receives a call's inputs, before Gradio touches them,
-                   together with its request (the visitor) and its session, and that wraps
+                   together with its request (the client) and its session, and that wraps
                    preprocessing, the handler and postprocessing; it runs the subclass's
-                   ``admit`` first and Gradio's processing inside the subclass's ``lane``;
+                   ``admit`` first, then Gradio's processing inside the subclass's ``lane``
+                   (a scheduling hook: where and when the call may run);
   postprocess_data an output answered with gr.skip() passes straight through, without the
                    per-session rebuild Gradio gives every update it postprocesses.
 
-Everything else the app asks of an event (its API name, its lane's ``concurrency_id`` and
+Everything else the app asks of an event (its API name, its ``concurrency_id`` and
 ``concurrency_limit``, ``trigger_mode``, a ``validator``, a ``request: gr.Request`` parameter)
 goes through Gradio's public event listeners.
 """
@@ -41,8 +42,8 @@ class EventBlocks(gr.Blocks):
     async def lane(
         self, fn: Any, inputs: list[Any], session: str | None, run: Run, skip: Run
     ) -> Any:
-        """Await ``run()`` (Gradio's processing of the call) in the event's lane, or ``skip()``
-        (the same call answering gr.skip()) instead. Runs at once here."""
+        """Await ``run()`` (Gradio's processing of the call) once the subclass's scheduling
+        allows, or ``skip()`` (the same call answering gr.skip()) instead. Runs at once here."""
         return await run()
 
     async def process_api(
@@ -56,13 +57,13 @@ class EventBlocks(gr.Blocks):
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Gradio's processing of one call, after ``admit`` and inside ``lane`` (a validator's
-        call, when a run joins the queue, is admitted and takes no lane).
+        call, when a run joins the queue, is admitted and runs at once).
 
         Missing hooks: no public hook runs before ``preprocess_data``, which checks only that
         enough inputs came (its message prints Python objects; extra inputs are ignored) and
         moves every file payload into Gradio's cache, from the queue without its "was this
         uploaded?" check (a raw call naming /etc/passwd had it copied); and none runs between
-        an event leaving the queue and its handler, where a lane taken inside the threaded
+        an event leaving the queue and its handler, where a lock taken inside the threaded
         handler would keep a worker thread waiting. Only this method gets the request too.
         """
         fn = self.fns[block_fn] if isinstance(block_fn, int) else block_fn
@@ -84,9 +85,9 @@ class EventBlocks(gr.Blocks):
         """Gradio's postprocessing for the outputs that change; skips pass straight through.
 
         Missing hook: Gradio rebuilds the session's copy of every output answered with an
-        update, a skip included (about 1 ms each), which made an event with many outputs,
-        most of them unchanged, spend 60-130 ms here instead of its handler's 3 ms
-        (tests/app/test_skips.py checks the answer is Gradio's own).
+        update, a skip included, so an event with many outputs, most of them unchanged, would
+        spend far longer here than in its handler (tests/app/test_skips.py checks the answer
+        is Gradio's own).
         """
         if _is_skip(predictions) and len(block_fn.outputs) > 1:
             predictions = [predictions] * len(block_fn.outputs)  # one skip: skip every output

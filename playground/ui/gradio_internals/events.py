@@ -34,7 +34,8 @@ def event_kind(fn: Any) -> int:
 
 
 def is_validator(fn: Any) -> bool:
-    """Whether ``fn`` is the record Gradio runs a validator with (no lane, no API name)."""
+    """Whether ``fn`` is the record Gradio runs a validator with (no concurrency group, no API
+    name)."""
     return getattr(fn, "is_validator_function", False)
 
 

@@ -5,11 +5,10 @@ top-level children once the page is built. A State draws nothing, so the page lo
 what changes is the browser's work. Gradio's front end (6.31) keeps a loading status for every
 component an event ever tracked (its progress targets and its inputs) and, at every status change
 of any event, looks each of them up by a depth-first walk of the layout tree from its root. The
-page's States were created with their sections, most of them deep in the tree (down to 287 of
-its 289 nodes), and a commit sends eight of them, so each status change walked most of the tree
-once per State; first in the tree, each lookup ends after a few nodes (an lr commit's walks:
-about 87,000 nodes visited before, 62,000 after, ``bench/profile_commit.py``; 19,300 since the
-commit gathers its controls in the browser, ``ui.gathered_inputs``).
+page's States are created with their sections, most of them deep in the tree, and a commit
+sends several of them, so each status change would walk most of the tree once per State;
+first in the tree, each lookup ends after a few nodes (``bench/profile_commit.py`` counts the
+nodes visited).
 
 Past Gradio's documented API: a BlockContext's ``children`` and a Block's ``parent``.
 """

@@ -4,11 +4,11 @@ Gradio (6.31) documents its queue's options (``demo.queue(...)``, an event's
 ``concurrency_id`` and ``concurrency_limit``) but not its contents; the fair share, the crowd's
 places, a refusal told to gradio_client, the bounded records and the warm-up read them here:
 
-  lanes     ``Queue.event_queue_per_concurrency_id``: one lane per concurrency_id, each with
+  groups    ``Queue.event_queue_per_concurrency_id``: one entry per concurrency_id, each with
             its waiting events (``.queue``); ``Queue.active_jobs``: the running events, one
             list per worker (None when idle); ``len(queue)``: the waiting ones;
   an event  ``Event``: its ``_id``, its BlockFunction ``fn``, ``session_hash``, ``request``
-            (the join's, with the visitor's headers) and ``data`` (the join's body; ``.data``
+            (the join's, with the client's headers) and ``data`` (the join's body; ``.data``
             its raw inputs);
   streams   ``pending_messages_per_session``: each session's messages not yet sent (an asyncio
             queue, guarded by ``pending_message_lock``); ``pending_event_ids_session``: each
@@ -32,13 +32,13 @@ def queue_of(blocks: Any) -> Any:
 
 
 def queued(queue: Any) -> list[Any]:
-    """The events in ``queue``: waiting in any lane, then running."""
+    """The events in ``queue``: waiting in any concurrency group, then running."""
     waiting = [e for lane in queue.event_queue_per_concurrency_id.values() for e in lane.queue]
     return waiting + [event for job in queue.active_jobs if job for event in job]
 
 
 def waiting_in_lane(queue: Any, concurrency_id: str) -> list[Any]:
-    """The events waiting in the lane ``concurrency_id``, in order."""
+    """The events waiting in the concurrency group ``concurrency_id``, in order."""
     lane = queue.event_queue_per_concurrency_id.get(concurrency_id)
     return list(lane.queue) if lane else []
 

@@ -258,7 +258,7 @@ def wire(page: Page, tab: DynamicsTab) -> None:
         api_name="dynamics",
         preprocess=False,
         concurrency_limit=1,
-        concurrency_id="heavy",  # the sweep and the training run share one lane
+        concurrency_id="heavy",  # the sweep and the training run share one concurrency group
         show_progress="full",
         show_progress_on=[tab.run_progress],  # never over the shown run (module rule)
         validator=admit(dynamics_endpoint),

@@ -160,8 +160,7 @@ def build() -> LabTab:
             sweep_downloads = checkbox()
         gr.Markdown(lab_tab.INSPECTOR_INTRO)
         # The inspector and the block list open on their first texts, drawn here once: no
-        # event at each page load (a fresh server's first visitor had waited 1.3 s for their
-        # first calls, which compile, before its first chart).
+        # event at each page load, whose first calls would compile before the first chart.
         first_table, first_bits = inspector_view.inspector_views(FIRST_NUMBER)
         with gr.Row():
             number = gr.Textbox(
@@ -239,7 +238,7 @@ def wire(page: Page, lab: LabTab) -> None:
         api_name="sweep",
         preprocess=False,
         concurrency_limit=1,
-        concurrency_id="heavy",  # the sweep and the training run share one lane
+        concurrency_id="heavy",  # the sweep and the training run share one concurrency group
         show_progress="full",
         show_progress_on=[lab.sweep_progress],  # never over the shown sweep (module rule)
         validator=admit(sweep_endpoint),

@@ -1,4 +1,4 @@
-"""The "Your tensors" tab and its endpoint ``tensors``: a visitor's safetensors file.
+"""The "Your tensors" tab and its endpoint ``tensors``: a client's safetensors file.
 
 Rule: the endpoint's input ``file`` is an upload named ``*.safetensors`` in Gradio's upload
 folder (``ui.uploads.uploaded_file``); it is read once by the core (``core.tensors``: checked
@@ -46,7 +46,7 @@ def analyse_upload(file: Any) -> TensorsReport:
         with open(path, "rb") as opened:
             return analyse_file(opened, os.fstat(opened.fileno()).st_size, name)
     finally:
-        path.unlink(missing_ok=True)  # read or refused: nothing of the visitor's stays on disk
+        path.unlink(missing_ok=True)  # read or refused: nothing of the client's stays on disk
 
 
 def tensors_endpoint(file: Any) -> tuple[dict[str, Any], str]:
