@@ -10,6 +10,7 @@ import re
 import time
 from urllib.parse import parse_qs, urlparse
 
+import pytest
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
@@ -119,6 +120,28 @@ def test_the_first_screen_says_what_to_do(browser, app_url):
         page.close()
 
 
+def test_next_opens_the_first_chapter_with_its_claim_and_chart(browser, app_url):
+    """The route's smoke test (the quick tier's; the walk below is the full tier's): Next opens
+    chapter 1, whose checked claim is the one its lesson's run in this process makes, with its
+    chart drawn."""
+    chapter = ROUTE[0]
+    lesson = LESSONS[chapter.lesson]
+    claim = lesson.claim(lesson.run())
+    page = browser.new_page(viewport=DESKTOP)
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        _open(page, app_url)
+        page.locator("#route-next").click()
+        _wait_for_chapter(page, 1)
+        shown = page.evaluate(f"() => ({FLAT})('route-claim')")
+        assert shown == f"Checked claim ({lesson.label}): {_flat(claim.sentence)}"
+        answer = "route-table" if chapter.chart == "operations" else "route-chart"
+        page.wait_for_function(f"() => ({PLACE})({answer!r})?.height > 50")
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
 def test_the_route_walks_every_chapter_with_its_claim_beside_its_chart(browser, app_url):
     # The expected claims are computed here first: the app then reads their programs from the
     # run's compilation cache (tests/conftest.py) instead of compiling them at the same time.
@@ -186,6 +209,7 @@ def test_the_route_walks_every_chapter_with_its_claim_beside_its_chart(browser, 
         page.close()
 
 
+@pytest.mark.slow
 def test_the_loss_scaling_payoff_is_three_clicks_away_on_a_phone_and_in_the_dark(browser, app_url):
     """One walk on a phone in the dark theme (the desktop's light walk is the test above): each
     walk runs the chapters' training runs again, so the phone and the dark theme share one."""
