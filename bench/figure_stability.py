@@ -15,10 +15,10 @@ Run ``python bench/figure_stability.py`` from anywhere. It starts one process pe
 Each process computes the texts a user reads: every lesson's sentence and condition (the step,
 training, per-operation and block lessons), the step reading and each tab's note on every step
 lesson's run, the reading of every training lesson's run and of the default sweep, and the
-README's loss-scaling story as the README states it; and, bit for bit, the final losses behind
-them. The parent compares each text's numbers across the variations and prints one line per
-number that differs (its figure, its position and its value under each variation), then how
-many texts and numbers agree everywhere. A text that agrees everywhere is not printed.
+loss-scaling story as the lessons page (docs/lessons.md) states it; and, bit for bit, the final
+losses behind them. The parent compares each text's numbers across the variations and prints one
+line per number that differs (its figure, its position and its value under each variation), then
+how many texts and numbers agree everywhere. A text that agrees everywhere is not printed.
 
 This is a measurement, not a test: nothing is asserted. The flags are the ones jax 0.10's XLA
 accepts (an unknown flag aborts the process).
@@ -51,7 +51,7 @@ NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?%?")
 
 
 def figures() -> dict[str, str]:
-    """Every text, by a name that says where the page (or the README) shows it."""
+    """Every text, by a name that says where the page (or the docs) shows it."""
     import numpy as np
 
     from playground.core.lessons import DYNAMICS_LESSONS, PRECISION_LESSONS, STEP_LESSONS
@@ -98,15 +98,18 @@ def figures() -> dict[str, str]:
             repr(float(np.asarray(getattr(run, f"{name}_loss"))[-1]))
             for name in ("float32", "mixed", "pure")
         )
-    texts["README / float16 story"] = readme_story(lesson_by_id("train-float16-unscaled").run())
-    texts["README / NVFP4 shares"] = readme_nvfp4_shares()
+    texts["docs/lessons.md / float16 story"] = docs_story(
+        lesson_by_id("train-float16-unscaled").run()
+    )
+    texts["docs/using.md / NVFP4 shares"] = docs_nvfp4_shares()
     return texts
 
 
-def readme_nvfp4_shares() -> str:
-    """The README's two NVFP4 shares lost to zero: the magnitude table's (the gradients at the
-    defaults) and, for an MLP at the default shape, the activation gradients' drawn in the
-    chart's "lost to 0" band (to 0.1%: the README states the whole percents it lies between)."""
+def docs_nvfp4_shares() -> str:
+    """The two NVFP4 shares lost to zero that docs/using.md states: the magnitude table's (the
+    gradients at the defaults) and, for an MLP at the default shape, the activation gradients'
+    drawn in the chart's "lost to 0" band (to 0.1%: the page states the whole percents it lies
+    between)."""
     import math
 
     import ml_dtypes
@@ -125,8 +128,8 @@ def readme_nvfp4_shares() -> str:
     return f"{lost_row} | an MLP's activation gradients: {share:.1%} lost"
 
 
-def readme_story(run) -> str:
-    """The README's loss-scaling story's figures, from the S = 1 float16 lesson's run."""
+def docs_story(run) -> str:
+    """The lessons page's loss-scaling story's figures, from the S = 1 float16 lesson's run."""
     import numpy as np
 
     from playground.core.lessons.loss_figures import final_loss, loss_path, loss_ratio

@@ -1,6 +1,7 @@
-"""The README's "what each addition touches" list names exactly the files an addition needs.
+"""The "what each addition touches" list (docs/architecture.md) names exactly the files an
+addition needs.
 
-Rule, per kind of entry (each README bullet ``- a recipe:``, ``- a model:`` ...; paths in
+Rule, per kind of entry (each bullet ``- a recipe:``, ``- a model:`` ...; paths in
 backticks, ``playground/`` left out):
 
 - recipe, model, optimizer: the package files the bullet names are the modules that name the
@@ -43,8 +44,8 @@ LESSONS_PACKAGE = PACKAGE / "core" / "lessons"
 
 @functools.cache
 def bullets() -> dict[str, str]:
-    """kind -> the README bullet's text (``- a recipe: ...`` up to the next bullet)."""
-    text = (ROOT / "README.md").read_text()
+    """kind -> the bullet's text (``- a recipe: ...`` up to the next bullet)."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
     start = text.index("What each addition touches")
     found = re.findall(r"^- an? (\w+): (.*?)(?=^- |^\S|\Z)", text[start:], re.M | re.S)
     return {kind: " ".join(body.split()) for kind, body in found}
@@ -124,12 +125,12 @@ def constructing_modules(classes: set[str], under: str) -> set[str]:
     }
 
 
-def test_the_readme_lists_every_kind_of_addition():
+def test_the_architecture_page_lists_every_kind_of_addition():
     assert set(bullets()) == {*KINDS, "lesson", "tab"}
     for kind in bullets():
         for path in named_paths(kind):
             where = ROOT / path if _is_test(path) else PACKAGE / path
-            assert where.exists(), f"the README's {kind} bullet names {path}, which is missing"
+            assert where.exists(), f"the {kind} bullet names {path}, which is missing"
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

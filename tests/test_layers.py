@@ -437,14 +437,15 @@ def test_every_module_imports_alone():
     )
 
 
-def test_readme_architecture_names_every_core_sub_package_and_module():
-    """The README's "How it is built" tree is the package's: every core sub-package (as
-    ``name/``) and every core module's file name appear in it, in CORE_ORDER."""
-    readme = (ROOT / "README.md").read_text()
-    tree = readme[readme.index("## How it is built") :]
+def test_architecture_page_names_every_core_sub_package_and_module():
+    """The tree on the "How it is built" page (docs/architecture.md) is the package's: every
+    core sub-package (as ``name/``) and every core module's file name appear in it, in
+    CORE_ORDER."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    tree = page[page.index("## The tree") :]
     tree = tree[tree.index("  core/") : tree.index("  views/")]
     order = [tree.index(f"    {part}/") for part in CORE_ORDER if part]
-    assert order == sorted(order), "README's core tree is not in CORE_ORDER"
+    assert order == sorted(order), "the architecture page's core tree is not in CORE_ORDER"
     files = {modules()[name].name for name in modules() if core_part(name) is not None}
     missing = sorted(f for f in files - {"__init__.py"} if f not in tree)
-    assert not missing, f"core modules the README's tree does not name: {missing}"
+    assert not missing, f"core modules the architecture page's tree does not name: {missing}"

@@ -1,6 +1,7 @@
 """Every endpoint through gradio_client, as a Python user calls it: by keyword for every
 registered recipe x model x optimizer x precision policy x task x norm (``client_calls``'s
-covering design, read from the registries), and positionally in the README's orders.
+covering design, read from the registries), and positionally in the documented orders
+(docs/calling.md).
 
 Each call gets what the core says of it (``client_calls.refusal``): a refusal, with the core's
 message as the client surfaces it, or an answer whose settings echo the call's and whose
@@ -52,7 +53,7 @@ ENDPOINTS = {
     "/compare",
 }
 # /downloads takes /step's inputs; /export /step's, the run's and the framework, then the
-# settings added since (README).
+# settings added since (docs/calling.md).
 ORDERS = {
     **FIELDS,
     "downloads": FIELDS["step"],
@@ -159,7 +160,7 @@ def _sweep_and_dynamics(client, row: dict[str, Any]) -> None:
 def _export(client, row: dict[str, Any], framework: str) -> None:
     """The script writes the row's settings, or the export refuses by name what the script
     does not reproduce: a recipe that is not a plain cast, a policy, task or norm other than
-    its default (README, "Take it home")."""
+    its default (docs/using.md, "Take it home")."""
     outputs, refused = _call(client, "export", row, framework=framework)
     dtype = row["compute_dtype"]
     unexported = non_defaults(row) - set(EXPORTED_FIELDS)
@@ -275,7 +276,7 @@ def _positional(endpoint: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("endpoint", sorted(set(ORDERS) - {"inspect"}))
-def test_every_endpoint_positionally_in_the_readmes_order(client, endpoint):
+def test_every_endpoint_positionally_in_the_documented_order(client, endpoint):
     """Every input sent positionally in the documented order: the answer's settings (or the
     script's constants) show each where it was meant, the files asked for come."""
     values = _positional(endpoint)

@@ -16,7 +16,7 @@ from playground.core.settings.settings import defaults
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 VISITOR = visitor("203.0.113.61")
-# /compare's inputs: /step's, then the user's model size (README).
+# /compare's inputs: /step's, then the user's model size (docs/calling.md).
 ORDER = (*FIELDS["step"], "param_count", "tokens_per_batch")
 DEFAULT_VALUES = defaults() | SMALL | {"data": None, "param_count": 0, "tokens_per_batch": 0}
 

@@ -1,12 +1,25 @@
-"""The README's promises: Space front matter, the two set-up commands, CI running the test one."""
+"""The README's promises (Space front matter, the three set-up commands, CI running the full
+suite's, its examples) and what the documentation pages (docs/*.md) state, checked against the
+code: each statement is read from the page that makes it."""
 
 import pathlib
 import re
 
+import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
+
+
+def page(name: str) -> str:
+    """The text of the documentation page docs/<name>.md."""
+    return (DOCS / f"{name}.md").read_text()
+
+
+# The pages that show the Python examples: the README and the docs' calling page.
+EXAMPLE_PAGES = ("README.md", "docs/calling.md")
 
 
 def front_matter() -> dict:
@@ -36,12 +49,45 @@ def test_front_matter_describes_a_gradio_space_matching_the_pins():
         assert meta[key]
 
 
-def test_two_commands_run_the_app_and_the_tests_and_ci_runs_the_same_test_command():
-    run_app, run_tests = bash_blocks()[:2]
+def test_three_commands_run_the_app_the_quick_tests_and_the_full_suite_ci_runs():
+    run_app, quick_tests, full_suite = bash_blocks()[:3]
     assert run_app == "pip install -r requirements.txt && python app.py"
-    assert run_tests.startswith("pip install -r requirements-dev.txt && ")
+    assert quick_tests == "pip install -r requirements-dev.txt && python -m pytest"
+    assert full_suite == "pip install -r requirements-dev.txt && python -m pytest --full"
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert run_tests in ci, ".ci/run must run the README's test command verbatim"
+    assert full_suite in ci, ".ci/run must run the README's full-suite command verbatim"
+    assert quick_tests not in ci, "CI runs the full suite, not the quick tier"
+
+
+README_MAX_LINES = 200
+# [text](target) and ![alt](target): the target up to a space or the closing parenthesis.
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s[^)]*)?\)")
+
+
+def relative_links(text: str) -> list[str]:
+    """The link targets in ``text`` that point into the repository (not a URL, not an anchor of
+    the same page), without their anchors."""
+    targets = (match.group(1) for match in LINK.finditer(text))
+    return [
+        target.split("#", 1)[0]
+        for target in targets
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", target) and not target.startswith("#")
+    ]
+
+
+def test_relative_links_leave_out_urls_and_anchors():
+    text = "[a](docs/a.md#x) ![b](docs/b.png) [c](https://example.com/) [d](#top) [e](mailto:x)"
+    assert relative_links(text) == ["docs/a.md", "docs/b.png"]
+
+
+def test_the_readme_is_short_and_its_relative_links_lead_to_files():
+    """A front page of at most 200 lines; the rest is on the documentation site (docs/), which
+    tests/test_docs.py builds."""
+    assert len(README.splitlines()) <= README_MAX_LINES
+    links = relative_links(README)
+    assert {"docs/screenshot.png", "docs/deploy.md", "docs/testing.md"} <= set(links)
+    missing = [target for target in links if not (ROOT / target).is_file()]
+    assert not missing, f"README links to files that do not exist: {missing}"
 
 
 def test_dev_requirements_include_the_runtime_pins():
@@ -49,10 +95,11 @@ def test_dev_requirements_include_the_runtime_pins():
     assert {"jax", "flax", "optax", "gradio", "plotly", "numpy"} <= set(pins("requirements.txt"))
 
 
-def test_the_client_example_works_as_written(app_url, capsys):
+@pytest.mark.parametrize("where", EXAMPLE_PAGES)
+def test_the_client_example_works_as_written(where, app_url, capsys):
     from playground import StepConfig, run_report
 
-    blocks = re.findall(r"```python\n(.*?)\n```", README, re.DOTALL)
+    blocks = re.findall(r"```python\n(.*?)\n```", (ROOT / where).read_text(), re.DOTALL)
     example = next(block for block in blocks if "gradio_client" in block)
     assert 'Client("http://127.0.0.1:7860/")' in example
     exec(example.replace("http://127.0.0.1:7860/", app_url), {})
@@ -64,15 +111,16 @@ def test_the_client_example_works_as_written(app_url, capsys):
     assert int(printed[2]) == report.kernel.underflow_count
 
 
-def test_the_package_example_runs():
-    blocks = re.findall(r"```python\n(.*?)\n```", README, re.DOTALL)
+@pytest.mark.parametrize("where", EXAMPLE_PAGES)
+def test_the_package_example_runs(where):
+    blocks = re.findall(r"```python\n(.*?)\n```", (ROOT / where).read_text(), re.DOTALL)
     example = next(block for block in blocks if "mixed_precision_step(0, x, y" in block)
     namespace: dict = {}
     exec(example, namespace)
     assert namespace["report"].config.n == 32
 
 
-def test_readme_precision_claims_hold_on_this_backend():
+def test_lessons_page_precision_claims_hold_on_this_backend():
     """Each sentence about precision in 'What you can learn' is computed here, independently."""
     import jax
     import jax.numpy as jnp
@@ -81,15 +129,16 @@ def test_readme_precision_claims_hold_on_this_backend():
     from playground import StepConfig, run_report
     from playground.core.settings.settings import settings
 
+    lessons = _flat(page("lessons"))
     # float16: a value at or below 2^-25 (about 2.98e-8) rounds to zero, one just above does not.
-    assert "2^-25 (about 2.98e-8" in README
+    assert "2^-25 (about 2.98e-8" in lessons
     assert float("2.98e-8") == np.float64(2.0**-25).round(10)
     assert np.float16(2.0**-25) == 0 and np.float16(np.nextafter(2.0**-25, 1.0)) > 0
     # Tiny data at S = 1 loses most entries; 2^15 brings them back; 2^16 gives inf and NaN.
     tiny = StepConfig(
         compute_dtype="float16", input_scale=2.0**-12, target_scale=2.0**-12, loss_scale=1.0
     )
-    assert "Scale the loss by 2^15 and they come back" in README
+    assert "Scale the loss by 2^15 and they come back" in lessons
     lost = sum(p.underflow_count for p in run_report(tiny).params.values())
     assert lost > 0.5 * sum(p.size for p in run_report(tiny).params.values())
     assert (
@@ -103,7 +152,7 @@ def test_readme_precision_claims_hold_on_this_backend():
         ]
     )
     # NaN, no inf (the default batch's counts: tests/core/lessons/test_lessons.py).
-    assert "come out as\n  NaN" in README and np.isnan(scaled).all()
+    assert "come out as NaN" in lessons and np.isnan(scaled).all()
 
     # float16 subnormals survive a compiled product here; float32 and bfloat16 ones do not.
     def product(dtype):
@@ -114,17 +163,17 @@ def test_readme_precision_claims_hold_on_this_backend():
         assert product(jnp.float16) > 0 and product(jnp.float32) == 0 == product(jnp.bfloat16)
     # The loss scale's range is [2^-126, 2^126].
     bounds = settings()["loss_scale"]
-    assert "[2^-126, 2^126]" in README and (bounds.low, bounds.high) == (2.0**-126, 2.0**126)
+    assert "[2^-126, 2^126]" in lessons and (bounds.low, bounds.high) == (2.0**-126, 2.0**126)
 
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_readme_training_story_numbers_are_the_float16_lessons_run():
+def test_lessons_page_training_story_numbers_are_the_float16_lessons_run():
     """The loss-scaling story's batch, float32's fit and float16's stall at S = 1, and the
     meter's split, recomputed here from the lesson's own run (its arrays, not its sentence).
-    Float32's floor and float16's stall are losses that stopped moving: the README states
+    Float32's floor and float16's stall are losses that stopped moving: the lessons page states
     them, and the ratio, to 2 significant digits after "about", which must hold across the
     spread XLA's CPU variations give them (``stated_figures``); the start to 4 digits."""
     import numpy as np
@@ -140,7 +189,7 @@ def test_readme_training_story_numbers_are_the_float16_lessons_run():
     from playground.core.lessons import DYNAMICS_LESSONS
     from playground.core.lessons import lesson as lesson_by_id
 
-    text = _flat(README)
+    text = _flat(page("lessons"))
     assert "Eight training lessons" in text and len(DYNAMICS_LESSONS) == 8
     lesson = lesson_by_id("train-float16-unscaled")
     config = lesson.config()
@@ -155,7 +204,7 @@ def test_readme_training_story_numbers_are_the_float16_lessons_run():
         rf"float16 at S = 1 stalls at about ({FIGURE}), about ({FIGURE}) x float32's final loss",
         text,
     )
-    assert said, "the README's loss-scaling story"
+    assert said, "the lessons page's loss-scaling story"
     steps, start, floor, stall, ratio = said.groups()
     assert int(steps) == config.steps and stopped(float32) and stopped(mixed)
     assert significant_digits(start) == 4 and states(start, float32[0], ROUNDING_SPREAD)
@@ -174,14 +223,14 @@ def test_readme_training_story_numbers_are_the_float16_lessons_run():
     assert flushed >= 0.5 and rounded <= 0.01  # what "stalls because they flush" rests on
 
 
-def test_readme_inspector_examples_hold():
+def test_using_page_inspector_examples_hold():
     """65519.99998 rounds once to float16's 65504 (numpy rounds float64 -> float16 correctly),
     through float32 first it becomes inf; 0x3c00:float16 is 1."""
     import numpy as np
 
     from playground.core.inspector.inspector import bit_view
 
-    text = _flat(README)
+    text = _flat(page("using"))
     assert "65519.99998 is 65504 in float16" in text and "(65520) would tie up to inf" in text
     assert np.float16(65519.99998) == 65504 and np.float32(65519.99998) == 65520
     with np.errstate(over="ignore"):
@@ -192,7 +241,7 @@ def test_readme_inspector_examples_hold():
     assert bit_view("0x3c00:float16", "float16").stored == 1.0
 
 
-def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
+def test_docs_numbers_of_pins_export_presets_and_blocks_are_the_codes():
     from playground.core.lessons.precision import PRECISION_LESSONS
     from playground.core.model.op_policy import PRESETS, TORCH_VERSION
     from playground.core.recipes import block_formats as blocks
@@ -201,9 +250,10 @@ def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
     from playground.sections.dynamics.pins import MAX_PINS
     from playground.views.export_text import MAX_SCRIPT_BYTES
 
-    text = _flat(README)
-    assert "(at most 4, the oldest dropped" in text and MAX_PINS == 4
-    assert "a script over 2 MB are refused" in text and MAX_SCRIPT_BYTES == 2_000_000
+    using, lessons, calling = (_flat(page(name)) for name in ("using", "lessons", "calling"))
+    assert "(at most 4, the oldest dropped" in using and MAX_PINS == 4
+    assert "a script over 2 MB are refused" in using and MAX_SCRIPT_BYTES == 2_000_000
+    text = lessons
     assert "as torch 2.13's CPU autocast does" in text and TORCH_VERSION.startswith("2.13.")
     assert PRESETS["exercise"].float32_kinds == frozenset()
     assert "normalisation, a transformer's attention and the loss, as torch" in text
@@ -222,10 +272,10 @@ def test_readme_numbers_of_pins_export_presets_and_blocks_are_the_codes():
     for name in block_names:
         assert StepConfig(compute_dtype=name.strip("`")).compute_dtype == name.strip("`")
     table, defaults = settings(), StepConfig()
-    assert "`outlier_share` (0 to 0.01, default 0: no outliers)" in text
+    assert "`outlier_share` (0 to 0.01, default 0: no outliers)" in calling
     assert (table["outlier_share"].low, table["outlier_share"].high) == (0.0, 0.01)
     assert defaults.outlier_share == 0.0
-    assert "`outlier_scale` (1 to 65536, default 65536)" in text
+    assert "`outlier_scale` (1 to 65536, default 65536)" in calling
     assert (table["outlier_scale"].low, table["outlier_scale"].high) == (1.0, 2.0**16)
     assert defaults.outlier_scale == 2.0**16 and defaults.nvfp4_hadamard == "on"
     e4m3, e2m1 = blocks.element_facts("float8_e4m3fn"), blocks.element_facts("float4_e2m1fn")
@@ -243,7 +293,7 @@ def _api_names(line: str) -> list[str]:
     return [name.strip() for name in line.split(",") if name.strip()]
 
 
-def test_readme_input_orders_are_the_endpoints_signatures():
+def test_calling_page_input_orders_are_the_endpoints_signatures():
     """The documented order is each endpoint's own (block-scaling settings may follow /step's
     list once registered: the list must be a prefix, every rule below exact)."""
     import inspect
@@ -252,8 +302,10 @@ def test_readme_input_orders_are_the_endpoints_signatures():
     from playground.ui.tabs.dynamics import dynamics_endpoint
     from playground.ui.tabs.lab import inspect_event, sweep_endpoint
 
-    block = re.search(r"```text\n/step, /downloads(.*?)\n/sweep(.*?)```", README, re.DOTALL)
-    assert block, "the README's table of input orders"
+    block = re.search(
+        r"```text\n/step, /downloads(.*?)\n/sweep(.*?)```", page("calling"), re.DOTALL
+    )
+    assert block, "the calling page's table of input orders"
     rows = re.findall(r"^(/\w+(?:, /\w+)?)\s+(.*(?:\n {19}.*)*)", block.group(0), re.M)
     said = {name: _flat(rest) for name, rest in rows}
 
@@ -288,7 +340,7 @@ def test_readme_input_orders_are_the_endpoints_signatures():
     assert names(inspect_event) == _api_names(said["/inspect"]) == ["number"]
 
 
-def test_readme_json_keys_are_in_the_summaries():
+def test_calling_page_json_keys_are_in_the_summaries():
     from playground import StepConfig, run_report
     from playground.core.runs.train import run_dynamics
     from playground.sections.dynamics.summary import dynamics_summary
@@ -299,9 +351,10 @@ def test_readme_json_keys_are_in_the_summaries():
         "step": summarize(run_report(small)),
         "dynamics": dynamics_summary(run_dynamics(small)),
     }
-    step_keys = re.findall(r"`((?:losses|operations)\.[a-z_.]+)`", README)
+    calling = page("calling")
+    step_keys = re.findall(r"`((?:losses|operations)\.[a-z_.]+)`", calling)
     dynamics_keys = re.findall(
-        r"`((?:final_loss|mean_lost_share|mean_flushed_share)\.\w+)`", README
+        r"`((?:final_loss|mean_lost_share|mean_flushed_share)\.\w+)`", calling
     )
     assert "losses.mixed_initial_in_compute_dtype" in step_keys and "mean_flushed_share.mixed" in (
         dynamics_keys
@@ -317,10 +370,10 @@ def test_readme_json_keys_are_in_the_summaries():
     assert {"mixed", "pure"} <= set(trees["dynamics"]["mean_flushed_share"])
 
 
-def test_readme_element_ids_are_the_pages():
-    """Every `#id` the README names is an elem_id the page sets: a literal, an indexed one
-    (`<i>` for ``{index}``), a lesson button's (``ui.examples.button_id``), the glossary's or a
-    control's field name."""
+def test_docs_element_ids_are_the_pages():
+    """Every `#id` the README and the documentation pages name is an elem_id the page sets: a
+    literal, an indexed one (`<i>` for ``{index}``), a lesson button's
+    (``ui.examples.button_id``), the glossary's or a control's field name."""
     from playground.core.lessons import LESSONS
     from playground.core.settings.settings import settings
     from playground.sections.route.glossary import ANCHOR
@@ -332,34 +385,35 @@ def test_readme_element_ids_are_the_pages():
     ids |= {name.replace("{index}", "<i>") for name in re.findall(r'elem_id=f"([\w{}-]+)"', source)}
     ids |= set(settings()) | {note_id(label) for label in NOTES}
     ids |= {button_id(lesson) for lesson in LESSONS.values()} | {ANCHOR}
-    named = set(re.findall(r"`#([\w<>-]+)`", README))
+    texts = [README, *(path.read_text() for path in sorted(DOCS.glob("*.md")))]
+    named = set(re.findall(r"`#([\w<>-]+)`", "\n".join(texts)))
     assert {"pin-run", "lesson-train-pure-kahan", "route-next", "inspect-bits"} <= named
     assert named <= ids, f"not an elem_id of the page: {sorted(named - ids)}"
 
 
-def test_readme_first_call_caps_are_the_cost_models():
+def test_public_page_first_call_caps_are_the_cost_models():
     """The 'Running it in public' table's training steps (the warm cap: a compile caps
     nothing) and the compile seconds that make a /step large work are the cost model's."""
     from playground.core.settings import compile_cost
     from playground.core.settings.settings import StepConfig
 
-    text = _flat(README)
+    text = _flat(page("public"))
     said = re.search(
         r"At the largest linear shape a training run takes (\d+) steps, at 1024 x 256 x 128 (\d+)",
         text,
     )
-    assert said, "the README's training steps under the warm cap"
+    assert said, "the public page's training steps under the warm cap"
     largest = StepConfig(n=4096, d_in=1024, d_out=1024).max_steps
     medium = StepConfig(n=1024, d_in=256, d_out=128).max_steps
     assert (int(said.group(1)), int(said.group(2))) == (largest, medium)
     assert f"compile reaches {compile_cost.FIRST_CALL_SECONDS:g} s on 2 vCPUs" in text
 
 
-def test_readme_states_the_servers_own_bounds():
+def test_public_page_states_the_servers_own_bounds():
     """The 'Running it in public' table's body cap, lanes and crowd places are the code's."""
     from playground.ui import crowd, fair_use, upload_guard
 
-    text = _flat(README)
+    text = _flat(page("public"))
     cap = upload_guard.MAX_BODY_BYTES // 2**10
     assert f"request bodies (every route but uploads) at most {cap} kB" in text
     assert f"every other lane takes {fair_use.LANE_SLOTS} at once" in text

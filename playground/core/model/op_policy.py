@@ -23,7 +23,7 @@ casts again::
                            dense matmuls low
 
 What ``autocast`` copies from torch 2.13.0 (CPU, bfloat16 or float16; ``TORCH_AUTOCAST`` holds
-the names and ``tests/core/test_autocast_torch.py`` checks them against the installed torch):
+the names and ``tests/core/model/test_autocast_torch.py`` checks them against the installed torch):
 ``linear`` and ``matmul`` are on its lower-precision list; ``mse_loss`` and ``cross_entropy``
 (whose log_softmax therefore runs in float32) on its float32 list; ``layer_norm`` is on neither
 list on CPU, but its CPU kernel computes the statistics and the normalised values in float32 and
@@ -107,7 +107,7 @@ EXERCISE_OPS = PRESETS["exercise"]
 TORCH_VERSION = "2.13.0"
 TORCH_AUTOCAST = {
     # scaled_dot_product_attention returns low, but its CPU kernel's scores and softmax are
-    # float32 (tests/core/test_autocast_torch.py checks both).
+    # float32 (tests/core/model/test_autocast_torch.py checks both).
     "lower_precision": ("linear", "matmul", "scaled_dot_product_attention"),
     "float32": ("mse_loss", "cross_entropy"),
     # On no list on CPU: run in their input's dtype (layer_norm's statistics in float32 inside).

@@ -4,8 +4,9 @@ Rule: a ``Recipe`` is how the matmuls of a step compute. It names its formats (a
 ``core.formats.dtypes.FORMATS``) and, when its matmuls quantize, the matmul that replaces every
 ``nnx.Linear``'s own. ``RECIPES`` holds them (bfloat16, float16, float8, and the block-scaled
 mxfp8, fp8_block, nvfp4); adding a recipe is one entry here plus its float64 reference in the
-contract test (``tests/core/test_registries.py``; the README's "What each addition touches" lists
-the rest a block format or a setting of its own takes). An entry is made one of two ways::
+contract test (``tests/core/model/test_registries.py``; "What each addition touches" in
+docs/architecture.md lists the rest a block format or a setting of its own takes). An entry is
+made one of two ways::
 
     plain_recipe(name)                 parameters and data cast to ``name``, nothing else
     block_recipe(spec, work, compile)  a block-scaled recipe (``core.recipes.block_formats``):

@@ -166,7 +166,7 @@ def run_sweep(config: StepConfig, data: UserData | None = None) -> SweepReport:
       A SweepReport; compiled once per (shapes, precision policy).
 
     Raises:
-      ConfigError naming ``n`` past the sweep's work cap (``check_sweep_work``).
+      ConfigError: naming ``n`` past the sweep's work cap (``check_sweep_work``).
     """
     config, batch = fitted(config, data)
     exponents = sweep_exponents(config.compute_dtype)

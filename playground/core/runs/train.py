@@ -371,7 +371,7 @@ def run_dynamics(
       capacity(steps), pure_rounding).
 
     Raises:
-      ConfigError naming the bad setting.
+      ConfigError: naming the bad setting.
     """
     given = {"steps": steps, "mode": mode, "period": period, "pure_rounding": pure_rounding}
     config = config.replace(

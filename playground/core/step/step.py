@@ -400,14 +400,16 @@ def mixed_precision_step(seed, x, y, lr, loss_scale) -> jax.Array:
 
     Args:
       seed: nonnegative integer (< 2**32) for ``nnx.Rngs``; static under ``jax.jit``.
-      x: (N, D_in) float32, numpy or JAX. y: (N, D_out) float32.
-      lr: finite, >= 0. loss_scale: finite, > 0 (within the settings table's range).
+      x: (N, D_in) float32, numpy or JAX.
+      y: (N, D_out) float32.
+      lr: finite, >= 0.
+      loss_scale: finite, > 0 (within the settings table's range).
 
     Returns:
       (1,) float32 JAX array: the bfloat16 MSE after one step, cast to float32.
 
     Raises:
-      ConfigError (a ValueError) naming the bad argument.
+      ConfigError: (a ValueError) naming the bad argument.
     """
     x, y = check_step_inputs(seed, x, y, lr, loss_scale)
     return exercise_trace(int(seed), x, y, lr, loss_scale).new_loss

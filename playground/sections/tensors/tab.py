@@ -26,7 +26,7 @@ from playground.views.numbers import bullets
 
 TAB_LABEL = "Your tensors"
 FIGURE_LABEL = "Magnitudes of the chosen tensor against every format's ranges"
-# The two ways to write such a file, shown on the page and in the README (a test runs both).
+# The two ways to write such a file, shown on the page and in docs/using.md (a test runs both).
 SAVE_TORCH = """\
 from safetensors.torch import save_file
 loss.backward()  # then, before optimizer.zero_grad():

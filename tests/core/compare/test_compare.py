@@ -90,7 +90,8 @@ def test_the_overflow_is_named_where_it_first_happens(compared):
     comparison, reports = compared["overflow"]
     rows = {row.recipe: row for row in comparison.rows}
     float16 = rows["float16"]
-    assert float16.nonfinite_share == 1.0  # README: 1,040 NaN of 1,040 at the default shape
+    # docs/lessons.md: 1,040 NaN of 1,040 at the default shape
+    assert float16.nonfinite_share == 1.0
     assert float16.first_nonfinite == reports["float16"].first_nonfinite
     assert float16.first_nonfinite["backward"] is not None
     sentences = reading(comparison)

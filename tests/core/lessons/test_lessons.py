@@ -26,7 +26,7 @@ from playground.core.lessons import (
     lesson,
 )
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+LESSONS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "lessons.md"
 FLOAT16 = np.finfo(np.float16)
 
 
@@ -148,12 +148,12 @@ def test_the_scaled_step_caption_no_longer_calls_subnormal_gradients_normal():
     assert f"{subnormal:,} ({subnormal / scaled.size:.0%}) are subnormal" in sentence
 
 
-def test_readme_counts_the_float16_2_16_overflow_as_the_run_does():
+def test_lessons_page_counts_the_float16_2_16_overflow_as_the_run_does():
     report = run("float16-overflow")
     assert report.config.loss_scale == 2.0**16 and report.config.compute_dtype == "float16"
     scaled = np.concatenate([p.scaled_grads.ravel() for p in report.params.values()])
-    text = " ".join(README.read_text().split())
+    text = " ".join(LESSONS_PAGE.read_text().split())
     said = re.search(r"([\d,]+) NaN and ([\d,]+) inf of ([\d,]+) entries", text)
-    assert said, "the README's float16 2^16 sentence"
+    assert said, "the lessons page's float16 2^16 sentence"
     nan, inf, total = (int(group.replace(",", "")) for group in said.groups())
     assert (nan, inf, total) == (np.isnan(scaled).sum(), np.isinf(scaled).sum(), scaled.size)

@@ -126,9 +126,9 @@ def test_the_report_counts_the_step_s_activation_gradients_in_block_units(name):
 def test_nvfp4_s_lost_band_holds_what_its_rule_stores_as_zero():
     """An MLP at the default shape: the entries drawn in the "lost to 0" band (units under half
     E2M1's smallest subnormal, 0.25: binades up to -3) are those NVFP4's rule stores as 0, and
-    the README states their share as a range of whole percents, which holds from processor to
-    processor (6.5% to 6.9% under ``bench/figure_stability.py``'s variations here, 6.6% on an
-    earlier machine).
+    the docs (docs/using.md) state their share as a range of whole percents, which holds from
+    processor to processor (``python bench/figure_stability.py`` prints it under five XLA CPU
+    variations).
 
     Except at the band's edge, where the count may differ by the entries within EDGE_ULPS of
     0.25 units, and only by those: XLA computes the rule's v / s as v x (1/s) (two roundings
@@ -155,12 +155,12 @@ def test_nvfp4_s_lost_band_holds_what_its_rule_stores_as_zero():
         lost, total = lost + stored_zero, total + gradient.size
         plain += int(np.sum((gradient != 0) & (gradient.astype(E2M1) == 0)))
     # A plain cast to E2M1 (no block scale) would lose several times more; the edge holds too
-    # few entries to move the README's share at the digit it is stated to.
+    # few entries to move the docs' share at the digit it is stated to.
     assert 0 < lost < plain / 4
     assert edges < 0.0005 * total
-    readme = " ".join((Path(__file__).parents[3] / "README.md").read_text().split())
+    using = " ".join((Path(__file__).parents[3] / "docs" / "using.md").read_text().split())
     assert (
         f"an MLP at the default shape: NVFP4 would lose between 6% and 7% of them, a plain cast "
         f"to E2M1 {plain / total:.0%}"
-    ) in readme
+    ) in using
     assert 0.06 <= lost / total <= 0.07

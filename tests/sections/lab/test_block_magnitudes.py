@@ -45,9 +45,9 @@ def test_nvfp4s_lost_share_at_the_defaults_is_what_its_blocks_lose(nvfp4):
     assert np.all(plain.astype(np.float32) == 0) and 0 < lost["float32"] < total / 4
     assert "without loss scaling" not in table and "Loss scaling does not change this" in table
     assert _shown(table, "saturated") == ["0.0% (0)", "0.0% (0)"]
-    # The README quotes the same share.
-    readme = " ".join((Path(__file__).parents[3] / "README.md").read_text().split())
-    assert f"at the defaults NVFP4 loses {lost['float32'] / total:.1%} of the gradient's" in readme
+    # The docs' page on the tabs quotes the same share.
+    using = " ".join((Path(__file__).parents[3] / "docs" / "using.md").read_text().split())
+    assert f"at the defaults NVFP4 loses {lost['float32'] / total:.1%} of the gradient's" in using
 
 
 def test_block_figure_draws_entries_in_their_blocks_units_on_the_element_formats_bands(nvfp4):

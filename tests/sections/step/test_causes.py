@@ -123,7 +123,7 @@ def test_the_issue_case_names_the_norms_variance_and_the_square_root_of_float16s
 
 
 def test_an_overflowing_scale_with_a_finite_forward_pass_is_the_scaled_gradients_overflow():
-    config = MLP.replace(loss_scale=2.0**16)  # the README's lesson: S past float16's range
+    config = MLP.replace(loss_scale=2.0**16)  # the lesson (docs/lessons.md): S past float16's range
     assert first_overflowing_operation(config) is None
     with np.errstate(over="ignore"):
         assert np.isinf(np.float16(config.loss_scale))

@@ -1,5 +1,5 @@
 """/compare's inputs: /step's, read from the same settings table, then the two sizes of the
-user's own model, as the README's table of input orders says."""
+user's own model, as the table of input orders on the calling page (docs/calling.md) says."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from playground.ui.arguments import STEP
 from playground.ui.endpoints import run_step
 from playground.ui.tabs.compare import COMPARE, run_compare
 
-README = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+CALLING = (Path(__file__).resolve().parents[3] / "docs" / "calling.md").read_text()
 
 
 def test_compare_takes_the_steps_inputs_then_the_sizes():
@@ -21,7 +21,7 @@ def test_compare_takes_the_steps_inputs_then_the_sizes():
     compare = inspect.signature(run_compare).parameters
     assert list(compare) == [*step, "param_count", "tokens_per_batch"]
     assert [compare[name].default for name in SIZE_FIELDS] == [0, 0]
-    row = re.search(r"^/compare +(.*)$", README, re.M)
+    row = re.search(r"^/compare +(.*)$", CALLING, re.M)
     assert row and row.group(1) == "/step's inputs, then param_count, tokens_per_batch"
 
 

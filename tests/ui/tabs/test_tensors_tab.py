@@ -1,6 +1,7 @@
 """The tensors tab's wiring without a server: an upload is read once and deleted whether it is
 read or refused, a file not named .safetensors or outside Gradio's upload folder is refused by
-name, and the README shows the endpoint's input, the page's two save lines and the caps."""
+name, and the docs show the endpoint's input (docs/calling.md), the page's two save lines
+(docs/using.md) and the caps (docs/public.md)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from playground.sections.tensors.tab import SAVE_JAX, SAVE_TORCH
 from playground.ui.launch import MAX_FILE_SIZE
 from playground.ui.tabs.tensors import tensors_endpoint
 
-README = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text()
+DOCS = pathlib.Path(__file__).resolve().parents[3] / "docs"
 
 
 def uploaded(name: str, content: bytes) -> pathlib.Path:
@@ -69,11 +70,14 @@ def test_a_path_outside_the_uploads_is_refused_and_left_alone(tmp_path):
     assert outside.exists()
 
 
-def test_the_readme_shows_the_input_the_save_lines_and_the_caps():
+def test_the_docs_show_the_input_the_save_lines_and_the_caps():
+    calling, using, public = (
+        (DOCS / f"{name}.md").read_text() for name in ("calling", "using", "public")
+    )
     assert list(inspect.signature(tensors_endpoint).parameters) == ["file"]
-    assert re.search(r"^/tensors\s+file\b", README, re.M)
-    assert SAVE_TORCH in README and SAVE_JAX in README
-    row = next(line for line in README.splitlines() if line.startswith("| a safetensors file ("))
+    assert re.search(r"^/tensors\s+file\b", calling, re.M)
+    assert SAVE_TORCH in using and SAVE_JAX in using
+    row = next(line for line in public.splitlines() if line.startswith("| a safetensors file ("))
     megabytes = TENSOR_FILE_MAX_BYTES / 2**20
     assert f"at most {megabytes:g} MB" in row and f"{TENSORS_MAX_COUNT} tensors" in row
     assert f"2^{math.log2(TENSORS_MAX_ELEMENTS):g} elements" in row
