@@ -345,8 +345,7 @@ JS = (
     groupRadios(); nameUploads(); roleEmpties(); dressCharts(); lessonToolbar();
   };
   // Once per frame at most, not at each of the hundreds of mutations a commit makes: reading
-  // innerText (nameUploads) lays the page out, and at every mutation it cost a commit about
-  // 45 ms before its new loss showed.
+  // innerText (nameUploads) lays the page out, which at every mutation delays the new loss.
   let tidyQueued = false;
   const tidySoon = () => {
     if (tidyQueued) return;

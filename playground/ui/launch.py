@@ -1,21 +1,27 @@
 """How the page is served: a public Space that shares nothing but this page, with bounds.
 
-Rules:
-  bounds      uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, each visitor to a
-              share of the queue and one heavy run, and the crowd to a few places of heavy
-              work (``ui.fair_use``, ``ui.crowd``).
-  lanes       a request whose work (``core.settings.cost``; a /step's with its compile when that
-              reaches the first call's seconds, ``core.settings.compile_cost``) is over
-              LARGE_WORK waits for the one large lane before Gradio processes it (``in_lane``,
-              from ``ui.public.PublicBlocks``; a validator takes no lane);
-              every lane but the heavy one takes LANE_SLOTS requests at once, more than one
-              visitor's share, so another visitor's small request always finds a place and
-              never waits behind large work. The heavy lane (sweeps and training runs) runs
-              one at a time, and a session's own page events (private ones) one at a time, in
-              the order the page sent them (``ui.session_order``); one still waiting there
-              when a newer event of the same kind from the session comes is replaced by it
-              (answered with a skip), so a session never piles up page events, and so is a
-              commit (``carries_every_setting``) the page sent before one that already started.
+Bounds: uploads to MAX_FILE_SIZE, Gradio's kept sessions to SESSION_CAPACITY, each client key
+to a share of the queue and one heavy run (``ui.fair_use``), and all clients together to a few
+large requests and heavy runs (``ui.crowd``).
+
+Rule, for each call Gradio processes (``in_lane``, through ``ui.public.PublicBlocks.lane``; a
+validator runs outside it)::
+
+    concurrency  Gradio's concurrency groups (concurrency_id -> concurrency_limit):
+                   the queue's default and the step's groups    LANE_SLOTS calls at once
+                   "heavy" (the sweep and the training run)     one at a time
+                   "tensors" (a file's analysis)                ``ui.tabs.tensors.CONCURRENCY``
+    session      a private page event waits until its session's earlier page events have
+                 started (``ui.session_order``), then takes the session's lock;
+                 answered with a skip instead when
+                   a newer event of the same kind from the session is waiting, or
+                   it is a commit (``carries_every_setting``) sent before one that started
+    large work   event_work(fn, inputs) > LARGE_WORK: runs under one server-wide lock
+    call()
+
+LANE_SLOTS is more than one client's share, so another client's small request always finds a
+free slot and never waits behind large work; the skips keep a session from piling up page
+events.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from playground.ui.upload_records import upload_records
 from playground.ui.url_state import long_link_middleware
 from playground.ui.warm_up import TrafficMiddleware
 
-# Uploads: the largest file the page needs (user data, at most 1 MB of CSV) with room to spare.
+# Uploads: the largest file the page needs (user data, at most 1 MB of CSV), with a margin.
 MAX_FILE_SIZE = "2mb"
 # Sessions whose state Gradio keeps (oldest dropped first); each holds a copy of the page's
 # outputs, about 0.2 MB, so this bounds that memory near 40 MB.
@@ -55,10 +61,15 @@ SESSION_CAPACITY = 200
 def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
     """Options for ``demo.launch``: a public Space that shares nothing but this page.
 
-    Bounded: uploads to MAX_FILE_SIZE, kept sessions to SESSION_CAPACITY, a share of the queue
-    and one heavy run per visitor, a few places of heavy work for everyone
-    (``ui.fair_use.HeavyRunMiddleware`` and ``ui.crowd.CrowdMiddleware``, which read the events
-    and the queue from ``demo``; the crowd's prices them with ``event_work``).
+    The bounds of the module rule; ``ui.fair_use.HeavyRunMiddleware`` and
+    ``ui.crowd.CrowdMiddleware`` read the events and the queue from ``demo``, and the crowd's
+    prices each join with ``event_work``.
+
+    Args:
+        demo: the page, as ``ui.page`` builds it.
+
+    Returns:
+        Keyword arguments for ``demo.launch``.
     """
     return {
         "share": False,
@@ -75,7 +86,7 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
                 Middleware(TrafficMiddleware),  # what the warm-up yields to (``ui.warm_up``)
                 long_link_middleware(),
                 disk_middleware(),  # claims the app's folder on disk, then guards bodies, uploads
-                upload_records(),  # which visitor uploaded which file
+                upload_records(),  # which client key uploaded which file
                 Middleware(ClientRefusals, blocks=demo),  # a refused join, told to gradio_client
                 Middleware(HeavyRunMiddleware, blocks=demo),
                 Middleware(CrowdMiddleware, blocks=demo, work=event_work),  # inside the share's
@@ -85,18 +96,19 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
 
 
 def queue_kwargs() -> dict[str, Any]:
-    """The queue's bound and the default lane: LANE_SLOTS requests at once (each event that
-    declares its own lane declares the same, but for the heavy one).
+    """Options for ``demo.queue``: its ``max_size`` and a default concurrency_limit of LANE_SLOTS.
 
-    The bound is generous because no visitor can hold more than its share of it
-    (``ui.fair_use``): it only stops a crowd, never one visitor's flood. What the queue records
-    per finished event stays bounded too (``ui.queue_records``).
+    The step's concurrency groups declare the same limit (see the module rule). ``max_size`` is
+    generous because no client key holds more than its share of it (``ui.fair_use``): it stops
+    a crowd, never one client's flood. Also bounds what the queue records per finished event
+    (``ui.queue_records``).
     """
     bound_analytics()
     return {"max_size": 256, "default_concurrency_limit": LANE_SLOTS}
 
 
-LARGE_LANE: asyncio.Lock | None = None  # made in the server's event loop, on first use
+# Large work's server-wide lock; made in the server's event loop, on first use.
+LARGE_LANE: asyncio.Lock | None = None
 # One lock per session with a page event running or waiting; dropped when none holds it.
 SESSION_LANES: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 # The newest ticket of each (session, event) waiting or running: an older one still waiting
@@ -105,11 +117,16 @@ NEWEST: dict[tuple[str, int], int] = {}
 
 
 def event_work(fn: Any, inputs: list[Any]) -> float:
-    """The work (``core.settings.cost``) of running ``fn`` on these raw inputs (a /step's with its
-    long
-    compile, ``core.settings.compile_cost.first_call_work``): the settings among them (each input
-    component's elem_id is its field), priced as the endpoint computes them; 0 when they are no
-    valid settings (the handler then refuses them before any compute)."""
+    """The work (``core.settings.cost``'s multiply-adds) of running ``fn`` on raw ``inputs``.
+
+    Settings are read from the inputs whose component's elem_id names a field, then::
+
+        sweep      step_work * (exponents swept) / 2
+        dynamics   step_work * steps * 1.5
+        compare    compare_work + compare_first_call_work
+        a step     step_work + first_call_work        (a long compile counts as work)
+        otherwise  0   no valid settings: the handler refuses them before any compute
+    """
     table = settings()
     try:
         components, values = gathered_inputs.expanded(fn, inputs)
@@ -152,10 +169,18 @@ async def in_lane(
     session: str | None,
     replaced: Callable[[], Awaitable[Any]],
 ) -> Any:
-    """``call()`` in ``fn``'s lane (see the module rule): after the session's earlier page
-    events when ``fn`` is a private one (``replaced()`` instead, the call answering a skip,
-    when a newer event of the same kind from the session came meanwhile), and after the large
-    lane when its work on ``inputs`` is over LARGE_WORK."""
+    """Run ``call()`` as the module rule schedules it, or ``replaced()`` (a skip) instead.
+
+    Args:
+        fn: Gradio's block function of the event.
+        inputs: its raw inputs, priced by ``event_work``.
+        call: Gradio's processing of the call.
+        session: the session hash, or None for a call without one.
+        replaced: answers the call with a skip.
+
+    Returns:
+        What ``call()`` or ``replaced()`` returned.
+    """
     if session and fn.api_visibility == "private":
         kind = event_kind(fn)
         turn = session_order.take(session, kind)

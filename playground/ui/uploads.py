@@ -68,8 +68,8 @@ def _key(path: str) -> str:
 
 
 def record(visitor: str, paths: list[str]) -> None:
-    """Record ``paths`` (Gradio's answer to an upload) as fresh uploads of ``visitor``; only
-    those in Gradio's upload folder, outside the app's downloads, count."""
+    """Record ``paths`` (Gradio's answer to an upload) as fresh uploads of the client key
+    ``visitor``; only those in Gradio's upload folder, outside the app's downloads, count."""
     folder, downloads = get_upload_folder(), download_dir()
     paths = [
         _key(path)
@@ -106,9 +106,9 @@ def _located(payload: Any, field: str) -> tuple[str, str] | None:
 
 
 def admit(visitor: str, payload: Any, read: bool = True, field: str = "data") -> None:
-    """Admit ``payload`` (the file input ``field`` as sent) as ``visitor``'s upload, reading and
-    deleting it if it is fresh and ``read`` (see the module rule; an input outside READ_HERE
-    only has its record turned read); ConfigError naming ``field``.
+    """Admit ``payload`` (the file input ``field`` as sent) as the client key ``visitor``'s
+    upload, reading and deleting it if it is fresh and ``read`` (see the module rule; an input
+    outside READ_HERE only has its record turned read); ConfigError naming ``field``.
 
     ``read`` is False where Gradio preprocesses an input without running the event (a
     validator, when a run joins the queue): the file is checked and stays for the event."""
