@@ -106,13 +106,19 @@ def dynamics_loss_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figur
 
 
 def loss_ticks(losses: np.ndarray, count: int = 5) -> dict[str, Any]:
-    """The loss axis's ticks, each labelled with its value (the curves' span must be readable:
-    a 1.5% change drawn over the whole height looks like a steep fall).
+    """The loss axis's ticks, each labelled with its value, by the span high / low of ``losses``::
 
-    Curves spanning under 2.5x may hold no 1-2-5 tick at all (1.183e-7 to 1.201e-7): they get
-    ``count`` ticks spread over their span, labelled with as many digits as tell them apart.
-    Curves spanning under 1000x get ticks at 1, 2 and 5 per decade (Plotly's own choice there
-    labels every digit, 0.9 on top of 1); wider ones keep Plotly's, one per decade or fewer.
+        < 2.5     ``count`` ticks spread over the span, with as many digits as tell them apart
+                  (such a span may hold no 1-2-5 tick at all)
+        < 1000    ticks at 1, 2 and 5 per decade (Plotly's own labels every digit there)
+        wider     Plotly's, one per decade or fewer
+
+    Labels matter because a 1.5% change drawn over the whole height looks like a steep fall.
+
+    >>> loss_ticks(np.array([0.1, 10.0]))["dtick"]
+    'D2'
+    >>> loss_ticks(np.array([1.183e-7, 1.201e-7]), count=3)["ticktext"]
+    ['1.18e-07', '1.19e-07', '1.2e-07']
     """
     if not losses.size:
         return {"tickformat": LOG_FORMAT}
@@ -211,16 +217,13 @@ def _meter_curves(run: RunCurves) -> list[np.ndarray]:
 
 
 def lost_update_figure(dynamics: Run, pins: Sequence[RunCurves] = ()) -> Figure:
-    """Share of parameter entries whose update was rounded away, per step, pure vs masters,
-    and (dotted) the share lost earlier, to a gradient that flushed to zero.
+    """The lost-update meter: per step, the share of parameter entries whose update was rounded
+    away (pure vs masters) and, dotted, whose gradient had flushed to zero.
 
-    A pin draws each of these curves that differs from the current run's, in its colour: a
-    pinned float16 run at S = 1 shows its flushed share beside this run's.
-
-    The y axis is fitted to the shares, not fixed at 0-100%: shares are often below 1%, which a
-    0-100% axis draws as a flat line on the floor. It runs from a little below 0 (so a run that
-    loses nothing draws its line above the x axis, not hidden on it) to a little above the
-    largest share, the pins' included; 0-1% when nothing is lost.
+    A pin draws each of these curves that differs from the current run's, in its colour. The
+    y axis fits the shares, which a 0-100% axis would draw flat on the floor (they are often
+    below 1%): from a little below 0, so a run that loses nothing draws above the x axis, to a
+    little above the largest share, pins included; 0-1% when nothing is lost.
     """
     current = as_curves(dynamics)
     flushed = _flushed_traces(current)

@@ -169,13 +169,11 @@ def binade_axis(
 
 
 def activation_histogram(report: StepReport) -> Figure:
-    """Per hidden layer, log2 |activation gradient| (scaled, in the compute dtype) over the
-    dtype's ranges, input side first: the "Mixed Precision Training" paper's figure, live.
+    """Per hidden layer, input side first, log2 |activation gradient| (scaled, in the compute
+    dtype) over the dtype's ranges: the "Mixed Precision Training" paper's figure, live.
 
-    A block recipe's counts are in its blocks' units (``core.step.activation_counts``) over its
-    element format's ranges in those units (lost to 0 in its block, subnormal, normal,
-    saturates), as its magnitude figure draws the parameter gradients.
-
+    A block recipe's counts are in its blocks' units (``core.step.activation_counts``), over
+    its element format's ranges, as ``block_magnitude_histogram`` draws the parameter gradients.
     Empty, with a title that says so, for a model without hidden layers.
     """
     block = recipe(report.config.compute_dtype).block
@@ -254,11 +252,17 @@ def magnitude_histogram(report: StepReport) -> Figure:
 
 
 def block_magnitude_histogram(report: StepReport) -> Figure:
-    """For a block recipe: each gradient entry in its block's units (``core.recipes.block_places``:
-    |value| / (block scale x tensor scale), what the quantizer rounds), per binade, over the
-    element format's ranges: lost to 0 in its block, subnormal, normal, saturates. Bars: the
-    scaled gradients; outline: float32's gradient at S = 1, stored by the same recipe. The two
-    coincide but for the paths' own differences: each block's scale absorbs the loss scale."""
+    """For a block recipe: the gradient entries per binade in their blocks' units, over the
+    element format's ranges (lost to 0 in its block, subnormal, normal, saturates)::
+
+        x        = |value| / (block scale x tensor scale), what the quantizer rounds
+                   (``core.recipes.block_places``)
+        bars     the scaled gradients
+        outline  float32's gradient at S = 1, stored by the same recipe
+
+    The two coincide but for the paths' own differences: each block's scale absorbs the loss
+    scale.
+    """
     spec = recipe(report.config.compute_dtype).block
     params = list(report.params.values())
     series = {

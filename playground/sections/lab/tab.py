@@ -130,12 +130,11 @@ class SweepViews(NamedTuple):
 
 def magnitude_table(report: StepReport) -> str:
     """The counters as a Markdown table of shares: a row per kind (lost to zero, subnormal,
-    non-finite), a column per view, each named as the magnitude chart names the same gradients.
+    non-finite), a column per view, named as the magnitude chart names the same gradients.
 
-    The JSON summary's "after scaling" counts are the scaled gradients, shown as the chart's
-    SCALED_LABEL; its "before scaling" counts are the float32 gradient cast to the dtype with
-    no loss scale (what the step would hold without scaling). Only the shown names change:
-    the JSON keys are part of the API.
+    The JSON's "after scaling" column is shown as SCALED_LABEL, its "before scaling" column as
+    the float32 gradient cast to the dtype without loss scaling; the JSON keys stay, being part
+    of the API. A block recipe's table is ``_block_magnitude_table``'s.
     """
     counts = report.magnitudes
     total = counts["entries"]["total"]

@@ -65,12 +65,17 @@ def _operand(blocks: BlockReport, role: str) -> dict[str, Any]:
 
 
 def recipe_comparison(report: StepReport) -> dict[str, Any]:
-    """The JSON summary's ``recipe_comparison``: the relative errors of the first layer's
-    forward output (``core.recipes.block_stats.COMPARISON_KEYS``: ``output_rel_error`` and
-    ``per_tensor_float8_output_rel_error`` in norm, the two medians of the rows' own), and the
-    recipe, the kernel its matmuls ran (``kernel``: a sentence, never under a key ``path``,
-    which gradio_client would take for a file to download), the last block's size and each
-    operand's shares; nulls for a recipe that is not block-scaled."""
+    """The JSON summary's ``recipe_comparison``::
+
+        recipe            the block recipe's name
+        COMPARISON_KEYS   the first layer's forward output's relative errors against float32
+                          (``core.recipes.block_stats``: in norm, and the medians of the rows')
+        kernel            the kernel its matmuls ran, as a sentence
+        block, last_block_size, operands (each operand's shares), lesson_holds
+
+    A recipe that is not block-scaled gives ``recipe`` and COMPARISON_KEYS, all null. ``kernel``
+    is never under a key ``path``, which gradio_client would take for a file to download.
+    """
     blocks = report.blocks
     if blocks is None:
         empty = dict.fromkeys(COMPARISON_KEYS)

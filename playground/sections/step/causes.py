@@ -1,12 +1,13 @@
 """Why a step's numbers are non-finite or degenerate: the causes the reading names.
 
-Rule: each code of CAUSES is a condition on the report (see ``causes``), checked in that order,
-and each found code gets one sentence (``cause_sentence``) built from the report's numbers.
-Where an operation of the mixed step's forward pass is the first whose result is not finite,
-``forward_failure`` names it and says why from its kind and its dtype's facts (``WHY``), and
-the forward overflow's sentence names it.
-``flush_margin`` says how far two compiled programs' losses may differ by flushing alone, so a
-difference that small is never called a cause.
+Rule::
+
+    causes(report)                the codes of CAUSES whose condition holds, in that order
+    cause_sentence(code, report)  one sentence per code, from the report's numbers
+    forward_failure(report)       the first non-finite operation of the mixed forward pass,
+                                  and why, from its kind and its dtype's largest (``WHY``)
+    flush_margin(report)          how far two programs' losses may differ by flushing alone:
+                                  a difference that small is never called a cause
 """
 
 from __future__ import annotations
@@ -102,19 +103,23 @@ def flush_margin(report: StepReport) -> float:
 def causes(report: StepReport) -> list[str]:
     """Which of CAUSES explain this report's non-finite or degenerate numbers, in that order.
 
-    data_overflow: the float32 twin's loss is not finite before the step (data too large even
-      for float32). forward_overflow: float32's loss is finite before the step, and an operation
-      of the low-precision forward pass is not (``forward_failure``: it may pass a finite loss
-      on, as a layer norm whose variance is inf normalises to its bias), or its loss is not,
-      before the step or after it with finite parameters. scaled_gradient_overflow: every
-      operation of the low-precision forward pass is finite but some scaled gradients are not
-      (the scale is too large). gradient_underflow: gradient entries are zero in the mixed step
-      but not in float32 while its forward pass is finite (the scale is too small for the
-      dtype's range; a failed forward computes other values, whose zeros are not underflow), or
-      zero in both where the loss is not (flushed). lr_divergence: lr > 0 and the float32
-      twin's loss starts finite and does not fall (not finite, or larger after the step by
-      more than ``flush_margin``: with lr = 0 nothing moves, and a rise within the margin is
-      flushing, not divergence).
+    With ``forward_finite`` = every operation of the mixed forward pass and its initial loss
+    are finite::
+
+        data_overflow             float32's initial loss is not finite
+        forward_overflow          float32's initial loss is finite, and not forward_finite,
+                                  or the mixed loss after the step is not finite while
+                                  float32's and the mixed parameters are
+        scaled_gradient_overflow  forward_finite and some scaled gradient is not finite
+        gradient_underflow        forward_finite and some entry is 0 in mixed_grads only,
+                                  or a parameter's gradient is all 0 on both paths
+                                  (``flushed_in_both``)
+        lr_divergence             lr > 0, float32's initial loss is finite and its new loss
+                                  is not <= initial + ``flush_margin``
+
+    Every operation is checked, not only the loss, because a layer norm whose variance is inf
+    passes a finite loss on; a failed forward pass computes other values, whose zeros are not
+    underflow; a rise within ``flush_margin`` is flushing, not divergence.
     """
     mixed_initial, mixed_new = report.mixed_initial_loss, report.mixed_new_loss
     float32_initial, float32_new = report.float32_initial_loss, report.float32_new_loss

@@ -72,12 +72,10 @@ def _non_finite_note(x: float, xref: str, yref: str, text: str) -> dict:
 def loss_figure(report: StepReport) -> Figure:
     """The unscaled loss before and after the step, in two panels, so a 0.002 gap is visible.
 
-    Left: the four losses as dots (mixed left, float32 right of each time) on an axis zoomed to
-    their values, titled as not starting at 0; their values are in the hover and the headline
-    table (labels beside dots this close would collide on a phone). Right: mixed - float32 as
-    bars from 0, where 0 means the two paths agree. A non-finite loss (float16 with an
-    overflowing scale) gets no dot but a red note naming it (NaN, inf) in its place, in both
-    panels.
+    Left: the four losses as dots (mixed left of float32 at each time) on an axis zoomed to
+    their values, titled as not starting at 0; the values are in the hover and the headline
+    table, since labels beside dots this close collide on a phone. Right: mixed - float32 as
+    bars from 0. A non-finite loss gets no dot but a red note naming it (NaN, inf), in both.
     """
     dtype = report.config.compute_dtype
     paths = (

@@ -94,13 +94,14 @@ def _json_floats(tree: Any) -> Any:
 
 
 def activation_summary(activation: ActivationReport, config: StepConfig) -> dict[str, Any]:
-    """One hidden layer's activation gradient: its zero share and its log2 histogram.
+    """One hidden layer's activation gradient: its zero share and its log2 histogram::
 
-    ``log2_histogram.counts[i]`` counts the entries with floor(log2 x) == ``first`` + i, x as
-    ``log2_histogram.of`` says: |g|, or for a block recipe each entry in its block's units
-    (``core.step.activation_counts``: the bin at LOG2_LOW holds a block recipe's entries whose
-    block scale flushed to zero); the bins span the nonzero part of the histogram (empty when
-    every entry is zero or non-finite).
+        x          |g|, or for a block recipe |g| / its block's scale (``log2_histogram.of``)
+        counts[i]  entries with floor(log2 x) == first + i, over the histogram's nonzero span
+                   (empty when every entry is zero or non-finite)
+
+    For a block recipe the bin at LOG2_LOW holds the entries whose block scale flushed to zero
+    (``core.step.activation_counts``).
     """
     live = np.flatnonzero(activation.log2_counts)
     first, last = (int(live[0]), int(live[-1])) if live.size else (0, -1)

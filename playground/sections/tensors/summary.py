@@ -1,17 +1,20 @@
 """A user's tensors as JSON, as a table and as sentences computed from the counts.
 
-Rule: ``tensors_summary(report)`` is the ``/tensors`` endpoint's JSON: ``file``, ``formats``
-and ``recipes`` (the names analysed, from the registries), ``sampled`` (always false: every
-entry is counted) and ``tensors``, one row per tensor in the file's order with ``name``,
-``shape`` and ``dtype`` as stored, ``analysed``, its ``magnitude`` summary, ``formats`` ->
-{format: {zero, subnormal, overflow, saturated, rel_error, loss_scale_window}} and ``recipes``
--> {recipe: {zero, subnormal, overflow, saturated, rel_error, flushed_inputs}}. Shares are of
-the tensor's finite nonzero entries; a window is {low_log2, high_log2} or null. Strict JSON:
-a share or error with nothing to count is null.
+Rule: ``tensors_summary(report)`` is the ``/tensors`` endpoint's JSON::
 
-The sentences name a tensor as the file does, in code quotes (a backtick in a name escaped),
-and quote only counted numbers: the share a format rounds to zero with the loss scales that
-keep it, what overflows, and the block recipes' zero and saturated shares.
+    file                    the file's name
+    formats, recipes        the names analysed, from the registries
+    sampled                 always false: every entry is counted
+    tensors[]               one row per tensor, in the file's order (``tensor_row``):
+      name, shape, dtype    as stored
+      analysed, magnitude
+      formats[format]       zero, subnormal, overflow, saturated, rel_error, loss_scale_window
+      recipes[recipe]       zero, subnormal, overflow, saturated, rel_error, flushed_inputs
+    reading                 the file's sentences
+
+Shares are of the tensor's finite nonzero entries; a window is {low_log2, high_log2} or null;
+a share or error with nothing to count is null (strict JSON). The sentences name a tensor as
+the file does, in code quotes (a backtick escaped), and quote only counted numbers.
 """
 
 from __future__ import annotations
