@@ -8,8 +8,8 @@ a comma (``csv`` module's QUOTE_MINIMAL; no comment lines). float32 values are w
 A file is blocks of rows; a block is a list of columns of equal length. A chunk of up to
 CHUNK_ROWS rows is one (rows, width) uint8 buffer: every column has fixed places in it and
 writes its ASCII characters there, leaving NUL bytes where it has none (a float's unused
-digits, say); the file gets the buffer's bytes with the NULs dropped (np.compress, the fastest
-numpy way). Nothing is formatted one value at a time in Python.
+digits, say); the file gets the buffer's bytes with the NULs dropped (np.compress). Nothing is
+formatted one value at a time in Python.
 
 Example::
 

@@ -4,7 +4,7 @@ Rule: ``export_script(config, data, framework)`` is a template of ``core.export`
 page's settings written in; ``framework`` is ``jax`` (``core/export/jax_script.py``, rendered here)
 or ``pytorch`` (``core/export/torch_script.py``, rendered by ``views.export_torch``). Each
 template is a standalone program that runs and is ruff-checked as it is, read here as text,
-never imported. The JAX script (jax, flax, optax, numpy and the standard library only)
+never imported. The JAX script (jax, flax, optax, numpy and the standard library only)::
 
     rebuilds make_batch()                  same numpy PCG64 draws and float32 arithmetic order,
                                            or the uploaded batch, embedded (``DATA``)
@@ -18,22 +18,25 @@ Rendering rewrites two places of the template: the settings block (the lines bet
 its label, then core's NOISE_STD, the upload and the compiler options of the page's step) and
 the docstring's ``    python <file>.py`` line.
 
-Bit for bit, as the page: the script compiles the step with the page's compiler options and
-passes the starting parameters, drawn by a compiled call of their own, as an argument (as
-``run_report`` does), and compiles the training run as ``run_dynamics`` does (one program,
-parameters drawn inside). XLA on CPU rounds a compiled program differently from eager execution
-(it keeps low-precision intermediates in float32 inside a fusion and contracts a multiply and an
-add into an FMA), so a script that ran eagerly would differ in last bits. The one known gap:
-when N or D_in is 1, a matmul becomes elementwise products whose FMA contraction depends on
-what else the program returns, and a step's loss can differ by a few units in the last place.
+Bit for bit, as the page: the script compiles the step as ``run_report`` does (the page's
+compiler options; the starting parameters drawn by a compiled call of their own and passed in)
+and the training run as ``run_dynamics`` does (one program, parameters drawn inside). It must
+compile, because XLA on CPU rounds a compiled program differently from eager execution
+(low-precision intermediates kept in float32 inside a fusion; a multiply and an add contracted
+into an FMA). The one known gap: when N or D_in is 1, a matmul becomes elementwise products
+whose FMA contraction depends on what else the program returns, and a step's loss can differ
+by a few units in the last place.
 
-What is refused (ConfigError naming the field): a recipe that is not a plain cast (float8: its
-scaled matmuls are not in the script), a model the framework's template does not build (the
-model registry's ``ModelSpec.scripts``; the refusal names the models it exports) or an
-optimizer it does not (``OptimizerSpec.scripts``), a setting the
-script does not reproduce at a value other than its default, and an upload above the embedding
-cap (``views.export_text``). The options of another model and the settings another recipe
-declares (``Recipe.settings``) change nothing and are left out (written at their defaults).
+Refused, with a ConfigError naming the field (``check_exportable``, then the upload's size)::
+
+    compute_dtype   a recipe that is not a plain cast (its scaled matmuls are not in the script)
+    model           one the template does not build (``ModelSpec.scripts``)
+    optimizer       one the template does not build (``OptimizerSpec.scripts``)
+    any other       a setting the script does not reproduce, at a value other than its default
+    data            an upload over the embedding cap (``views.export_text.check_embedded``)
+
+Another model's options (written at their defaults) and another recipe's settings
+(``Recipe.settings``) change nothing, so they are never refused.
 """
 
 from __future__ import annotations

@@ -57,17 +57,16 @@ def agreement_bound(compute_dtype: str) -> float:
 
 def estimate_bound(compute_dtype: str) -> float:
     """How close PyTorch's own step loss comes to ``core.export.autocast``'s estimate of it:
-    half the dtype's eps (measured by tests/views/test_export_torch.py and
-    test_export_transformer.py: within a quarter for the linear model and the MLP, 0.31 of it
-    for a float16 transformer step)."""
+    half the dtype's eps (checked by tests/views/test_export_torch.py and
+    test_export_transformer.py)."""
     return dtype_facts(compute_dtype).eps / 2
 
 
 def pytorch_note(
     config: StepConfig, page_loss: float | None = None, autocast_loss: float | None = None
 ) -> str:
-    """The note for ``config`` (see the module rule); with the page's mixed loss after the step
-    and ``core.export.autocast``'s estimate of PyTorch's, their measured difference too."""
+    """The note for ``config`` (see the module rule); given the page's mixed loss after the step
+    and ``core.export.autocast``'s estimate of PyTorch's, the "measured" line too."""
     dtype = config.compute_dtype
     if recipe(dtype).plain_dtype != dtype:
         return (
