@@ -27,6 +27,7 @@ from playground.core.recipes.block_formats import (
 from playground.core.recipes.registry import recipe
 from playground.core.runs.sweep import SweepReport
 from playground.core.step.report import StepReport
+from playground.sections.step.causes import causes, unfit_scale
 from playground.views.plotly import WARNING_TEXT_COLOR, true_runs
 
 
@@ -51,11 +52,25 @@ def magnitude_note(report: StepReport) -> str:
     dtype = chosen.gradient_format
     scale = magnitude_scale(report.config.loss_scale)
     if scaled["non-finite"]:
+        share = _share(scaled["non-finite"], total)
+        unfit = unfit_scale(report)
+        if unfit:  # S itself, not the gradients, is past the loss dtype's range
+            return (
+                f"At S = {scale}, {share} of the scaled gradient entries are inf or NaN: S "
+                f"itself does not fit in {unfit} (largest {dtype_facts(unfit).max:g}), the "
+                f"dtype of this step's loss, so the backward pass starts from inf. torch's "
+                "GradScaler keeps S and the autocast loss in float32, where it fits."
+            )
+        found = causes(report)
+        if "data_overflow" in found or "forward_overflow" in found:
+            return (
+                f"{share} of the scaled gradient entries are inf or NaN because the forward "
+                "pass already overflowed, before any scaling: no loss scale changes that."
+            )
         return (
-            f"At S = {scale}, {_share(scaled['non-finite'], total)} of the scaled gradient "
-            f"entries overflow {dtype} (largest {dtype_facts(dtype).max:g}) and land in the "
-            "inf/NaN bar at the right: this scale is too large for them; a smaller one keeps "
-            "them finite."
+            f"At S = {scale}, {share} of the scaled gradient entries overflow {dtype} "
+            f"(largest {dtype_facts(dtype).max:g}) and land in the inf/NaN bar at the right: "
+            "this scale is too large for them; a smaller one keeps them finite."
         )
     lost_before, lost_after = unscaled["lost to zero"], scaled["lost to zero"]
     if lost_after < lost_before:

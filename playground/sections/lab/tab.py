@@ -44,17 +44,25 @@ PLAIN_BANDS_TEXT = (
 )
 
 
-def compare_with(compute: str) -> str:
-    """For a plain recipe, the sentence that points to the other registered plain format of as
-    many bits (float16 <-> bfloat16), saying whether its range is wider or narrower; else ""."""
+def compare_with(report: StepReport) -> str:
+    """The sentence that points a plain recipe to the other registered plain format of as many
+    bits (float16 <-> bfloat16), only where that helps: this step lost gradient entries to its
+    format's range (to zero or past its largest) and the other format's range is wider on that
+    side. Else ""."""
+    compute = report.config.compute_dtype
     own = recipe(compute).plain_dtype
     if own is None:
         return ""
+    scaled = report.magnitudes["after scaling"]
+    overflowed, underflowed = scaled["non-finite"] > 0, scaled["lost to zero"] > 0
     for name in COMPUTE_DTYPES:
         other = recipe(name).plain_dtype
-        if name != compute and other and dtype_facts(other).bits == dtype_facts(own).bits:
-            wider = "wider" if dtype_facts(other).max > dtype_facts(own).max else "narrower"
-            return f"Try {name}: its range is much {wider}."
+        if name == compute or not other or dtype_facts(other).bits != dtype_facts(own).bits:
+            continue
+        higher = dtype_facts(other).max > dtype_facts(own).max
+        lower = dtype_facts(other).smallest_subnormal < dtype_facts(own).smallest_subnormal
+        if (overflowed and higher) or (underflowed and lower):
+            return f"Try {name}: its range is much wider."
     return ""
 
 
@@ -154,7 +162,7 @@ def magnitude_table(report: StepReport) -> str:
         if dtype != compute
         else ""
     )
-    compare = compare_with(compute)
+    compare = compare_with(report)
     return (
         f"Gradient entries in {dtype} ({total:,} in all), "
         f"by where they land{note}:\n\n"

@@ -6,6 +6,8 @@ Rule::
     cause_sentence(code, report)  one sentence per code, from the report's numbers
     forward_failure(report)       the first non-finite operation of the mixed forward pass,
                                   and why, from its kind and its dtype's largest (``WHY``)
+    unfit_scale(report)           the loss's dtype when S itself does not fit in it (the
+                                  backward pass starts from S cast to that dtype: inf)
     flush_margin(report)          how far two programs' losses may differ by flushing alone:
                                   a difference that small is never called a cause
 """
@@ -16,7 +18,7 @@ import math
 
 import numpy as np
 
-from playground.core.formats.dtypes import dtype_facts, subnormals_flushed_here
+from playground.core.formats.dtypes import cast, dtype_facts, subnormals_flushed_here
 from playground.core.model.losses import LOSS_NAMES
 from playground.core.recipes.registry import recipe
 from playground.core.step.policy import policy_for
@@ -71,6 +73,26 @@ def forward_failure(report: StepReport) -> dict[str, str] | None:
     dtype = policy_for(report.config).op_dtype(kind)
     why = WHY[name if kind == "loss" else kind](dtype, dtype_facts(dtype).max)
     return {"operation": name, "kind": kind, "dtype": dtype, "why": why}
+
+
+def unfit_scale(report: StepReport) -> str | None:
+    """The dtype the loss is computed in when the loss scale S cast to it is inf, else None.
+
+    The backward pass of ``S * float32(loss)`` starts from S and, through the loss's cast, hands
+    S on in the loss's dtype: in the exercise the loss is float16 under float16, so S = 2^16
+    (past 65504) becomes inf there and every scaled gradient is inf or NaN, however small the
+    gradients are. torch's autocast computes the loss in float32 and GradScaler keeps its scale
+    in float32, which is why GradScaler can start at 2^16 (``precision_policy="autocast"``).
+
+    Args:
+      report: a step's report.
+
+    Returns:
+      The loss's dtype name, or None when S is finite in it.
+    """
+    dtype = policy_for(report.config).loss_dtype
+    scale = np.asarray(report.config.loss_scale, np.float32)
+    return dtype if not np.isfinite(cast(scale, dtype).astype(np.float32)) else None
 
 
 def flushed_in_both(report: StepReport) -> list[ParamReport]:
@@ -172,6 +194,16 @@ def cause_sentence(code: str, report: StepReport) -> str:
             "No loss scale helps here; smaller data or bfloat16's wider range do."
         )
     if code == "scaled_gradient_overflow":
+        unfit = unfit_scale(report)
+        if unfit:
+            return (
+                f"The loss scale S = {config.loss_scale:.6g} does not fit in {unfit} (largest "
+                f"{dtype_facts(unfit).max:g}), the dtype this step computes its loss in: the "
+                f"backward pass starts from S cast to {unfit}, which is inf, so every scaled "
+                "gradient is inf or NaN, not because the gradients are large. torch's autocast "
+                "keeps the loss and GradScaler's scale in float32, where 2^16 fits "
+                "(precision_policy=autocast)."
+            )
         return (
             f"A fixed loss scale of {config.loss_scale:.6g} is too large here: the scaled "
             f"gradients overflowed {gradient} and reached the update unchanged, which is what "
