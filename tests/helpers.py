@@ -13,6 +13,8 @@ names; tests/test_test_helpers.py checks it).
   open_page, select_tab         the page in Chromium, loaded at a viewport; a section tab opened
   expected_headline             the mixed new loss as the headline prints it, computed here
   examples                      a hypothesis test's example count in this tier
+  covering_params               parametrize values, the few that cover every member in the quick
+                                tier and the rest marked slow
 """
 
 from __future__ import annotations
@@ -34,6 +36,20 @@ def examples(full: int) -> int:
     """A hypothesis test's example count: ``full`` in the full tier (``pytest --full``), a tenth
     of it, at least 5, in the quick one (tests/conftest.py)."""
     return full if os.environ.get("PLAYGROUND_FULL_TESTS") else max(5, full // 10)
+
+
+def covering_params(values: Sequence[Any], members: Any, ids: Any = None) -> list[Any]:
+    """``values`` as ``pytest.param``s: in order, each value that brings a member not yet seen
+    (``members(value)``: the registry members it exercises) stays in the quick tier; every other
+    one is marked ``slow``. So the quick tier runs each member at least once."""
+    seen: set = set()
+    params = []
+    for value in values:
+        new = set(members(value)) - seen
+        seen |= new
+        name = ids(value) if ids else None
+        params.append(pytest.param(value, id=name, marks=() if new else pytest.mark.slow))
+    return params
 
 
 @functools.cache

@@ -23,6 +23,8 @@ from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from playground.views.plotly import DARK_BACKGROUND
 
+pytestmark = pytest.mark.slow
+
 NPM_DIR = Path(__file__).resolve().parents[1] / ".npm"
 AXE = NPM_DIR / "node_modules" / "axe-core" / "axe.min.js"
 INSTALL = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(NPM_DIR), "axe-core@4"]

@@ -43,6 +43,8 @@ from playground.core.model.optimizers import OPTIMIZERS
 from playground.core.recipes.registry import RECIPES
 from playground.ui.upload_guard import MAX_BODY_BYTES
 
+pytestmark = pytest.mark.slow
+
 OUTPUTS = {"step": 10, "sweep": 4, "dynamics": 6, "inspect": 1}
 TINY = [0, 8, 4, 2, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]  # 8 x 4 x 2
 MODEL = ["linear", 2, 64, "relu", "sgd", None]  # the defaults, and no uploaded data

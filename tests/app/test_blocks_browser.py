@@ -23,6 +23,8 @@ from playground.core.settings.settings import StepConfig
 from playground.core.step.report import run_report
 from playground.ui.examples import LESSONS
 
+pytestmark = pytest.mark.slow
+
 RUN_TIMEOUT_MS = 3 * TIMEOUT_MS  # the lesson's first run compiles its programs
 NOTE = "note-block-scaling"
 NOTE_TEXT = f"() => (document.getElementById('{NOTE}')?.innerText || '').replace(/\\s+/g, ' ')"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from browser_waits import headline, wait_for_new_headline
 from helpers import TIMEOUT_MS, expected_headline, open_page, select_tab
 
@@ -49,6 +51,7 @@ def _tab_names(page) -> list[str]:
     return page.locator("#sections [role=tab]").all_inner_texts()
 
 
+@pytest.mark.slow
 def test_phone_width_has_no_horizontal_overflow(browser, app_url):
     page = open_page(browser, app_url, 390, 844)
     try:

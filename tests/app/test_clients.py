@@ -202,7 +202,20 @@ def _no_file_like_answer(app_url: str, row: dict[str, Any]) -> None:
     assert fetched >= 2 * (refusal("step", row) is None)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=_row_id)
+# The quick tier calls every endpoint with one row (the page's defaults); the full tier with
+# every row of the design.
+QUICK_ROW = "bfloat16-linear"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(
+            row, id=_row_id(row), marks=() if _row_id(row) == QUICK_ROW else pytest.mark.slow
+        )
+        for row in ROWS
+    ],
+)
 def test_every_endpoint_by_keyword(client, app_url, row):
     """The row's settings by keyword at every endpoint, each answer checked (or its refusal,
     which must be the core's); then the same calls' raw answers hold no dict the client takes
@@ -275,6 +288,8 @@ def _positional(endpoint: str) -> dict[str, Any]:
     return {name: values[name] for name in ORDERS[endpoint]}
 
 
+# The full tier's: its row (away from the defaults) compiles programs of its own.
+@pytest.mark.slow
 @pytest.mark.parametrize("endpoint", sorted(set(ORDERS) - {"inspect"}))
 def test_every_endpoint_positionally_in_the_documented_order(client, endpoint):
     """Every input sent positionally in the documented order: the answer's settings (or the

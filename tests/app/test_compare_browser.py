@@ -6,6 +6,7 @@ in tests/artifacts/compare_section.png."""
 
 from __future__ import annotations
 
+import pytest
 from test_browser import ARTIFACTS, TIMEOUT_MS
 from test_tensors_browser import TAB_ROWS
 
@@ -13,6 +14,8 @@ from helpers import open_page
 from playground.core.recipes.registry import RECIPES
 from playground.sections.compare.summary import ROW_HEADER
 from playground.sections.compare.tab import LABEL
+
+pytestmark = pytest.mark.slow
 
 SMALL = {"n": 32, "d_in": 8, "d_out": 4}
 TRACES = """() => {

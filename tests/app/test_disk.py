@@ -23,6 +23,8 @@ from http_calls import call, visitor
 from playground.ui.arguments import DYNAMICS, STEP
 from playground.ui.widgets import DEFAULTS
 
+pytestmark = pytest.mark.slow
+
 DISK_MB = 8
 UPLOAD_MB_PER_HOUR = 3
 UPLOAD_TTL = 4  # seconds

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+import pytest
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
@@ -17,6 +18,8 @@ from playground.core.step.report import run_report
 from playground.sections.dynamics.summary import dynamics_reading
 from playground.views.labels import control_label
 from scenarios import TINY_FLOAT16
+
+pytestmark = pytest.mark.slow
 
 STEPS = 20
 # float16 data near 2^-12 at S = 1: its gradients flush, so S = 2^10 gives other curves.

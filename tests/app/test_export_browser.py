@@ -8,7 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urljoin
 
+import pytest
+
 from browser_waits import headline, wait_for_new_headline
+
+pytestmark = pytest.mark.slow
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 

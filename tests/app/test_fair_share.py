@@ -191,6 +191,7 @@ def _commit_parts(url: str) -> tuple[tuple, int]:
     return checked, len(event["inputs"]) - 1
 
 
+@pytest.mark.slow
 def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
     url = proxied_url
     commit = fn_index(url, "on_commit")
@@ -267,6 +268,7 @@ def _skipped(answer: Answer) -> bool:
     return outputs is None or all(output == {"__type__": "update"} for output in outputs)
 
 
+@pytest.mark.slow
 def test_a_sessions_newer_commit_replaces_its_waiting_one(proxied_url):
     commit = fn_index(proxied_url, "on_commit")
     seeds = [[seed, *LARGEST_MLP[1:]] for seed in (11, 12, 13)]
@@ -285,6 +287,7 @@ def test_a_sessions_newer_commit_replaces_its_waiting_one(proxied_url):
     assert _skipped(first) or _skipped(middle), "three commits of one session all computed"
 
 
+@pytest.mark.slow
 def test_a_crowd_of_heavy_requests_leaves_room_for_light_work(proxied_url):
     url = proxied_url
     warmed = call(url, "step", CROWD_STEP, visitor(CROWD_ADDRESSES[0]))

@@ -19,6 +19,8 @@ from browser_waits import wait_for_headline
 from helpers import expected_headline
 from playground.sections.step import tab as step_tab
 
+pytestmark = pytest.mark.slow
+
 KEY_CONTROLS = ("compute_dtype", "lr", "optimizer", "loss_scale")
 MAX_PRESSES = 40
 FEW_PRESSES = 8  # lr took 16 before the key controls moved up

@@ -30,6 +30,8 @@ from playground.sections.lab.summary import sweep_reading
 from playground.sections.lab.sweep_status import RERUN_LABEL
 from reference import band_labels
 
+pytestmark = pytest.mark.slow
+
 WIDTH, HEIGHT = 1280, 900
 MAGNITUDES_TITLE = "Gradient magnitudes against"
 # log2 of each format's largest value, from its definition: (2 - 2^-mantissa) * 2^bias.

@@ -3,6 +3,7 @@ Training dynamics tab, trains, and shows the run's reading and the lesson's chec
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
@@ -12,6 +13,8 @@ from playground.core.runs.train import run_dynamics
 from playground.core.settings.settings import StepConfig
 from playground.core.step.report import run_report
 from playground.sections.dynamics.summary import dynamics_reading
+
+pytestmark = pytest.mark.slow
 
 RUN_TIMEOUT_MS = 3 * TIMEOUT_MS  # the lesson's run compiles its program the first time
 READING_HAS = (

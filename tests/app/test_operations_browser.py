@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
+import pytest
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
@@ -15,6 +16,8 @@ from playground.core.lessons.precision import layernorm_overflow
 from playground.core.settings.settings import StepConfig, defaults
 from playground.core.step.report import run_report
 from playground.ui.examples import LESSONS
+
+pytestmark = pytest.mark.slow
 
 RUN_TIMEOUT_MS = 3 * TIMEOUT_MS  # a lesson's first run compiles its programs
 ROWS_JS = """() => [...document.querySelectorAll('#operations-table tbody tr')]

@@ -41,6 +41,8 @@ from playground.ui.page_events import LOSS_SCALE_PRESETS
 from playground.ui.sections import SECTIONS
 from playground.views.labels import control_label
 
+pytestmark = pytest.mark.slow
+
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
 # Long enough for any event a keystroke would have sent to leave the page (no timing asserted).

@@ -44,6 +44,8 @@ from http_calls import (
 from playground.core.settings.settings import StepConfig
 from playground.ui.upload_guard import MAX_BODY_BYTES
 
+pytestmark = pytest.mark.slow
+
 HEAVY_REFUSAL = "one heavy run at a time"
 MEDIUM = [0, 1024, 256, 128, 0.1, 1024.0, 0, 1.0, 1.0, "bfloat16"]
 # The longest run the cost model accepts at this shape (595 steps: its warm cap):

@@ -81,6 +81,7 @@ def test_more_inputs_than_an_endpoint_takes_are_refused_saying_how_many(app_url,
     assert f"got {taken + 2}, 2 more than it takes" in message, message
 
 
+@pytest.mark.slow
 def test_gradio_client_shows_the_apps_message_for_a_refused_join(app_url, quiet_log):
     """A second heavy run of one visitor is refused as it joins (HTTP 429 to a raw call):
     gradio_client raises AppError with the app's message, not a bare 429."""

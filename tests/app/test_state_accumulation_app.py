@@ -52,6 +52,7 @@ def test_bad_values_are_refused_naming_the_field_and_range(client, field, value,
     assert field in str(refused.value) and allowed in str(refused.value)
 
 
+@pytest.mark.slow
 def test_dynamics_takes_moments_dtype_by_keyword(client):
     run = {**SMALL, "steps": 3, "optimizer": "adam", "lr": 0.01}
     float32 = client.predict(**run, api_name="/dynamics")[1]

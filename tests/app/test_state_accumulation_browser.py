@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from playground import StepConfig, run_report
 from playground.sections.step.summary import reading
+
+pytestmark = pytest.mark.slow
 
 TIMEOUT_MS = 90_000
 CHANGES = {"accumulation": "bfloat16", "promotion_interval": 128, "moments_dtype": "bfloat16"}

@@ -15,6 +15,8 @@ from playground import StepConfig, run_report
 from playground.core.settings.settings import defaults
 from playground.sections.lab.tab import magnitude_table
 
+pytestmark = pytest.mark.slow
+
 SHOTS = ARTIFACTS / "teaching"
 SIZES = {"desktop": (1400, 1000), "phone": (390, 844)}
 # The one-step views the issue names: S past float16's range, and S = 1, whose small gradients

@@ -8,6 +8,7 @@ and tensors_figure.png."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from safetensors.torch import save_file
 from test_browser import ARTIFACTS, TIMEOUT_MS
@@ -15,6 +16,8 @@ from test_browser import ARTIFACTS, TIMEOUT_MS
 from helpers import open_page
 from playground.sections.tensors.summary import percent
 from playground.sections.tensors.tab import TAB_LABEL
+
+pytestmark = pytest.mark.slow
 
 FIGURE_TITLE = """() => {
   const chart = document.querySelector('#tensor-plot .js-plotly-plot');

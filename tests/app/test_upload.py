@@ -73,6 +73,7 @@ def test_each_bad_file_is_refused_through_the_api(client, tmp_path: Path):
         assert words in str(caught.value), (words, str(caught.value))
 
 
+@pytest.mark.slow
 def test_uploads_through_the_page_name_the_cell_then_fit_the_shapes(browser, app_url, tmp_path):
     from test_browser import ARTIFACTS
 

@@ -13,6 +13,8 @@ from playground import StepConfig, run_report
 from playground.core.settings.settings import ConfigError, check_setting, defaults, settings
 from playground.ui.url_state import WRITE_DELAY_MS, read_query
 
+pytestmark = pytest.mark.slow
+
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TIMEOUT_MS = 60_000
 SHARED = {"lr": 0.05, "loss_scale": 8.0, "compute_dtype": "float16", "n": 64}

@@ -229,6 +229,7 @@ def _same(value, expected: float) -> bool:
     return ours.tobytes() == page.tobytes() or bool(np.isnan(ours) and np.isnan(page))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_script_reproduces_the_page_bit_for_bit(name, runs):
     config, run, data = CASES[name], runs[name], UPLOADS.get(name)
@@ -262,12 +263,14 @@ def test_script_reproduces_the_page_bit_for_bit(name, runs):
     assert set(summary["versions"]) >= {"jax", "flax", "optax", "numpy"}
 
 
+@pytest.mark.slow
 def test_the_run_comparison_covers_skipped_steps(runs):
     """Not vacuous: a run whose dynamic scale skips steps, in both low-precision runs."""
     summary = _strict_json(runs["mlp-adam-dynamic"].stdout.strip().splitlines()[-1])
     assert summary["skipped_steps"]["mixed"] >= 1 and summary["skipped_steps"]["pure"] >= 1
 
 
+@pytest.mark.slow
 def test_the_overflow_case_prints_documented_strings(runs):
     summary = _strict_json(runs["f16-overflow"].stdout.strip().splitlines()[-1])
     assert summary["mixed_new"] == "nan"
@@ -579,6 +582,7 @@ def _run_exported(script: str, directory: pathlib.Path) -> dict:
     return _strict_json(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_export_endpoint_serves_the_script_the_page_would_run(client, tmp_path):
     """Through the launched app: an old positional /export call's script, run without the
     package, prints /step's new losses and /dynamics' final losses (at the training run's

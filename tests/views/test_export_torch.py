@@ -30,6 +30,8 @@ from playground.views.export_note import FLOAT32_AGREEMENT, agreement_bound, est
 from playground.views.export_text import MAX_SCRIPT_BYTES
 from playground.views.export_torch import TEMPLATE_CONFIG
 
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -35,6 +35,8 @@ from playground.core.step.policy import FLOAT32_TWIN, Policy
 from playground.views.export import export_filename, export_script
 from playground.views.export_note import estimate_bound
 
+pytestmark = pytest.mark.slow
+
 # A PyTorch run of a few steps against the page's autocast run: within this many of the dtype's
 # eps (measured: 1.4 for a bfloat16 Adam run of the transformer, 2.0 for a float16 one).
 RUN_EPS = 4

@@ -15,6 +15,8 @@ import plotly
 import pytest
 from app_figures import all_figures
 
+pytestmark = pytest.mark.slow
+
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 DESKTOP, PHONE = 1100, 330  # px: a desktop's chart width and a phone's
 # Every chart is drawn at a desktop's width for the settings whose numbers are the hardest to

@@ -122,6 +122,7 @@ def test_normal_products_match_the_reference_within_one_unit(name):
     assert np.mean(out == expected) > 0.8
 
 
+@pytest.mark.slow
 def test_backward_matmuls_accumulate_by_the_same_rule():
     rng = np.random.default_rng(3)
     lhs = rng.integers(-15, 16, (40, 70)).astype(np.float32)
@@ -213,6 +214,7 @@ def test_the_cost_model_prices_an_emulated_accumulation_by_its_measured_factor()
     assert pass_work(default.replace(promotion_interval=128)) == pass_work(default)
 
 
+@pytest.mark.slow
 def test_quantizing_recipes_accumulate_their_products_by_the_setting():
     # Integers of at most 4 bits are exact in E4M3 (and, scaled by a power of two, in an
     # MXFP8 block), and the arriving gradient's of at most 3 bits in E5M2: the quantized

@@ -55,6 +55,7 @@ def test_every_step_lesson_holds(lesson_id):
     assert type(claim) is Claim and claim.holds, claim.condition
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson_id", [each.id for each in DYNAMICS_LESSONS])
 def test_every_training_lesson_holds(lesson_id):
     lesson_ = lesson(lesson_id)

@@ -21,6 +21,8 @@ from playground.core.model.optimizers import build_optimizer  # noqa: E402
 from playground.core.settings.settings import StepConfig  # noqa: E402
 from playground.core.step.policy import Policy  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 LOW = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 WEIGHT = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
 CALLS = {

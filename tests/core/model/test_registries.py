@@ -25,6 +25,7 @@ from flax import nnx
 from traced_step import PARAM_FIELDS, traced_step
 
 import reference
+from helpers import covering_params
 from playground.core.model.losses import TASKS
 from playground.core.model.models import (
     ACTIVATIONS,
@@ -281,7 +282,14 @@ def _batch():
     return x, y
 
 
-@pytest.fixture(scope="module", params=CASES, ids=[_case_id(case) for case in CASES])
+def _members(case) -> tuple[str, ...]:
+    """The registry members a case exercises: its model (and activation), optimizer, recipe."""
+    choice, optimizer, policy, _ = case
+    return (f"model {choice}", f"optimizer {optimizer}", f"recipe {policy.compute.name}")
+
+
+# The quick tier steps each model, optimizer and recipe once; the full tier every case.
+@pytest.fixture(scope="module", params=covering_params(CASES, _members, _case_id))
 def case(request):
     choice_name, optimizer_name, policy, ref = request.param
     choice = CHOICES[choice_name]

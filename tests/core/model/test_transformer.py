@@ -54,6 +54,7 @@ def _params(model) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in param_arrays(nnx.state(model, nnx.Param)).items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("choice", [TINY, TINY_NORM], ids=["none", "layernorm"])
 def test_float32_forward_loss_and_gradients_match_the_float64_model(choice):
     x, y = _batch()  # 10 rows, sequences of 4: the last one has 2 tokens (padded inside)
@@ -94,6 +95,7 @@ def test_float32_forward_loss_and_gradients_match_the_float64_model(choice):
         assert error <= 1e-5, (name, error)
 
 
+@pytest.mark.slow
 def test_a_shorter_last_sequence_is_its_own_computation():
     x, _ = _batch()
     model = build_model(TINY, D_IN, D_OUT, nnx.Rngs(2))
@@ -179,6 +181,7 @@ OVERFLOW = dict(
 )
 
 
+@pytest.mark.slow
 def test_float16_attention_scores_overflow_under_exercise_and_not_under_autocast():
     exercise = run_report(StepConfig(**OVERFLOW))
     assert exercise.first_nonfinite["forward"] == "attention scores"
@@ -266,6 +269,7 @@ def test_every_recipe_and_optimizer_has_a_row():
     assert {o for _, o in RECIPE_ROWS} == set(OPTIMIZERS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recipe, optimizer", RECIPE_ROWS)
 def test_one_step_of_every_recipe_is_finite_and_moves_every_parameter(recipe, optimizer):
     x, y = _batch(n=6)

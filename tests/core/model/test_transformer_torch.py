@@ -28,6 +28,8 @@ from playground.core.model.optimizers import build_optimizer  # noqa: E402
 from playground.core.settings.settings import StepConfig  # noqa: E402
 from playground.core.step.policy import FLOAT32_TWIN, Policy  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 LOW = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 LR = 0.01  # small enough that no case diverges in its one step (a large step amplifies rounding)
 # Two sequences and a short third (N = 10, T = 4) with layer norms; three whole ones without.

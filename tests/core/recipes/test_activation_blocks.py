@@ -110,6 +110,7 @@ EDGE_ULPS = 4
 SMALL_MLP = {"model": "mlp", "n": 32, "d_in": 8, "d_out": 4, "hidden_layers": 2, "hidden_width": 40}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BLOCK_RECIPES)
 def test_the_report_counts_the_step_s_activation_gradients_in_block_units(name):
     config = StepConfig(**SMALL_MLP, compute_dtype=name)
@@ -123,6 +124,7 @@ def test_the_report_counts_the_step_s_activation_gradients_in_block_units(name):
         assert entry["log2_histogram"]["of"] == f"|g| / its block's scale (blocks of {block})"
 
 
+@pytest.mark.slow
 def test_nvfp4_s_lost_band_holds_what_its_rule_stores_as_zero():
     """An MLP at the default shape: the entries drawn in the "lost to 0" band (units under half
     E2M1's smallest subnormal, 0.25: binades up to -3) are those NVFP4's rule stores as 0, and

@@ -140,6 +140,7 @@ def test_statistics_leave_through_meta(recipe):
     assert (stats[0, 2] >= 1) if recipe is MXFP8_OCP else (stats[:, 2] == 0).all()
 
 
+@pytest.mark.slow
 def test_dot_general_in_a_linear_layer():
     x, _, _ = operands(seed=3, integers=False)
     layer = nnx.Linear(70, 24, rngs=nnx.Rngs(0))

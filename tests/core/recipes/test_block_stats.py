@@ -143,6 +143,7 @@ def per_tensor_product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return a @ b / scales[0] / scales[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["fp8_block", "nvfp4"])
 def test_the_step_reports_comparison_is_its_first_products_against_float64(name):
     """The step report measures the comparison in its own program, beside the step (MXFP8's
@@ -199,6 +200,7 @@ def _compiled_dots(config: StepConfig) -> int:
     return sum(" dot(" in line for line in lowered.compile().as_text().splitlines())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [{}, {"model": "mlp", "hidden_layers": 1, "hidden_width": 32}])
 def test_the_comparison_adds_one_matmul_to_the_steps_program(monkeypatch, model):
     """Its recipe and float32 products are the step's own first ones (XLA computes each once):

@@ -16,6 +16,8 @@ from playground.core.runs.train import run_dynamics
 from playground.core.settings.settings import StepConfig
 from playground.sections.dynamics.summary import dynamics_reading
 
+pytestmark = pytest.mark.slow
+
 BLOCK = [name for name, entry in RECIPES.items() if entry.block is not None]
 STEPS = 4
 # A small batch with a few large entries in x (2^8 times the rest), at a learning rate small

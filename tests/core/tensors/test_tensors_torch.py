@@ -12,6 +12,8 @@ import torch
 from playground.core.tensors.report import analyse_file
 from playground.sections.tensors.tab import SAVE_JAX, SAVE_TORCH
 
+pytestmark = pytest.mark.slow
+
 
 def analysed(path):
     with open(path, "rb") as file:
