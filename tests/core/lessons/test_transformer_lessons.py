@@ -107,12 +107,14 @@ def test_the_transformer_lessons_are_registered_buttons_with_the_contracts_label
     assert LESSONS["attention-overflow"].config().model == "transformer"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson_id", [each.id for each in TRANSFORMER_LESSONS])
 def test_every_transformer_lesson_holds(lesson_id):
     claim = lesson(lesson_id).claim(run(lesson_id))
     assert claim.holds, claim.condition
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson_id", [each.id for each in TRANSFORMER_LESSONS])
 def test_every_transformer_lessons_float32_step_lowers_a_finite_loss(lesson_id):
     # The float32 twin is what the page reads the mixed step against: in a chapter about the

@@ -109,6 +109,7 @@ def test_a_shorter_last_sequence_is_its_own_computation():
     np.testing.assert_allclose(whole[:8], first, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_later_token_changes_no_earlier_output():
     x, _ = _batch()
     model = build_model(TINY_NORM, D_IN, D_OUT, nnx.Rngs(3))

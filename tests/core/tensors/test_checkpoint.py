@@ -173,7 +173,18 @@ def _finite_matrix(name: str) -> np.ndarray:
     return np.where(np.isfinite(values), values, 0.0)
 
 
-@pytest.mark.parametrize("name", list(TENSORS))
+# The quick tier checks a conv weight and a gradient (both block layouts); the full tier every
+# tensor of the checkpoint.
+QUICK_TENSORS = ("conv.weight", "layer.grad")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=() if name in QUICK_TENSORS else pytest.mark.slow)
+        for name in TENSORS
+    ],
+)
 def test_every_recipe_matches_the_float64_reference(name):
     matrix = TENSORS[name].reshape(matmul_shape(TENSORS[name].shape))
     stats = tensor_stats(matrix, gradient=name in GRADIENTS)
@@ -223,7 +234,10 @@ def test_gradients_take_e5m2_per_tensor_and_keep_tiny_values():
     assert as_gradient.underflow < as_weight.underflow
 
 
-@pytest.mark.parametrize("recipe, tile", [(FP8_BLOCK, (128, 128)), (NVFP4, (16, 16))])
+@pytest.mark.parametrize(
+    "recipe, tile",
+    [(FP8_BLOCK, (128, 128)), pytest.param(NVFP4, (16, 16), marks=pytest.mark.slow)],
+)
 def test_block_recipes_agree_with_the_repos_jax_quantizer(recipe, tile):
     weight = TENSORS["outlier.weight"]
     dequantized = np.asarray(quantize(jnp.asarray(weight), tile, recipe).dequantized(), np.float64)
@@ -254,7 +268,14 @@ def test_float8_tensors_are_read_from_their_bytes(tmp_path):
     assert read_matrix(by_name["g"]).dtype == np.dtype(E5M2)
 
 
-@pytest.mark.parametrize("name", ["proj.weight", "outlier.weight", "norm.bias"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "proj.weight",
+        pytest.param("outlier.weight", marks=pytest.mark.slow),
+        pytest.param("norm.bias", marks=pytest.mark.slow),
+    ],
+)
 def test_a_sample_keeps_at_most_n_values_in_whole_row_groups(checkpoint, name):
     entry = next(e for e in checkpoint_entries(checkpoint) if e.name == name)
     sample = read_matrix(entry, sample=4096)

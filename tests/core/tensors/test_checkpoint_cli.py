@@ -106,6 +106,7 @@ def test_bad_input_is_one_line_on_stderr_and_exit_code_2(tmp_path, case):
     assert str(path.name) in result.stderr
 
 
+@pytest.mark.slow
 def test_a_hub_id_resolves_from_the_hub_cache_layout(tmp_path):
     revision = "0123456789abcdef0123456789abcdef01234567"
     repo = tmp_path / "hub" / "models--acme--tiny"

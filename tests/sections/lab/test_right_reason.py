@@ -31,7 +31,7 @@ def test_a_scale_float16_cannot_hold_is_named_as_the_cause_and_torchs_way_trains
     summary = summarize(report)
     assert summary["causes"] == ["scaled_gradient_overflow"], summary["causes"]
     sentence = next(s for s in summary["reading"] if "does not fit in float16" in s)
-    assert "S cast to float16, which is inf" in sentence, sentence
+    assert "S cast to float16, which overflowed to inf" in sentence, sentence
     assert "not because the gradients are large" in sentence
     assert "GradScaler" in sentence and "precision_policy=autocast" in sentence
     note = magnitude_note(report)
