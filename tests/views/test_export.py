@@ -613,6 +613,7 @@ def test_export_endpoint_serves_the_script_the_page_would_run(client, tmp_path):
     assert printed["skipped_steps"]["mixed"] == len(run_summary["mixed_skipped_steps"])
 
 
+@pytest.mark.slow
 def test_export_refuses_float8_for_pytorch_through_the_app(client):
     from gradio_client.exceptions import AppError
 

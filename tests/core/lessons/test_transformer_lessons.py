@@ -125,6 +125,7 @@ def test_every_transformer_lessons_float32_step_lowers_a_finite_loss(lesson_id):
     assert report.float32_new_loss < report.float32_initial_loss
 
 
+@pytest.mark.slow
 def test_float16_scores_pass_65504_only_without_the_norms_and_float32_holds_them():
     report = run("attention-overflow")
     forward = _forward(report)
@@ -182,6 +183,7 @@ def test_bfloat16_holds_the_same_scores_and_the_step_stays_finite():
     np.testing.assert_allclose(report.mixed_new_loss, report.float32_new_loss, rtol=5e-2)
 
 
+@pytest.mark.slow
 def test_the_gated_product_squares_the_outlier_per_tensor_float8_flushes_it_mxfp8_keeps_it():
     report = run("swiglu-outlier")
     forward = _forward(report)

@@ -234,10 +234,8 @@ def test_gradients_take_e5m2_per_tensor_and_keep_tiny_values():
     assert as_gradient.underflow < as_weight.underflow
 
 
-@pytest.mark.parametrize(
-    "recipe, tile",
-    [(FP8_BLOCK, (128, 128)), pytest.param(NVFP4, (16, 16), marks=pytest.mark.slow)],
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe, tile", [(FP8_BLOCK, (128, 128)), (NVFP4, (16, 16))])
 def test_block_recipes_agree_with_the_repos_jax_quantizer(recipe, tile):
     weight = TENSORS["outlier.weight"]
     dequantized = np.asarray(quantize(jnp.asarray(weight), tile, recipe).dequantized(), np.float64)
