@@ -480,6 +480,7 @@ def _new_loss_in_float64(config: StepConfig, rounded) -> float:
     return float(np.mean(residual(kernel, bias) ** 2))
 
 
+@pytest.mark.slow
 def test_the_template_runs_as_it_is(tmp_path):
     """The template file alone in a fresh directory, run without the package on the path, prints
     the losses of its settings (the page's defaults, bfloat16): the float32 twin's within 1e-6 of

@@ -285,6 +285,7 @@ def test_a_sample_keeps_at_most_n_values_in_whole_row_groups(checkpoint, name):
         assert all(row.tobytes() in rows for row in sample)
 
 
+@pytest.mark.slow
 def test_keep_high_precision_follows_the_thresholds(checkpoint):
     record = inspect_checkpoint(checkpoint)
     by_name = {row["name"]: row["recipes"] for row in record["tensors"]}
