@@ -8,6 +8,7 @@ import re
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 from playground.core.data.synthetic import make_batch
 from playground.core.lessons import PRECISION_LESSONS
@@ -85,6 +86,7 @@ def test_the_precision_lessons_are_buttons_that_show_the_table():
     assert all(controls[name] == value for name, value in lesson.overrides.items())
 
 
+@pytest.mark.slow
 def test_a_precision_lesson_on_a_run_that_does_not_show_it_is_not_taught():
     lesson = lesson_by_id("layernorm-overflow")  # on inputs too small for an overflow
     config = lesson.config().replace(input_scale=1.0, **SMALL)

@@ -150,6 +150,7 @@ def test_float16_scores_pass_65504_only_without_the_norms_and_float32_holds_them
     assert np.abs(normed["scores"]).max() < 1e-3 * FLOAT16_MAX
 
 
+@pytest.mark.slow
 def test_the_page_reads_the_float16_attention_run_naming_the_scores_and_why():
     # The reading, the summary and the headline of the lesson's run (the route's chapter shows
     # them): the causes name the scores as the forward pass's first overflow, with the reason
@@ -170,6 +171,7 @@ def test_the_page_reads_the_float16_attention_run_naming_the_scores_and_why():
     assert f"**{report.float32_new_loss:.7g}**" in headline, headline
 
 
+@pytest.mark.slow
 def test_bfloat16_holds_the_same_scores_and_the_step_stays_finite():
     report = run("bfloat16-attention")
     scores = _forward(report)["scores"]
