@@ -35,21 +35,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
+
+# safetensors' dtype codes -> numpy dtypes of the floating-point tensors inspected.
+from playground.core.tensors.reading import FLOATING
 
 INDEX_NAME = "model.safetensors.index.json"
 HUB_PATTERNS = ["*.safetensors", "*.json"]
 SAMPLE_GROUP_ROWS = 128
-# safetensors' dtype codes -> numpy dtypes of the floating-point tensors inspected.
-FLOATING = {
-    "F64": np.dtype(np.float64),
-    "F32": np.dtype(np.float32),
-    "F16": np.dtype(np.float16),
-    "BF16": np.dtype(ml_dtypes.bfloat16),
-    "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
-    "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2),
-}
 # What safetensors' numpy backend reads itself: whole tensors, and slices.
 WHOLE_BY_LIBRARY = {"F64", "F32", "F16", "BF16"}
 SLICED_BY_LIBRARY = {"F64", "F32", "F16"}

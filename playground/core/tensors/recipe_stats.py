@@ -175,18 +175,22 @@ def _pad(values: np.ndarray, rows: int, columns: int) -> np.ndarray:
     return np.pad(values, ((0, extra[0]), (0, extra[1]))) if any(extra) else values
 
 
+def _mx_blocks(values: np.ndarray, axis: int) -> np.ndarray:
+    """``values`` zero-padded to whole MXFP8 blocks of 32 along ``axis`` (1: rows, 0: columns)
+    and viewed as blocks: (rows, blocks, 32) for rows, (blocks, 32, columns) for columns."""
+    if axis == 1:
+        padded = _pad(values, 1, MX_BLOCK)
+        return padded.reshape(padded.shape[0], -1, MX_BLOCK)
+    padded = _pad(values, MX_BLOCK, 1)
+    return padded.reshape(-1, MX_BLOCK, padded.shape[1])
+
+
 def _mx_cells(codes: np.ndarray, values: np.ndarray, axis: int) -> _Tally:
     """MXFP8 of a 16-bit-or-narrower tensor given as bit patterns ``codes`` (2-D, finite),
     blocks of 32 along ``axis`` (1: rows, 0: columns), by the (exponent, pattern) histogram."""
     width = 8 * codes.dtype.itemsize
     magnitude_mask = (1 << (width - 1)) - 1
-    tile = (1, MX_BLOCK) if axis == 1 else (MX_BLOCK, 1)
-    padded = _pad(codes, *tile)
-    blocked = (
-        padded.reshape(padded.shape[0], -1, MX_BLOCK)
-        if axis == 1
-        else padded.reshape(-1, MX_BLOCK, padded.shape[1])
-    )
+    blocked = _mx_blocks(codes, axis)
     amax_codes = np.max(blocked & magnitude_mask, axis=2 if axis == 1 else 1, keepdims=True)
     exponent = _exponents(np.abs(values[amax_codes]))
     live = amax_codes != 0
@@ -212,13 +216,7 @@ def _mx_cells(codes: np.ndarray, values: np.ndarray, axis: int) -> _Tally:
 
 def _mx_direct(exact: np.ndarray, axis: int) -> _Tally:
     """MXFP8 of a float64 copy of a wide (float32/float64) tensor, every entry evaluated."""
-    tile = (1, MX_BLOCK) if axis == 1 else (MX_BLOCK, 1)
-    padded = _pad(exact, *tile)
-    blocked = (
-        padded.reshape(padded.shape[0], -1, MX_BLOCK)
-        if axis == 1
-        else padded.reshape(-1, MX_BLOCK, padded.shape[1])
-    )
+    blocked = _mx_blocks(exact, axis)
     amax = np.max(np.abs(blocked), axis=2 if axis == 1 else 1, keepdims=True)
     live = amax > 0
     if not live.any():

@@ -200,8 +200,8 @@ def cause_sentence(code: str, report: StepReport) -> str:
                 f"The loss scale S = {config.loss_scale:.6g} does not fit in {unfit} (largest "
                 f"{dtype_facts(unfit).max:g}), the dtype this step computes its loss in: the "
                 f"backward pass starts from S cast to {unfit}, which overflowed to inf, so every "
-                "scaled gradient is inf or NaN, not because the gradients are large. torch's autocast "
-                "keeps the loss and GradScaler's scale in float32, where 2^16 fits "
+                "scaled gradient is inf or NaN, not because the gradients are large. torch's "
+                "autocast keeps the loss and GradScaler's scale in float32, where 2^16 fits "
                 "(precision_policy=autocast)."
             )
         return (
