@@ -603,7 +603,7 @@ def fair_share(url: str) -> None:
     (10 each) answer within 3 s with no 503, and its sweep waits only for the runs admitted."""
     import uuid
 
-    from http_calls import fn_index, join, request_body
+    from http_calls import commit_inputs, fn_index, join, request_body
 
     mlp_inputs = next(
         inputs for name, api, inputs in largest_requests() if "/step largest MLP" in name
@@ -612,9 +612,6 @@ def fair_share(url: str) -> None:
     statuses: dict[int, int] = {}
     flooder = "192.0.2.66"
     run = api_inputs("dynamics", MEDIUM | {"steps": 200})
-
-    def page_inputs(inputs: list[Any]) -> list[Any]:
-        return [*inputs, None, None]
 
     def flood_once() -> None:
         with httpx.Client(timeout=60) as client:
@@ -631,7 +628,7 @@ def fair_share(url: str) -> None:
                 post("call/dynamics", request_body(run), f"192.0.2.{100 + index}, {flooder}")
             for _ in range(8):
                 body = {
-                    "data": page_inputs(mlp_inputs),
+                    "data": commit_inputs(mlp_inputs, url),
                     "fn_index": commit,
                     "session_hash": uuid.uuid4().hex[:11],
                 }
@@ -652,7 +649,7 @@ def fair_share(url: str) -> None:
             join(
                 url,
                 commit,
-                page_inputs(api_inputs("step", {})),
+                commit_inputs(DEFAULT_STEP, url),
                 who,
                 session_hash=f"bench{index}",
                 timeout=60,
@@ -691,7 +688,7 @@ def crowd(url: str) -> None:
     """A crowd of CROWD_ADDRESSES visitors, each sending three large /step calls and a sweep
     (within its own share; the server-wide limits refuse the rest with 429); meanwhile another
     visitor's /step and page commit, 3 each: their slowest against LATENCY_TARGET."""
-    from http_calls import fn_index, join, request_body
+    from http_calls import commit_inputs, fn_index, join, request_body
 
     crowd_step = args(n=1024, d_in=512, d_out=512)
     small_sweep = args(n=64, d_in=16, d_out=4, compute_dtype="float16")
@@ -724,7 +721,7 @@ def crowd(url: str) -> None:
     answers: list[tuple[str, Answer]] = []
     for index in range(3):
         answers.append(("/step", attempt(url, "step", DEFAULT_STEP, who, timeout=60)))
-        inputs = [*api_inputs("step", {}), None, None]
+        inputs = commit_inputs(DEFAULT_STEP, url)
         answers.append(("page commit", join(url, commit, inputs, who, session_hash=f"c{index}")))
     for thread in senders:
         thread.join(CALL_TIMEOUT)

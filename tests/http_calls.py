@@ -15,6 +15,7 @@ Inputs are positional, in the public API's order (``FIELDS``), as a caller sees 
 
 from __future__ import annotations
 
+import functools
 import json
 import select
 import socket
@@ -213,6 +214,34 @@ def fn_index(url: str, api_name: str) -> int:
         if dependency.get("api_name") == api_name:
             return dependency["id"]
     raise KeyError(api_name)
+
+
+def commit_inputs(step: list[Any], url: str) -> list[Any]:
+    """The page's commit inputs (``ui.gathered_inputs``): one box holding every input of /step
+    in its order (``step``'s leading ones, the rest at their defaults, no data), then the
+    controls its stale checks read (``Page.with_checks``) at the values the page's config gives
+    them; then one None per State it reads (Gradio keeps those server-side)."""
+    from playground.core.settings.settings import defaults
+    from playground.ui.arguments import STEP
+
+    given = dict(zip((*STEP_FIELDS, *MODEL_FIELDS), step, strict=False))
+    values = defaults() | {"data": None} | given
+    checked, states = _commit_parts(url, len(STEP.order))
+    return [{"values": [*(values[name] for name in STEP.order), *checked]}, *[None] * states]
+
+
+@functools.cache
+def _commit_parts(url: str, step_inputs: int) -> tuple[tuple, int]:
+    """The config's values of the controls the commit gathers after /step's ``step_inputs``
+    (the inputs of the browser-only event that on_commit follows), and the number of States
+    on_commit reads."""
+    config = httpx.get(f"{url}config", timeout=30).json()
+    by_id = {dependency["id"]: dependency for dependency in config["dependencies"]}
+    event = next(d for d in config["dependencies"] if d.get("api_name") == "on_commit")
+    gather = by_id[event["trigger_after"]]
+    props = {component["id"]: component.get("props", {}) for component in config["components"]}
+    checked = tuple(props[index].get("value") for index in gather["inputs"][step_inputs:])
+    return checked, len(event["inputs"]) - 1
 
 
 def join(

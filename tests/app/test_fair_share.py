@@ -28,7 +28,6 @@ and "crowd").
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
@@ -43,18 +42,16 @@ from starlette.datastructures import Headers
 from app_server import AppServer
 from http_calls import (
     DEFAULT_STEP,
-    MODEL_FIELDS,
-    STEP_FIELDS,
     Answer,
     call,
+    commit_inputs,
     fn_index,
     join,
     joins,
     request_body,
     visitor,
 )
-from playground.core.settings.settings import ConfigError, StepConfig, defaults
-from playground.ui.arguments import STEP
+from playground.core.settings.settings import ConfigError, StepConfig
 from playground.ui.fair_use import trusted_proxies
 from playground.ui.fair_use import visitor as visitor_key
 
@@ -167,30 +164,6 @@ def proxied_url() -> Iterator[str]:
         server.stop()
 
 
-def _commit_inputs(step: list, url: str) -> list:
-    """The page's commit inputs (``ui.gathered_inputs``): one box holding every input of /step
-    in its order (``step``'s leading ones, the rest at their defaults, no data), then the
-    controls its stale checks read (``Page.with_checks``) at the values the page's config gives
-    them; then one None per State it reads (Gradio keeps those server-side)."""
-    given = dict(zip((*STEP_FIELDS, *MODEL_FIELDS), step, strict=False))
-    values = defaults() | {"data": None} | given
-    checked, states = _commit_parts(url)
-    return [{"values": [*(values[name] for name in STEP.order), *checked]}, *[None] * states]
-
-
-@functools.cache
-def _commit_parts(url: str) -> tuple[tuple, int]:
-    """The config's values of the controls the commit gathers after /step's (the inputs of the
-    browser-only event that on_commit follows), and the number of States on_commit reads."""
-    config = httpx.get(f"{url}config", timeout=30).json()
-    by_id = {dependency["id"]: dependency for dependency in config["dependencies"]}
-    event = next(d for d in config["dependencies"] if d.get("api_name") == "on_commit")
-    gather = by_id[event["trigger_after"]]
-    props = {component["id"]: component.get("props", {}) for component in config["components"]}
-    checked = tuple(props[index].get("value") for index in gather["inputs"][len(STEP.order) :])
-    return checked, len(event["inputs"]) - 1
-
-
 @pytest.mark.slow
 def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
     url = proxied_url
@@ -220,7 +193,7 @@ def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
                     "POST",
                     url,
                     json={
-                        "data": _commit_inputs(LARGEST_MLP, url),
+                        "data": commit_inputs(LARGEST_MLP, url),
                         "fn_index": commit,
                         "session_hash": uuid.uuid4().hex[:11],
                     },
@@ -241,7 +214,7 @@ def test_a_flooding_visitor_gets_its_share_and_no_more(proxied_url):
         honest.append(
             (
                 "commit",
-                join(url, commit, _commit_inputs(DEFAULT_STEP, url), who, session_hash=session),
+                join(url, commit, commit_inputs(DEFAULT_STEP, url), who, session_hash=session),
             )
         )
     sweep = call(url, "sweep", SMALL_SWEEP, who, timeout=120)
@@ -275,7 +248,7 @@ def test_a_sessions_newer_commit_replaces_its_waiting_one(proxied_url):
     first, middle, last = joins(
         proxied_url,
         commit,
-        [_commit_inputs(step, proxied_url) for step in seeds],
+        [commit_inputs(step, proxied_url) for step in seeds],
         visitor("198.51.100.31"),
         session_hash="replaced1",
         timeout=60,
@@ -328,7 +301,7 @@ def test_a_crowd_of_heavy_requests_leaves_room_for_light_work(proxied_url):
         honest.append(
             (
                 "commit",
-                join(url, commit, _commit_inputs(DEFAULT_STEP, url), who, session_hash=session),
+                join(url, commit, commit_inputs(DEFAULT_STEP, url), who, session_hash=session),
             )
         )
     for thread in senders:
