@@ -1,7 +1,8 @@
 """Memory, work caps and load of the launched app, as a public Space would see them.
 
-Usage: ``python bench/bench_load.py [all | defaults | soak]`` (``all``, the default, runs every
-measurement below but the last two; ``defaults`` and ``soak`` run only theirs)
+Usage: ``python bench/bench_load.py [all | shares | defaults | soak]`` (``all``, the default,
+runs every measurement below but the last two; ``shares`` only the latencies the tests check
+only structurally: class, flood, fair and crowd; ``defaults`` and ``soak`` only theirs)
 
 Launches ``python app.py`` on a free local port (tests/app_server.py) and measures, in one run,
 over raw HTTP (the Gradio 6 ``/gradio_api/call/<api>`` protocol, so each request can carry its
@@ -897,13 +898,15 @@ def main() -> None:
         wait_for_warm_up(server)
         pid = server.process.pid
         info_line(f"server: pid {pid}, RSS at start {rss_mb(pid):.0f} MB, {os.cpu_count()} CPUs")
-        memory(server.url, pid)
-        mixed_calls(server.url, pid)
+        if mode == "all":
+            memory(server.url, pid)
+            mixed_calls(server.url, pid)
         a_class(server.url)
         flood(server.url)
         fair_share(server.url)
         crowd(server.url)
-        work_caps(server)
+        if mode == "all":
+            work_caps(server)
     finally:
         server.stop()
     log(f"done in {time.perf_counter() - began:.0f} s")
