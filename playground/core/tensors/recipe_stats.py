@@ -185,6 +185,11 @@ def _mx_blocks(values: np.ndarray, axis: int) -> np.ndarray:
     return padded.reshape(-1, MX_BLOCK, padded.shape[1])
 
 
+def _power_range(exponents: np.ndarray) -> tuple[float, float]:
+    """The smallest and largest power-of-two scale, 2^e, of the blocks' ``exponents``."""
+    return 2.0 ** int(exponents.min()), 2.0 ** int(exponents.max())
+
+
 def _mx_cells(codes: np.ndarray, values: np.ndarray, axis: int) -> _Tally:
     """MXFP8 of a 16-bit-or-narrower tensor given as bit patterns ``codes`` (2-D, finite),
     blocks of 32 along ``axis`` (1: rows, 0: columns), by the (exponent, pattern) histogram."""
@@ -202,16 +207,8 @@ def _mx_cells(codes: np.ndarray, values: np.ndarray, axis: int) -> _Tally:
     occupied = np.flatnonzero(histogram)
     cell_exponent, cell_code = (occupied >> width) + low, occupied & ((1 << width) - 1)
     multiplier = np.exp2(-cell_exponent.astype(np.float64)).astype(np.float32)
-    underflow, overflow, error_sq = _cast_tally(
-        values[cell_code], histogram[occupied], multiplier, E4M3
-    )
-    return _Tally(
-        underflow,
-        overflow,
-        error_sq,
-        2.0 ** int(exponent[live].min()),
-        2.0 ** int(exponent[live].max()),
-    )
+    cast = _cast_tally(values[cell_code], histogram[occupied], multiplier, E4M3)
+    return _Tally(*cast, *_power_range(exponent[live]))
 
 
 def _mx_direct(exact: np.ndarray, axis: int) -> _Tally:
@@ -223,14 +220,7 @@ def _mx_direct(exact: np.ndarray, axis: int) -> _Tally:
         return _Tally()
     exponent = _exponents(amax)
     multiplier = np.exp2(-exponent.astype(np.float64)).astype(np.float32)
-    underflow, overflow, error_sq = _cast_tally(blocked, None, multiplier, E4M3)
-    return _Tally(
-        underflow,
-        overflow,
-        error_sq,
-        2.0 ** int(exponent[live].min()),
-        2.0 ** int(exponent[live].max()),
-    )
+    return _Tally(*_cast_tally(blocked, None, multiplier, E4M3), *_power_range(exponent[live]))
 
 
 def _block_recipe(x, tile, fmt, scales):
