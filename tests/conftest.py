@@ -21,6 +21,8 @@ pytest_plugins = ["fixtures_app", "helpers"]
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
+from helpers import FULL_TIER_ENV  # noqa: E402
+
 # In CI (CI=true) hypothesis draws the same examples on every run and machine, so a green CI
 # means green on the next machine; no deadline, since a first call compiles. Loaded here, before
 # the test modules, so their own @settings inherit it.
@@ -34,8 +36,6 @@ QUICK_EXAMPLES = 10
 APP_TESTS = pathlib.Path(__file__).resolve().parent / "app"
 COMPILATION_CACHE_BYTES = 2**30
 
-
-FULL_TIER_ENV = "PLAYGROUND_FULL_TESTS"
 
 
 def pytest_addoption(parser):

@@ -32,10 +32,14 @@ import pytest
 # shared compilation cache: the package (and so JAX) is imported on first use, never here.
 
 
+# Set by tests/conftest.py in the full tier (``pytest --full``); xdist's workers inherit it.
+FULL_TIER_ENV = "PLAYGROUND_FULL_TESTS"
+
+
 def examples(full: int) -> int:
     """A hypothesis test's example count: ``full`` in the full tier (``pytest --full``), a tenth
     of it, at least 5, in the quick one (tests/conftest.py)."""
-    return full if os.environ.get("PLAYGROUND_FULL_TESTS") else max(5, full // 10)
+    return full if os.environ.get(FULL_TIER_ENV) else max(5, full // 10)
 
 
 def covering_params(values: Sequence[Any], members: Any, ids: Any = None) -> list[Any]:
