@@ -744,7 +744,7 @@ def crowd(url: str) -> None:
     )
 
 
-def wait_for_warm_up(server: AppServer, timeout: float = 300.0) -> None:
+def wait_for_warm_up(server: AppServer, timeout: float = 900.0) -> None:
     """Block until the server's start-up warm-up (ui.warm_up) has ended: its compiles would
     slow the first requests measured."""
     from playground.ui.warm_up import DONE
