@@ -71,12 +71,15 @@ def steps_within_budget(work: int) -> int:
     return int(min(MAX_STEPS, WORK_BUDGET // work))
 
 
-# A user's safetensors file (``core.tensors``): its size, how many tensors it holds and their
-# elements together, each checked from the file's size and header before a byte of tensor data
-# is read. The size is the page's upload cap (``ui.launch``'s MAX_FILE_SIZE, 2 MB); the
-# elements cap is what a 2 MB file of one-byte float8 tensors holds, and bounds the analysis
-# (6 casts and 3 block quantizations of every element; bench/bench_tensors.py times it).
-TENSOR_FILE_MAX_BYTES = 2 * 2**20
+# A user's safetensors file (``core.tensors``): its size and how many tensors it holds, checked
+# from the file's size and header before a byte of tensor data is read. The size is the page's
+# upload cap (``ui.launch``'s MAX_FILE_SIZE): what a public Space affords to keep on disk for a
+# while and read a tensor at a time (a 4096 x 4096 layer in float32 is 64 MB). The work is
+# priced by sampling, never refused: at most TENSOR_SAMPLE_VALUES values of a tensor and
+# TENSORS_MAX_ELEMENTS of the file are analysed (``core.tensors.reading.sample_size``;
+# bench/bench_tensors.py times a file at the caps).
+TENSOR_FILE_MAX_BYTES = 80 * 2**20
 TENSORS_MAX_COUNT = 512
-TENSORS_MAX_ELEMENTS = int(2**21 * WORK_FACTOR)
+TENSOR_SAMPLE_VALUES = 2**20
+TENSORS_MAX_ELEMENTS = int(2**24 * WORK_FACTOR)
 TENSOR_NAME_MAX_CHARS = 256

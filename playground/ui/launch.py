@@ -34,6 +34,7 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
+from playground.core.caps import TENSOR_FILE_MAX_BYTES
 from playground.core.runs.sweep import sweep_exponents
 from playground.core.settings.compile_cost import compare_first_call_work, first_call_work
 from playground.core.settings.cost import compare_work, step_work
@@ -51,8 +52,9 @@ from playground.ui.upload_records import upload_records
 from playground.ui.url_state import long_link_middleware
 from playground.ui.warm_up import TrafficMiddleware
 
-# Uploads: the largest file the page needs (user data, at most 1 MB of CSV), with a margin.
-MAX_FILE_SIZE = "2mb"
+# Uploads: the largest file the page reads, a safetensors file (``core.caps``); a CSV is
+# refused past its own 1 MB before it is read.
+MAX_FILE_SIZE = f"{TENSOR_FILE_MAX_BYTES // 2**20}mb"
 # Sessions whose state Gradio keeps (oldest dropped first); each holds a copy of the page's
 # outputs, about 0.2 MB, so this bounds that memory near 40 MB.
 SESSION_CAPACITY = 200

@@ -41,7 +41,7 @@ from starlette.requests import Request
 from playground.ui.fair_use import request_visitor
 from playground.views import file_store
 
-UPLOAD_BYTES_PER_HOUR = int(float(os.environ.get("PLAYGROUND_UPLOAD_MB_PER_HOUR", 20)) * 2**20)
+UPLOAD_BYTES_PER_HOUR = int(float(os.environ.get("PLAYGROUND_UPLOAD_MB_PER_HOUR", 240)) * 2**20)
 HOUR = 3600.0
 # The largest legal body is a page event that sends a sweep's JSON summary back (bfloat16's 127
 # scales: about 8 kB; a training run's about 2 kB); 32 times that leaves a margin for any input.

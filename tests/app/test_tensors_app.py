@@ -121,3 +121,27 @@ def test_a_truncated_file_is_refused_through_gradio_client(client, tmp_path):
     with pytest.raises(AppError) as caught:
         client.predict(handle_file(str(tmp_path / name)), api_name="/tensors")
     assert words in str(caught.value) and "truncated" in str(caught.value)
+
+
+@pytest.mark.slow
+def test_a_4096_square_bfloat16_layer_is_read_sampled_and_said_so(client, tmp_path):
+    """One 4096 x 4096 bfloat16 layer (32 MB, past the old 2 MB cap) with a NaN in its last
+    row: analysed on a sample, its NaN counted over every value, the command named."""
+    from gradio_client import handle_file
+
+    layer = torch.randn(4096, 4096, generator=torch.Generator().manual_seed(5)) * 0.02
+    layer[4095, 4095] = float("nan")
+    path = tmp_path / "layer.safetensors"
+    save_file({"model.layers.0.mlp.up_proj.weight": layer.bfloat16()}, str(path))
+    assert os.path.getsize(path) > 32 * 2**20
+    summary, reading = client.predict(handle_file(str(path)), api_name="/tensors")
+    (row,) = summary["tensors"]
+    assert summary["sampled"] is True and row["sampled"] is True
+    assert 0 < row["analysed_values"] <= 2**20
+    assert row["nonfinite"] == {"nan": 1, "posinf": 0, "neginf": 0}
+    assert "1 NaN" in reading and "python -m playground inspect PATH" in reading
+    # float8_current's underflow of this normal layer, scaled amax -> 448, is tiny; the
+    # unscaled float8 cast flushes far more of its small entries.
+    assert row["recipes"]["float8_current"]["underflow"] < (
+        row["formats"]["float8_e4m3fn"]["zero"]
+    )

@@ -23,6 +23,11 @@ FIGURE_TITLE = """() => {
   const chart = document.querySelector('#tensor-plot .js-plotly-plot');
   return chart && chart.layout ? String(chart.layout.title.text || chart.layout.title) : null;
 }"""
+TABLE_FITS = """() => {
+  const table = document.querySelector('#tensors-table table');
+  const frame = document.querySelector('#tensors-table');
+  return table.getBoundingClientRect().right <= frame.getBoundingClientRect().right + 1;
+}"""
 BODY_ROWS = "#tensors-table div[role=row]"  # the Dataframe's body rows (its header is a tr)
 TAB_ROWS = """() => new Set([...document.querySelectorAll('#sections [role=tab]')]
   .filter(t => t.offsetParent !== null).map(t => Math.round(t.getBoundingClientRect().top))).size"""
@@ -65,7 +70,9 @@ def test_an_upload_fills_the_table_sentences_and_figure(browser, app_url, tmp_pa
         values = tensors[chosen]
         share = np.count_nonzero(values.astype(np.float16) == 0) / np.count_nonzero(values)
         text = " ".join(page.locator("#tensor-reading").inner_text().split())
-        assert f"{percent(share)} of {chosen}'s nonzero entries round to 0 in float16" in text
+        assert f"float16: {percent(share)} of {chosen}'s nonzero entries round to 0" in text
+        # The table fits the page: no column clipped at 1400 px.
+        assert page.evaluate(TABLE_FITS), "the tensors table clips at 1400 px"
         for target, shot in (
             ("#tensors-reading", "tensors_tab.png"),
             ("#tensor-name", "tensors_figure.png"),
@@ -77,7 +84,7 @@ def test_an_upload_fills_the_table_sentences_and_figure(browser, app_url, tmp_pa
         heading.hover()
         heading.locator("button").last.click()
         page.get_by_text("Sort descending").first.click()
-        column = 5 + 2  # tensor, dtype, shape, log2 max, log2 min, float32, bfloat16, float16
+        column = 6  # tensor, dtype, shape, analysed, non-finite, bfloat16, float16
         cells = f"[...document.querySelectorAll({BODY_ROWS!r})].map(r => r.innerText)"
         page.wait_for_function(
             f"() => {{ const v = {cells}.map(t => parseFloat(t.split('\\n')[{column}]));"

@@ -19,10 +19,9 @@ not read (float8; bfloat16 slices) is read from the tensor's own byte range of t
 (the header's ``data_offsets``) through ``numpy.memmap`` and viewed as its ml_dtypes dtype. So
 at most one tensor (or one sample of it) is in memory at a time.
 
-A sample of at most ``sample`` values takes whole groups of SAMPLE_GROUP_ROWS consecutive rows
-of the tensor's matmul view (``matmul_view``) at an even stride, so that every block recipe's
-tiles (128 x 128 at most) hold real neighbours; a group wider than the budget shrinks to the
-rows that fit, and a single row wider than it keeps its first ``sample`` values.
+A sample of at most ``sample`` values is ``sampling.sample_rows``' groups of rows of the
+tensor's matmul view (``sampling.matmul_view``); a single row wider than the budget keeps its
+first ``sample`` values.
 """
 
 from __future__ import annotations
@@ -39,10 +38,10 @@ import numpy as np
 
 # safetensors' dtype codes -> numpy dtypes of the floating-point tensors inspected.
 from playground.core.tensors.reading import FLOATING
+from playground.core.tensors.sampling import matmul_shape, matmul_view, sample_rows
 
 INDEX_NAME = "model.safetensors.index.json"
 HUB_PATTERNS = ["*.safetensors", "*.json"]
-SAMPLE_GROUP_ROWS = 128
 # What safetensors' numpy backend reads itself: whole tensors, and slices.
 WHOLE_BY_LIBRARY = {"F64", "F32", "F16", "BF16"}
 SLICED_BY_LIBRARY = {"F64", "F32", "F16"}
@@ -64,24 +63,6 @@ class TensorEntry:
     @property
     def size(self) -> int:
         return math.prod(self.shape)
-
-
-def matmul_shape(shape: tuple[int, ...]) -> tuple[int, int]:
-    """(rows, columns) of a tensor as a framework feeds it to its matmul.
-
-    rank 0 -> (1, 1); rank 1 -> (1, n), one row; rank 2 -> itself; rank > 2 (a conv weight
-    (out, in, k...)) -> (out, in x prod(k)).
-    """
-    if len(shape) == 0:
-        return (1, 1)
-    if len(shape) == 1:
-        return (1, shape[0])
-    return (shape[0], math.prod(shape[1:]))
-
-
-def matmul_view(values: np.ndarray) -> np.ndarray:
-    """``values`` reshaped to ``matmul_shape`` (a view, no copy)."""
-    return values.reshape(matmul_shape(values.shape))
 
 
 def _hub_snapshot(folder: Path) -> Path | None:
@@ -186,16 +167,6 @@ def checkpoint_entries(path: str | os.PathLike) -> list[TensorEntry]:
     return [entry for file in files for entry in _entries_of_file(file)]
 
 
-def _sample_rows(rows: int, columns: int, sample: int) -> list[slice]:
-    """The row ranges of a sample of at most ``sample`` values (see the module rule)."""
-    group = min(SAMPLE_GROUP_ROWS, rows, max(1, sample // max(columns, 1)))
-    groups = -(-rows // group)
-    keep = max(1, min(groups, sample // max(group * columns, 1)))
-    stride = groups / keep
-    starts = sorted({int(i * stride) * group for i in range(keep)})
-    return [slice(start, min(start + group, rows)) for start in starts]
-
-
 def _memmap(entry: TensorEntry) -> np.ndarray:
     """The tensor's bytes in its file, viewed as its dtype and shape (nothing read yet)."""
     header_length = struct.unpack("<Q", entry.file.open("rb").read(8))[0]
@@ -216,7 +187,7 @@ def read_matrix(entry: TensorEntry, sample: int | None = None) -> np.ndarray:
             return matmul_view(np.asarray(handle.get_tensor(entry.name), FLOATING[entry.dtype]))
     if whole:
         return matmul_view(np.array(_memmap(entry)))
-    ranges = [slice(0, min(sample, columns))] if rows == 1 else _sample_rows(rows, columns, sample)
+    ranges = [slice(0, min(sample, columns))] if rows == 1 else sample_rows(rows, columns, sample)
     if entry.dtype in SLICED_BY_LIBRARY:
         with safe_open(entry.file, framework="np") as handle:
             part = handle.get_slice(entry.name)

@@ -15,13 +15,19 @@ with no repeated name; every entry has exactly those three keys, a dtype of DTYP
 of non-negative integers whose element count times the dtype's size is end - begin; the
 tensors, ordered by begin, tile the buffer exactly (the first begins at 0, each begins where
 the previous ends, the last ends at the buffer's end: no overlap, no gap, not truncated);
-the tensors number at most TENSORS_MAX_COUNT, hold at most TENSORS_MAX_ELEMENTS elements
-together, and have names of at most TENSOR_NAME_MAX_CHARS characters. All of this is checked
-from the size and the header alone, before any tensor's data is read.
+the tensors number at most TENSORS_MAX_COUNT and have names of at most TENSOR_NAME_MAX_CHARS
+characters. All of this is checked from the size and the header alone, before any tensor's
+data is read.
 
 The floating-point tensors (FLOATING: F64, F32, F16, BF16, F8_E4M3, F8_E5M2) are read into
-numpy arrays of their own dtype (bfloat16 and float8 from ml_dtypes, bit for bit); integer
-and boolean tensors are listed with their shape and dtype, and not read.
+numpy arrays of their own dtype (bfloat16 and float8 from ml_dtypes, bit for bit), one at a
+time; integer and boolean tensors are listed with their shape and dtype, and not read. The
+work is priced, not refused: the floating-point tensors share a budget of
+TENSORS_MAX_ELEMENTS values (``sample_size``: the largest per-tensor sample s with
+sum(min(size, s)) within the budget, at most TENSOR_SAMPLE_VALUES), so a tensor of at most s
+values is read whole, and a larger one as ``sampling.sample_rows``' rows of its matmul view
+(its first s values when it is one row), read from their own byte ranges; a sampled tensor's
+non-finite entries are still counted over every value, NONFINITE_CHUNK_BYTES at a time.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import json
 import math
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -40,9 +47,11 @@ from playground.core.bounds import ConfigError
 from playground.core.caps import (
     TENSOR_FILE_MAX_BYTES,
     TENSOR_NAME_MAX_CHARS,
+    TENSOR_SAMPLE_VALUES,
     TENSORS_MAX_COUNT,
     TENSORS_MAX_ELEMENTS,
 )
+from playground.core.tensors.sampling import matmul_shape, sample_rows
 
 FIELD = "file"
 # safetensors' dtype codes -> bytes per element; FLOATING: the numpy dtype each is read as.
@@ -74,17 +83,23 @@ FLOATING = {
 METADATA = "__metadata__"
 ENTRY_KEYS = {"dtype", "shape", "data_offsets"}
 LENGTH_BYTES = 8
+NONFINITE_CHUNK_BYTES = 4 * 2**20
 
 
 @dataclass(frozen=True)
 class StoredTensor:
     """One tensor as the file stores it: its name, safetensors dtype code and shape, and its
-    values (a numpy array of that dtype and shape; None for an integer or boolean tensor)."""
+    values: a numpy array of that dtype and shape, or when ``sampled`` a 2-D sample of its
+    matmul view (see the module rule); None for an integer or boolean tensor. ``nonfinite``:
+    a sampled tensor's NaN, +inf and -inf entries counted over every value (``count_nonfinite``),
+    None when the values are the whole tensor."""
 
     name: str
     dtype: str
     shape: tuple[int, ...]
     values: np.ndarray | None
+    sampled: bool = False
+    nonfinite: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -182,13 +197,6 @@ def read_header(file: BinaryIO, size: int, file_name: str) -> tuple[list[_Entry]
             FIELD, f"file {file_name!r} holds {len(header):,} tensors; at most {TENSORS_MAX_COUNT}"
         )
     entries = [_entry(file_name, name, spec) for name, spec in header.items()]
-    elements = sum(math.prod(entry.shape) for entry in entries)
-    if elements > TENSORS_MAX_ELEMENTS:
-        raise ConfigError(
-            FIELD,
-            f"file {file_name!r} holds {elements:,} elements; at most "
-            f"{TENSORS_MAX_ELEMENTS:,} together",
-        )
     buffer = size - LENGTH_BYTES - length
     position = 0
     for entry in sorted(entries, key=lambda e: (e.begin, e.end)):
@@ -219,21 +227,89 @@ def _values(raw: bytes, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     return bits.view(FLOATING[dtype]).reshape(shape)
 
 
+def sample_size(sizes: list[int], budget: int = TENSORS_MAX_ELEMENTS) -> int:
+    """The per-tensor sample s of tensors of ``sizes`` values: the largest s, at most
+    TENSOR_SAMPLE_VALUES, with sum(min(size, s)) <= ``budget`` (see the module rule).
+
+    >>> sample_size([10, 10**9], budget=1000)
+    990
+    """
+    remaining, left = budget, len(sizes)
+    for size in sorted(sizes):
+        share = remaining // left
+        if size > share:
+            return max(1, min(share, TENSOR_SAMPLE_VALUES))
+        remaining, left = remaining - size, left - 1
+    return TENSOR_SAMPLE_VALUES
+
+
+def _read_exactly(file: BinaryIO, offset: int, nbytes: int, file_name: str, name: str) -> bytes:
+    file.seek(offset)
+    raw = file.read(nbytes)
+    if len(raw) != nbytes:
+        raise _refuse(file_name, f"tensor {name!r}'s data is cut short")
+    return raw
+
+
+def _read_values(
+    file: BinaryIO, start: int, entry: _Entry, sample: int, file_name: str
+) -> tuple[np.ndarray, bool]:
+    """(values, sampled): the whole tensor in its shape, or a sample of its matmul view."""
+    size, width = math.prod(entry.shape), DTYPES[entry.dtype]
+    begin = start + entry.begin
+    if size <= sample:
+        raw = _read_exactly(file, begin, entry.end - entry.begin, file_name, entry.name)
+        return _values(raw, entry.dtype, entry.shape), False
+    rows, columns = matmul_shape(entry.shape)
+    if rows == 1:
+        raw = _read_exactly(file, begin, sample * width, file_name, entry.name)
+        return _values(raw, entry.dtype, (1, sample)), True
+    parts = []
+    for part in sample_rows(rows, columns, sample):
+        count = (part.stop - part.start) * columns
+        raw = _read_exactly(
+            file, begin + part.start * columns * width, count * width, file_name, entry.name
+        )
+        parts.append(_values(raw, entry.dtype, (part.stop - part.start, columns)))
+    return np.concatenate(parts), True
+
+
+def count_nonfinite(file: BinaryIO, offset: int, entry: _Entry, file_name: str) -> dict[str, int]:
+    """The tensor's NaN, +inf and -inf entries over every value, read a chunk at a time."""
+    counts = {"nan": 0, "posinf": 0, "neginf": 0}
+    width = DTYPES[entry.dtype]
+    step = NONFINITE_CHUNK_BYTES // width * width
+    for begin in range(entry.begin, entry.end, step):
+        nbytes = min(step, entry.end - begin)
+        chunk = _values(
+            _read_exactly(file, offset + begin, nbytes, file_name, entry.name),
+            entry.dtype,
+            (nbytes // width,),
+        ).astype(np.float32)
+        counts["nan"] += int(np.count_nonzero(np.isnan(chunk)))
+        counts["posinf"] += int(np.count_nonzero(chunk == np.inf))
+        counts["neginf"] += int(np.count_nonzero(chunk == -np.inf))
+    return counts
+
+
 def read_tensors(file: BinaryIO, size: int, file_name: str) -> list[StoredTensor]:
     """Every tensor of the file (see the module rule), in the header's order; ConfigError
     naming ``file`` and what is wrong."""
+    return list(iter_tensors(file, size, file_name))
+
+
+def iter_tensors(file: BinaryIO, size: int, file_name: str) -> Iterator[StoredTensor]:
+    """``read_tensors``' tensors one at a time: at most one tensor's values (or sample) is
+    read at a time, after every check of the header has passed."""
     entries, start = read_header(file, size, file_name)
-    tensors = []
+    sample = sample_size([math.prod(e.shape) for e in entries if e.dtype in FLOATING])
     for entry in entries:
-        values = None
-        if entry.dtype in FLOATING:
-            file.seek(start + entry.begin)
-            raw = file.read(entry.end - entry.begin)
-            if len(raw) != entry.end - entry.begin:
-                raise _refuse(file_name, f"tensor {entry.name!r}'s data is cut short")
-            values = _values(raw, entry.dtype, entry.shape)
-        tensors.append(StoredTensor(entry.name, entry.dtype, entry.shape, values))
-    return tensors
+        if entry.dtype not in FLOATING:
+            yield StoredTensor(entry.name, entry.dtype, entry.shape, None)
+            continue
+        values, sampled = _read_values(file, start, entry, sample, file_name)
+        nonfinite = count_nonfinite(file, start, entry, file_name) if sampled else None
+        yield StoredTensor(entry.name, entry.dtype, entry.shape, values, sampled, nonfinite)
 
 
 def read_file(path: str | os.PathLike, file_name: str | None = None) -> list[StoredTensor]:

@@ -1,7 +1,7 @@
 """What each training recipe does to one stored tensor, as TransformerEngine's debug
 statistics (``LogFp8TensorStats``) count it.
 
-Rule, for a tensor x as its matmul sees it (``checkpoint.matmul_view``: rows x columns), its
+Rule, for a tensor x as its matmul sees it (``sampling.matmul_view``: rows x columns), its
 non-finite entries (NaN, +inf, -inf) counted by name, set to 0 and left out of every share,
 and ``finite`` its other entries::
 
@@ -66,6 +66,15 @@ from playground.core.recipes.float8 import scale_from_amax
 from playground.core.tensors.formats import past_the_edge
 
 RECIPES = ("bfloat16", "float16", "float8_current", "mxfp8", "fp8_block", "nvfp4")
+# What each recipe stores, in a few words (the module rule's table).
+STORES = {
+    "bfloat16": "a plain cast",
+    "float16": "a plain cast",
+    "float8_current": "E4M3 with one scale per tensor, amax to 448 (E5M2 for a gradient)",
+    "mxfp8": "E4M3 with a power-of-two scale per 32 values, rowwise and columnwise",
+    "fp8_block": "E4M3 with a float32 scale per 128 x 128 tile (1 x 128 for a gradient)",
+    "nvfp4": "E2M1 with an E4M3 scale per 16 x 16 tile (1 x 16 for a gradient) and a tensor scale",
+}
 STATISTICS = ("underflow", "overflow", "rel_error", "mse", "scale_min", "scale_max")
 QUANTIZED = RECIPES[2:]
 GRADIENT_MARK = "grad"

@@ -3,18 +3,24 @@
 Rule: ``tensors_summary(report)`` is the ``/tensors`` endpoint's JSON::
 
     file                    the file's name
-    formats, recipes        the names analysed, from the registries
-    sampled                 always false: every entry is counted
+    formats, recipes        the value formats (plain casts) and the training recipes analysed
+    sampled                 whether any tensor was analysed on a sample of its values
+    keep_high_precision     the tensors AutoswitchGemm's rule keeps in high precision
+    command                 the one command that reads a whole checkpoint the same way
     tensors[]               one row per tensor, in the file's order (``tensor_row``):
       name, shape, dtype    as stored
-      analysed, magnitude
+      analysed, sampled, analysed_values, magnitude
+      nonfinite             {nan, posinf, neginf}: counted over every value
       formats[format]       zero, subnormal, overflow, saturated, rel_error, loss_scale_window
-      recipes[recipe]       zero, subnormal, overflow, saturated, rel_error, flushed_inputs
+      recipes[recipe]       underflow, overflow, rel_error, mse, scale_min, scale_max: the
+                            statistics and names of ``python -m playground inspect``
+      keep_high_precision   AutoswitchGemm's rule for this tensor
     reading                 the file's sentences
 
-Shares are of the tensor's finite nonzero entries; a window is {low_log2, high_log2} or null;
-a share or error with nothing to count is null (strict JSON). The sentences name a tensor as
-the file does, in code quotes (a backtick escaped), and quote only counted numbers.
+Shares are of the analysed values (a format's: of its finite nonzero entries; a recipe's: of
+its finite entries); a window is {low_log2, high_log2} or null; a share or error with nothing to
+count is null (strict JSON). The sentences name a tensor as the file does, in code quotes (a
+backtick escaped), and quote only counted numbers.
 """
 
 from __future__ import annotations
@@ -25,7 +31,13 @@ from typing import Any
 
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.tensors.formats import VALUE_FORMATS, Shares
-from playground.core.tensors.report import BLOCK_RECIPES, TensorReport, TensorsReport
+from playground.core.tensors.inspection import MSE_THRESHOLD, UNDERFLOW_THRESHOLD
+from playground.core.tensors.recipe_stats import RECIPES, STORES
+from playground.core.tensors.report import TensorReport, TensorsReport
+
+# The command that reads a whole checkpoint (shards, a hub folder) the way this tab reads a file.
+COMMAND = "python -m playground inspect PATH --json stats.json --html report.html"
+NONFINITE_WORDS = {"nan": "NaN", "posinf": "+inf", "neginf": "-inf"}
 
 
 def code(name: str) -> str:
@@ -61,6 +73,10 @@ def tensor_row(tensor: TensorReport) -> dict[str, Any]:
         "shape": list(tensor.shape),
         "dtype": tensor.dtype,
         "analysed": tensor.analysed,
+        "sampled": tensor.sampled,
+        "analysed_values": tensor.analysed_values,
+        "nonfinite": tensor.nonfinite or dict.fromkeys(NONFINITE_WORDS, 0),
+        "keep_high_precision": tensor.keep_high_precision,
     }
     summary = tensor.magnitudes
     if summary is None:
@@ -80,10 +96,7 @@ def tensor_row(tensor: TensorReport) -> dict[str, Any]:
         fmt: _shares(shares) | {"loss_scale_window": _window(tensor.windows[fmt])}
         for fmt, shares in tensor.formats.items()
     }
-    row["recipes"] = {
-        name: _shares(shares) | {"flushed_inputs": tensor.flushed_inputs[name]}
-        for name, shares in tensor.recipes.items()
-    }
+    row["recipes"] = tensor.recipe_rows()
     return row
 
 
@@ -92,8 +105,10 @@ def tensors_summary(report: TensorsReport) -> dict[str, Any]:
     return {
         "file": report.file_name,
         "formats": list(VALUE_FORMATS),
-        "recipes": list(BLOCK_RECIPES),
-        "sampled": False,
+        "recipes": list(RECIPES),
+        "sampled": report.sampled,
+        "keep_high_precision": report.keep_high_precision,
+        "command": COMMAND,
         "tensors": [tensor_row(tensor) for tensor in report.tensors],
         "reading": file_sentences(report),
     }
@@ -105,80 +120,143 @@ def _scales(window: tuple[int, int] | None) -> str:
     return f"S = 2^{window[0]} to 2^{window[1]} keeps them"
 
 
+def nonfinite_words(counts: dict[str, int]) -> str:
+    """'1 NaN, 3 +inf and 1 -inf' for the kinds counted; '' when there are none."""
+    parts = [
+        f"{counts[kind]:,} {word}" for kind, word in NONFINITE_WORDS.items() if counts.get(kind)
+    ]
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _recipe_sentence(name: str, stats: dict[str, float | None]) -> str:
+    lost = [
+        f"{percent(value)} {what}"
+        for value, what in ((stats["underflow"], "stored as 0"), (stats["overflow"], "saturated"))
+        if value
+    ]
+    kept = " and ".join(lost) if lost else "nothing stored as 0 or saturated"
+    error = "" if stats["rel_error"] is None else f", {stats['rel_error']:.2g} error in norm"
+    return f"{name} ({STORES[name]}): {kept}{error}."
+
+
 def tensor_sentences(tensor: TensorReport) -> list[str]:
-    """What each format and recipe does to ``tensor``, from its counts."""
+    """What each training recipe, then each plain cast, does to ``tensor``, from its counts."""
     name, summary = code(tensor.name), tensor.magnitudes
     if summary is None:
         return [f"{name} holds {tensor.dtype} values, not floating point: not analysed."]
-    if summary.nonzero == 0:
-        return [f"{name} has no finite nonzero entry: every format keeps it as it is."]
     sentences = []
+    total = math.prod(tensor.shape)
+    if tensor.sampled:
+        sentences.append(
+            f"{name} has {total:,} values; these figures are of a sample of "
+            f"{tensor.analysed_values:,} (whole rows of its matmul view at an even stride; "
+            f"every value: `{COMMAND}`)."
+        )
+    bad = nonfinite_words(tensor.nonfinite)
+    if bad:
+        sentences.append(
+            f"{name} holds {bad} (of {total:,} values): they are left out of every share and "
+            "error below, and a training step whose gradients hold them is skipped "
+            "(GradScaler) or poisons the weights."
+        )
+    if summary.nonzero == 0:
+        return sentences + [f"{name} has no finite nonzero entry: every format keeps it as it is."]
+    for recipe, stats in tensor.recipe_rows().items():
+        sentences.append(_recipe_sentence(recipe, stats))
+    if tensor.keep_high_precision:
+        sentences.append(
+            f"AutoswitchGemm's rule keeps {name} in high precision: an FP8 or FP4 recipe stores "
+            f"over {UNDERFLOW_THRESHOLD:.0%} of it as 0 or has an MSE over {MSE_THRESHOLD:g}."
+        )
     for fmt, shares in tensor.formats.items():
         facts = dtype_facts(fmt)
+        unscaled = "" if fmt in RECIPES else " (an unscaled cast; training scales first)"
         if shares.zero:
             sentences.append(
-                f"{percent(shares.zero)} of {name}'s nonzero entries round to 0 in {fmt} (at or "
-                f"below {facts.smallest_subnormal / 2:.3g}, half its smallest subnormal); "
-                f"{_scales(tensor.windows[fmt])}."
+                f"A plain cast to {fmt}{unscaled}: {percent(shares.zero)} of {name}'s nonzero "
+                f"entries round to 0 (at or below {facts.smallest_subnormal / 2:.3g}, half its "
+                f"smallest subnormal); {_scales(tensor.windows[fmt])}."
             )
         if shares.saturated:
             lost = "become inf or NaN" if shares.overflow else f"clip to {facts.max:g}"
             sentences.append(
-                f"{percent(shares.saturated)} of {name}'s nonzero entries are past {fmt}'s "
-                f"largest value, {facts.max:g}, and {lost} (a saturating cast keeps "
-                f"{facts.max:g}); {_scales(tensor.windows[fmt])}."
+                f"A plain cast to {fmt}{unscaled}: {percent(shares.saturated)} of {name}'s "
+                f"nonzero entries are past its largest value, {facts.max:g}, and {lost} (a "
+                f"saturating cast keeps {facts.max:g}); {_scales(tensor.windows[fmt])}."
             )
-    for recipe, shares in tensor.recipes.items():
-        lost = [
-            f"{percent(value)} {what}"
-            for value, what in ((shares.zero, "stored as 0"), (shares.saturated, "saturated"))
-            if value
-        ]
-        error = "" if shares.rel_error is None else f", {shares.rel_error:.2g} error in norm"
-        kept = " and ".join(lost) if lost else "nothing lost to 0 or saturation"
-        sentences.append(f"{recipe} (its own block scales): {kept}{error}.")
     return sentences
 
 
 def file_sentences(report: TensorsReport) -> list[str]:
-    """Per format, how many tensors lose entries to 0 and which loses most."""
+    """The file: its tensors, samples, non-finite entries, each recipe's losses to 0, the
+    tensors to keep in high precision and the command for a whole checkpoint."""
     analysed = [t for t in report.tensors if t.magnitudes is not None and t.magnitudes.nonzero]
     count, floating = len(report.tensors), len(analysed)
     held = f"{code(report.file_name)} holds {count} tensor{'' if count == 1 else 's'}"
     are = "is" if floating == 1 else "are"
     sentences = [f"{held}; {floating} {are} floating point with nonzero entries."]
-    for fmt in VALUE_FORMATS:
-        losing = [t for t in analysed if t.formats[fmt].zero]
+    sampled = [t for t in report.tensors if t.sampled]
+    if sampled:
+        sentences.append(
+            f"{len(sampled)} tensor{'' if len(sampled) == 1 else 's'} too large to analyse here "
+            f"whole {'was' if len(sampled) == 1 else 'were'} sampled (at most "
+            f"{max(t.analysed_values for t in sampled):,} values each; non-finite entries are "
+            "still counted over every value)."
+        )
+    bad = [t for t in report.tensors if nonfinite_words(t.nonfinite)]
+    if bad:
+        listed = "; ".join(f"{code(t.name)}: {nonfinite_words(t.nonfinite)}" for t in bad[:6])
+        more = f"; and {len(bad) - 6} more" if len(bad) > 6 else ""
+        sentences.append(f"Non-finite entries: {listed}{more}.")
+    for recipe in RECIPES:
+        losing = [t for t in analysed if t.recipe_rows()[recipe]["underflow"]]
         if losing:
-            worst = max(losing, key=lambda t: t.formats[fmt].zero or 0.0)
+            worst = max(losing, key=lambda t: t.recipe_rows()[recipe]["underflow"] or 0.0)
+            share = worst.recipe_rows()[recipe]["underflow"] or 0.0
             sentences.append(
-                f"In {fmt}, {len(losing)} of {floating} lose{'s' if floating == 1 else ''} "
-                "entries to 0; the most, "
-                f"{percent(worst.formats[fmt].zero or 0.0)}, {code(worst.name)}."
+                f"In {recipe}, {len(losing)} of {floating} lose{'s' if floating == 1 else ''} "
+                f"entries to 0; the most, {percent(share)}, {code(worst.name)}."
             )
+    kept = report.keep_high_precision
+    if kept:
+        listed = ", ".join(code(name) for name in kept[:6]) + (", ..." if len(kept) > 6 else "")
+        sentences.append(
+            f"AutoswitchGemm's rule (underflow over {UNDERFLOW_THRESHOLD:.0%} or MSE over "
+            f"{MSE_THRESHOLD:g} in an FP8 or FP4 recipe) keeps {len(kept)} in high precision: "
+            f"{listed}."
+        )
+    sentences.append(
+        f"A whole checkpoint (a folder of shards, a hub id), every value: `{COMMAND}`."
+    )
     return sentences
 
 
 TABLE_NOTE = (
-    "Each format's and recipe's column: the share (%) of the tensor's nonzero entries it stores "
-    "as 0. Each heading's menu (⋮) sorts the table by its column."
+    "Each recipe's column: the share (%) of the tensor's analysed finite entries it stores as 0 "
+    "(underflow), as `python -m playground inspect` counts it. Each heading's menu (⋮) sorts "
+    "the table by its column."
 )
 
 
 def table(report: TensorsReport) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows) of the per-tensor table: name, dtype, shape, the largest and smallest
-    nonzero magnitude as log2, then the share of its nonzero entries (%) that each format's
-    cast, then each recipe's quantization, stores as 0 (headed by their names: TABLE_NOTE)."""
-    headers = ["tensor", "dtype", "shape", "log2 max", "log2 min", *VALUE_FORMATS, *BLOCK_RECIPES]
+    """(headers, rows) of the per-tensor table: name, dtype, shape, the values analysed, the
+    non-finite entries, then the share of its entries (%) that each training recipe stores as
+    0 (headed by the recipes' names: TABLE_NOTE), and whether AutoswitchGemm's rule keeps it
+    in high precision."""
+    headers = ["tensor", "dtype", "shape", "analysed", "non-finite", *RECIPES, "keep high"]
     rows = []
     for tensor in report.tensors:
-        summary = tensor.magnitudes
         row: list[Any] = [tensor.name, tensor.dtype, "x".join(map(str, tensor.shape)) or "scalar"]
-        if summary is None or summary.amax is None or summary.smallest is None:
+        if tensor.stats is None:
             rows.append(row + [None] * (len(headers) - len(row)))
             continue
-        row += [round(math.log2(summary.amax), 2), round(math.log2(summary.smallest), 2)]
-        for shares in (*tensor.formats.values(), *tensor.recipes.values()):
-            row.append(None if shares.zero is None else round(100 * shares.zero, 3))
+        row.append(f"{tensor.analysed_values:,}" + (" (sample)" if tensor.sampled else ""))
+        row.append(nonfinite_words(tensor.nonfinite) or "0")
+        for stats in tensor.recipe_rows().values():
+            underflow = stats["underflow"]
+            row.append(None if underflow is None else round(100 * underflow, 3))
+        row.append("yes" if tensor.keep_high_precision else "")
         rows.append(row)
     return headers, rows

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from playground.core.caps import TENSOR_FILE_MAX_BYTES, TENSORS_MAX_COUNT, TENSORS_MAX_ELEMENTS
+from playground.core.caps import (
+    TENSOR_FILE_MAX_BYTES,
+    TENSOR_SAMPLE_VALUES,
+    TENSORS_MAX_COUNT,
+    TENSORS_MAX_ELEMENTS,
+)
 from playground.core.tensors.formats import VALUE_FORMATS
-from playground.core.tensors.report import BLOCK_RECIPES, TensorReport, TensorsReport
+from playground.core.tensors.recipe_stats import RECIPES
+from playground.core.tensors.report import TensorReport, TensorsReport
 from playground.sections.tensors.charts import LOSS_SCALED_FORMATS, shaded_format, tensor_figure
 from playground.sections.tensors.summary import (
+    COMMAND,
     file_sentences,
     table,
     tensor_sentences,
@@ -40,15 +47,25 @@ save_file({jax.tree_util.keystr(k, simple=True, separator="."): np.asarray(g)
 INTRO = f"""
 ### Your model's own tensors
 Upload a `.safetensors` file (Hugging Face's format for tensors: checkpoints, or gradients you
-save yourself) and see what every format ({", ".join(VALUE_FORMATS)}) and every block recipe
-({", ".join(BLOCK_RECIPES)}, each with its own block and tensor scales) does to each tensor:
-the share of its nonzero entries that become zero, subnormal or saturate, the error in norm,
-and the powers of two that would keep it in range as a loss scale. Every entry is counted
-(nothing is sampled), with exact casts on the host. At most {TENSOR_FILE_MAX_BYTES / 2**20:g}
-MB, {TENSORS_MAX_COUNT} tensors and {TENSORS_MAX_ELEMENTS:,} elements; the file is read once
-and deleted. The block recipes quantize each tensor along its last axis in the emulated
-float32 of this server, which reads a float32 subnormal as 0 (the JSON's `flushed_inputs`
-counts them).
+save yourself) and see what each training recipe ({", ".join(RECIPES)}) stores of each
+tensor, as TransformerEngine's debug statistics count it: the share of its entries stored as 0
+(underflow) or saturated, the error in norm, the MSE and the range of its scales, with NaN and
+inf entries counted and named. The FP8 and FP4 recipes scale before they cast, as training
+does (one scale per tensor, per 32-value block, per 128 x 128 or 16 x 16 tile); a conv weight
+is read as the out x (in x kernel) matrix its matmul multiplies. A plain cast to every value
+format ({", ".join(VALUE_FORMATS)}) is shown too, with the loss scales that keep a tensor in
+range.
+
+At most {TENSOR_FILE_MAX_BYTES / 2**20:g} MB and {TENSORS_MAX_COUNT} tensors (what a public
+Space can keep on disk and read a tensor at a time); the file is read once and deleted. A
+tensor over {TENSOR_SAMPLE_VALUES:,} values (or a file over {TENSORS_MAX_ELEMENTS:,} together)
+is analysed on a sample of whole rows, and the page says so; its NaN and inf are still counted
+over every value. For a whole checkpoint (a folder of shards, a Hugging Face model folder or
+hub id), every value, on your machine:
+
+```bash
+{COMMAND}
+```
 
 From PyTorch (gradients after `backward()`):
 

@@ -16,8 +16,8 @@ from safetensors.numpy import save as save_numpy
 from safetensors.torch import save as save_torch
 
 from playground.core.bounds import ConfigError
-from playground.core.caps import TENSOR_FILE_MAX_BYTES, TENSORS_MAX_COUNT, TENSORS_MAX_ELEMENTS
-from playground.core.tensors.reading import read_tensors
+from playground.core.caps import TENSOR_FILE_MAX_BYTES, TENSOR_SAMPLE_VALUES, TENSORS_MAX_COUNT
+from playground.core.tensors.reading import read_tensors, sample_size
 
 NAME = "mine.safetensors"
 RNG = np.random.default_rng(35)
@@ -144,17 +144,48 @@ class NoDataReads(io.BytesIO):
 def test_the_caps_refuse_before_any_tensor_data_is_read():
     many = {f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(513)}
     too_many = raw_file(many)
-    count = TENSORS_MAX_ELEMENTS + 1
-    large = raw_file({"a": {"dtype": "U8", "shape": [count], "data_offsets": [0, count]}})
-    for content, words in (
-        (too_many, f"holds 513 tensors; at most {TENSORS_MAX_COUNT}"),
-        (large, f"holds {TENSORS_MAX_ELEMENTS + 1:,} elements; at most"),
-    ):
-        with pytest.raises(ConfigError) as caught:
-            read_tensors(NoDataReads(content), len(content), NAME)
-        assert words in str(caught.value) and NAME in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        read_tensors(NoDataReads(too_many), len(too_many), NAME)
+    assert f"holds 513 tensors; at most {TENSORS_MAX_COUNT}" in str(caught.value)
+    assert NAME in str(caught.value)
     with pytest.raises(ConfigError, match=f"at most {TENSOR_FILE_MAX_BYTES:,}"):
         read_tensors(NoDataReads(VALID), TENSOR_FILE_MAX_BYTES + 1, NAME)
+
+
+@pytest.mark.parametrize(
+    "sizes, budget",
+    [([10, 10**9], 1000), ([5] * 7, 30), ([1, 2, 3], 100), ([300, 40, 40, 2000, 7], 500)],
+)
+def test_the_sample_is_the_largest_that_fits_the_budget(sizes, budget):
+    """Brute force: the largest s (at most TENSOR_SAMPLE_VALUES) with sum(min(size, s)) within
+    the budget."""
+    top = min(max(sizes), budget) + 1  # past max(sizes) every s counts the same
+    fits = [s for s in range(1, top + 1) if sum(min(n, s) for n in sizes) <= budget]
+    got = sample_size(sizes, budget)
+    if max(fits) == top and top > max(sizes):  # every tensor whole: no sample needed
+        assert got == TENSOR_SAMPLE_VALUES
+    else:
+        assert got == min(max(fits), TENSOR_SAMPLE_VALUES)
+
+
+def test_a_file_past_the_budget_is_sampled_by_rows_and_its_nonfinite_counted_whole():
+    """A (3000, 2, 250) bfloat16 tensor: 1.5 M values, sampled as whole rows of its (3000, 500)
+    matmul view read from their own bytes; a NaN and two inf outside the sample still counted."""
+    values = (RNG.standard_normal((3000, 2, 250)) * 0.02).astype(ml_dtypes.bfloat16)
+    small = RNG.standard_normal(100).astype(np.float32)
+    values[2999, 1, 7] = np.nan
+    values[1500, 0, 0] = np.inf
+    values[1501, 0, 0] = -np.inf
+    content = save_numpy({"big": values, "small": small})
+    stored = {tensor.name: tensor for tensor in read(content)}
+    big, little = stored["big"], stored["small"]
+    assert little.values.tolist() == small.tolist() and not little.sampled
+    assert big.sampled and big.values.shape[1] == 500
+    assert big.values.size <= TENSOR_SAMPLE_VALUES
+    flat = values.reshape(3000, 500).view(np.uint16)
+    rows = [np.flatnonzero((flat == row).all(axis=1)) for row in big.values.view(np.uint16)]
+    assert all(len(match) >= 1 for match in rows)  # every sampled row is a row of the tensor
+    assert big.nonfinite == {"nan": 1, "posinf": 1, "neginf": 1}
 
 
 def test_trailing_spaces_after_the_header_are_allowed_as_the_format_pads_it():

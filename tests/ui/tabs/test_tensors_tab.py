@@ -19,6 +19,7 @@ from safetensors.numpy import save
 from playground.core.caps import (
     TENSOR_FILE_MAX_BYTES,
     TENSOR_NAME_MAX_CHARS,
+    TENSOR_SAMPLE_VALUES,
     TENSORS_MAX_COUNT,
     TENSORS_MAX_ELEMENTS,
 )
@@ -80,6 +81,7 @@ def test_the_docs_show_the_input_the_save_lines_and_the_caps():
     row = next(line for line in public.splitlines() if line.startswith("| a safetensors file ("))
     megabytes = TENSOR_FILE_MAX_BYTES / 2**20
     assert f"at most {megabytes:g} MB" in row and f"{TENSORS_MAX_COUNT} tensors" in row
-    assert f"2^{math.log2(TENSORS_MAX_ELEMENTS):g} elements" in row
+    assert f"a tensor over 2^{math.log2(TENSOR_SAMPLE_VALUES):g} values" in row
+    assert f"a file over 2^{math.log2(TENSORS_MAX_ELEMENTS):g} values together" in row
     assert f"at most {TENSOR_NAME_MAX_CHARS} characters" in row
     assert f"{megabytes:g}mb" == MAX_FILE_SIZE  # the file cap is the page's upload cap
