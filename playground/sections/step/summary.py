@@ -14,6 +14,13 @@ import numpy as np
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.recipes.registry import recipe, recipe_summaries
 from playground.core.settings.settings import StepConfig
+from playground.core.step.error_ranking import (
+    LAYER,
+    NEAR_ZERO,
+    RELATIVE,
+    RankedError,
+    error_ranking,
+)
 from playground.core.step.policy import policy_for
 from playground.core.step.report import LOG2_LOW, ActivationReport, ParamReport, StepReport
 from playground.sections.step.accumulation import accumulation_sentences, accumulation_summary
@@ -54,6 +61,8 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
       ``float32_new``, ...), ``params`` (per parameter statistics) and ``reading`` (sentences),
       among others; strict JSON (no NaN or Infinity).
     """
+    ranking = error_ranking(report.params.values())
+    ranked = {entry.name: entry for entry in ranking}
     losses = {
         "mixed_initial": report.mixed_initial_loss,
         "mixed_new": report.mixed_new_loss,
@@ -70,8 +79,10 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         ),
         "params": {
             name: {stat: json_number(getattr(param, stat)) for stat in PARAM_STATS}
+            | {"ranked_error": json_number(ranked[name].score), "ranked_by": ranked[name].by}
             for name, param in report.params.items()
         },
+        "error_ranking": [entry.name for entry in ranking],
         "magnitudes": report.magnitudes,
         "activations": [activation_summary(a, report.config) for a in report.activations],
         **_json_floats(recipe_summaries(report)),  # by recipe name (float8: its tensors)
@@ -153,8 +164,16 @@ def reading(report: StepReport) -> list[str]:
         )
     sentences += float8_sentences(report)
     sentences += accumulation_sentences(report)
+    ranking = error_ranking(report.params.values())
+    ranked = {entry.name: entry for entry in ranking}
     for param in report.params.values():
-        sentences.append(_param_sentence(param, chosen.gradient_format, param.name in flushed))
+        sentences.append(
+            _param_sentence(
+                param, chosen.gradient_format, param.name in flushed, ranked[param.name]
+            )
+        )
+    if len(ranking) > 2 and ranking[0].score > 0:
+        sentences.append(ranking_sentence(ranking))
     held = policy_for(report.config).op_dtype("activation")
     for activation in report.activations:
         if not activation.zero_count:
@@ -197,14 +216,44 @@ def reading(report: StepReport) -> list[str]:
     return sentences
 
 
-def _param_sentence(param: ParamReport, dtype: str, flushed: bool) -> str:
+def ranking_sentence(ranking: list[RankedError]) -> str:
+    """Which gradient moved most (``core.step.error_ranking``), and why a near-zero one is
+    measured against its layer."""
+    first = ranking[0]
+    measure = "of its own norm" if first.by == RELATIVE else "of its layer's gradient norm"
+    sentence = (
+        f"The gradient moved most by this step's precision: {first.name} "
+        f"({first.score:.3g} {measure})"
+    )
+    near = [entry.name for entry in ranking if entry.by == LAYER]
+    if near:
+        sentence += (
+            f"; {', '.join(near[:4])}{', ...' if len(near) > 4 else ''} "
+            f"{'has' if len(near) == 1 else 'have'} a float32 gradient near zero (at most "
+            f"{NEAR_ZERO:g} of its layer's), so {'it is' if len(near) == 1 else 'they are'} "
+            "ranked by the error over the layer's gradient norm, not by a relative error over "
+            "almost nothing"
+        )
+    return sentence + "."
+
+
+def _param_sentence(
+    param: ParamReport, dtype: str, flushed: bool, ranked: RankedError | None = None
+) -> str:
     facts = dtype_facts(dtype)
     if flushed:
         return f"The {param.name} gradient is all zero in both paths (flushed to zero)."
-    sentence = (
-        f"The {param.name} gradient differs from float32 by {param.norm_rel_error:.3g} in "
-        "relative norm"
-    )
+    if ranked is not None and ranked.by == LAYER:
+        sentence = (
+            f"The float32 {param.name} gradient is near zero (at most {NEAR_ZERO:g} of its "
+            f"layer's norm, {ranked.layer_scale:.3g}); the mixed one differs from it by "
+            f"{ranked.error:.3g} in norm, {ranked.score:.3g} of the layer's"
+        )
+    else:
+        sentence = (
+            f"The {param.name} gradient differs from float32 by {param.norm_rel_error:.3g} in "
+            "relative norm"
+        )
     if param.underflow_count:
         sentence += (
             f"; {param.underflow_count:,} of {param.size:,} entries are exactly zero in the "
