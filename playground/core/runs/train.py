@@ -99,6 +99,7 @@ class DynamicsReport:
       ``*_lost_share``, whose updates are nonzero). At S = 1 with tiny gradients in float16
       this is where the updates go: none is left to be rounded away.
     pure_rounding: the pure run's rounding (``nearest``, ``stochastic``, ``kahan``).
+    synthetic: whether the runs trained on the synthetic teacher's batch (not a user's data).
     mixed_saturated_share, pure_saturated_share (float8 only; zeros otherwise): per step, the
       share of the entries that step cast to float8 (every matmul's input and weights forward,
       its arriving gradient backward) that saturated: a plain cast would have overflowed them
@@ -125,6 +126,7 @@ class DynamicsReport:
     pure_saturated_share: np.ndarray | None = None
     mixed_flushed_share: np.ndarray | None = None
     pure_flushed_share: np.ndarray | None = None
+    synthetic: bool = True
 
     @property
     def mixed_applied(self) -> int:
@@ -399,6 +401,7 @@ def run_dynamics(
         for name, values in buffers.items()
     }
     return DynamicsReport(
+        synthetic=data is None,
         config=config,
         steps=config.steps,
         mode=config.mode,

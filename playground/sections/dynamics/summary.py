@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from playground.core.data.synthetic import NOISE_STD
 from playground.core.lessons.loss_figures import final_loss, loss_path, loss_ratio, update_share
 from playground.core.recipes.registry import recipe
 from playground.core.runs.train import DynamicsReport
@@ -79,6 +80,7 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
             f"{ROUNDING_WORDS[rounding]}."
         ),
         _pure_against_float32(dynamics),
+        *_floor_note(dynamics),
         (
             f"In the pure {dtype} run ({ROUNDING_NAMES[rounding]}), "
             f"{_share(dynamics, 'pure', dynamics.pure_lost_share.mean())} of the parameter "
@@ -171,6 +173,22 @@ def _saturation_sentence(dynamics: DynamicsReport) -> str:
             "came from a history that now held it, fitted again"
         )
     return sentence + "."
+
+
+def _floor_note(dynamics: DynamicsReport) -> list[str]:
+    """What a final-loss gap on the synthetic regression does and does not say (none for a
+    user's data or the classification task)."""
+    if not dynamics.synthetic or dynamics.config.task != "regression":
+        return []
+    return [
+        (
+            "These runs fit one small synthetic regression (a random linear teacher, noise of "
+            f"std {NOISE_STD:g}, the same batch every step), so a gap between float32's final "
+            "loss and a low-precision run's is set by that format's precision (its rounding of "
+            "weights, updates and outputs): the ratio measures rounding on this toy, and does "
+            "not predict the loss gap of a language model trained on real data."
+        )
+    ]
 
 
 def _pure_against_float32(dynamics: DynamicsReport) -> str:
