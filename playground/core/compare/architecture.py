@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -300,11 +301,16 @@ def parse_config_json(text: Any) -> Architecture:
     optional = {"n_inner", "num_key_value_heads", "head_dim", "max_position_embeddings"}
     missing = [key for key in required if key not in optional]
     if missing:
-        raise ConfigError(missing[0], f"config.json has no {missing[0]} ({family} family)")
+        raise ConfigError(missing[0], f"{missing[0]} is missing from config.json ({family} family)")
     values = _read(config, names)
     values.setdefault("num_key_value_heads", values["num_attention_heads"])
     values.setdefault("intermediate_size", 4 * values["hidden_size"])
     values.setdefault("tie_word_embeddings", gpt2)
     values.setdefault("head_dim", 0)
     dropout = any(PROBABILITY.check(key, config[key]) > 0 for key in DROPOUTS if key in config)
-    return Architecture(**(DEFAULT | values | {"family": family, "dropout": dropout}))
+    try:
+        return Architecture(**(DEFAULT | values | {"family": family, "dropout": dropout}))
+    except ConfigError as error:  # a rule across fields: named as this config names them
+        keys = {name: key for key, name in names.items()}
+        message = re.sub(r"\w+", lambda word: keys.get(word[0], word[0]), str(error))
+        raise ConfigError(keys.get(error.field, error.field), message) from None
