@@ -40,7 +40,7 @@ Example::
     >>> from playground.core.compare.architecture import architecture
     >>> gpt = architecture({"family": "gpt2", "hidden_size": 8, "num_attention_heads": 2,
     ...     "num_key_value_heads": 2, "intermediate_size": 32, "dropout": True})
-    >>> terms = layer_terms(gpt, seq_len=4, micro_batch=1, flash_attention=False)
+    >>> terms = layer_terms(gpt, sequence_length=4, micro_batch=1, flash_attention=False)
     >>> sum(t.entries * SIXTEEN_BIT_BYTES[t.kind] for t in terms) == 4 * 8 * (34 + 5 * 2 * 4 / 8)
     True
 """
@@ -79,12 +79,12 @@ class Term:
 
 
 def layer_terms(
-    model: Architecture, seq_len: int, micro_batch: int, flash_attention: bool
+    model: Architecture, sequence_length: int, micro_batch: int, flash_attention: bool
 ) -> tuple[Term, ...]:
     """What one layer keeps without recomputation (the module rule's table)."""
-    tokens, h = seq_len * micro_batch, model.hidden_size
+    tokens, h = sequence_length * micro_batch, model.hidden_size
     q, kv, i = model.query_width, model.key_value_width, model.intermediate_size
-    scores = (micro_batch * model.num_attention_heads * seq_len, seq_len)
+    scores = (micro_batch * model.num_attention_heads * sequence_length, sequence_length)
     terms = [
         Term("attention_norm_input", (tokens, h), HIGH),
         Term("qkv_input", (tokens, h), GEMM_INPUT),
@@ -119,14 +119,14 @@ def layer_terms(
     return tuple(terms)
 
 
-def layer_input(model: Architecture, seq_len: int, micro_batch: int) -> Term:
+def layer_input(model: Architecture, sequence_length: int, micro_batch: int) -> Term:
     """What a layer keeps under full recomputation: its input."""
-    return Term("layer_input", (seq_len * micro_batch, model.hidden_size), HIGH)
+    return Term("layer_input", (sequence_length * micro_batch, model.hidden_size), HIGH)
 
 
-def output_terms(model: Architecture, seq_len: int, micro_batch: int) -> tuple[Term, ...]:
+def output_terms(model: Architecture, sequence_length: int, micro_batch: int) -> tuple[Term, ...]:
     """What the embedding and the output layer keep, once (the module rule)."""
-    tokens, h = seq_len * micro_batch, model.hidden_size
+    tokens, h = sequence_length * micro_batch, model.hidden_size
     terms = [Term("embedding_dropout_mask", (tokens, h), MASK)] if model.dropout else []
     return (
         *terms,

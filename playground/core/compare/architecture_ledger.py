@@ -44,7 +44,7 @@ Example::
     >>> from playground.core.compare.architecture import architecture
     >>> from playground.core.recipes.registry import RECIPES
     >>> model = architecture({})  # a 1B Llama-like model
-    >>> setup = TrainingSetup(seq_len=4096, micro_batch=1, optimizer="adam")
+    >>> setup = TrainingSetup(sequence_length=4096, micro_batch=1, optimizer="adam")
     >>> architecture_ledger(model, RECIPES["bfloat16"], setup).bytes_per_param
     16.0
 """
@@ -93,7 +93,7 @@ PARTS = (
 )
 ACTIVATION_PARTS = ("layers", "recomputed_layer", "output_layer")
 SETUP_FIELDS = {
-    "seq_len": Bounds("sequence length s", 1, 2**20, "Tokens per sequence.", integer=True),
+    "sequence_length": Bounds("sequence length s", 1, 2**20, "Tokens per sequence.", integer=True),
     "micro_batch": Bounds(
         "micro-batch b", 1, 2**12, "Sequences per forward and backward pass.", integer=True
     ),
@@ -109,11 +109,11 @@ SETUP_SETTINGS = ("optimizer", "moments_dtype", "fp8_scaling", "amax_history")
 @dataclass(frozen=True)
 class TrainingSetup:
     """How the architecture trains: one micro-batch of ``micro_batch`` sequences of
-    ``seq_len`` tokens, full recomputation or none, flash attention or not; the optimizer, its
-    state's dtype and per-tensor FP8's scaling as the step's settings of those names. Every
-    field checked on creation (ConfigError naming it)."""
+    ``sequence_length`` tokens, full recomputation or none, flash attention or not; the
+    optimizer, its state's dtype and per-tensor FP8's scaling as the step's settings of those
+    names. Every field checked on creation (ConfigError naming it)."""
 
-    seq_len: int = 4096
+    sequence_length: int = 4096
     micro_batch: int = 1
     recompute: bool = False
     flash_attention: bool = True
@@ -133,7 +133,7 @@ class TrainingSetup:
 
     @property
     def tokens(self) -> int:
-        return self.seq_len * self.micro_batch
+        return self.sequence_length * self.micro_batch
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -271,15 +271,15 @@ def architecture_ledger(
             if weight.quantized:
                 for name, value in _weight_parts(weight, recipe, setup).items():
                     parts[name] += value
-    terms = layer_terms(model, setup.seq_len, setup.micro_batch, setup.flash_attention)
+    terms = layer_terms(model, setup.sequence_length, setup.micro_batch, setup.flash_attention)
     one_layer = {term.name: term_bytes(term, recipe) for term in terms}
     layers = model.num_hidden_layers
     if setup.recompute:
-        kept = term_bytes(layer_input(model, setup.seq_len, setup.micro_batch), recipe)
+        kept = term_bytes(layer_input(model, setup.sequence_length, setup.micro_batch), recipe)
         activations = {"layers": layers * kept, "recomputed_layer": sum(one_layer.values())}
     else:
         activations = {"layers": layers * sum(one_layer.values()), "recomputed_layer": 0}
-    output = output_terms(model, setup.seq_len, setup.micro_batch)
+    output = output_terms(model, setup.sequence_length, setup.micro_batch)
     activations["output_layer"] = sum(term_bytes(term, recipe) for term in output)
     return ArchitectureLedger(
         recipe=recipe.name,
@@ -291,8 +291,16 @@ def architecture_ledger(
     )
 
 
-def architecture_ledgers(
-    model: Architecture, setup: TrainingSetup
-) -> tuple[ArchitectureLedger, ...]:
-    """Every registered recipe's ledger, in the registry's order."""
-    return tuple(architecture_ledger(model, entry, setup) for entry in RECIPES.values())
+@dataclass(frozen=True)
+class ArchitectureMemory:
+    """Every registered recipe's ledger of ``model`` under ``setup``, in the registry's order."""
+
+    model: Architecture
+    setup: TrainingSetup
+    ledgers: tuple[ArchitectureLedger, ...]
+
+
+def architecture_memory(model: Architecture, setup: TrainingSetup) -> ArchitectureMemory:
+    """Every registered recipe's ledger (``architecture_ledger``), in the registry's order."""
+    ledgers = tuple(architecture_ledger(model, entry, setup) for entry in RECIPES.values())
+    return ArchitectureMemory(model, setup, ledgers)

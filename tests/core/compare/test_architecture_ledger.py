@@ -26,7 +26,7 @@ from playground.core.compare.architecture import architecture, parse_config_json
 from playground.core.compare.architecture_ledger import (
     TrainingSetup,
     architecture_ledger,
-    architecture_ledgers,
+    architecture_memory,
 )
 from playground.core.recipes.registry import RECIPES
 
@@ -66,7 +66,7 @@ def paper_layer(s: int, b: int, h: int, a: int) -> float:
 def test_b_megatrons_activation_formula_on_gpt3_175b(micro_batch):
     model = parse_config_json(GPT3_175B)
     s, b, h, a, layers, vocab = 2048, micro_batch, 12288, 96, 96, 50257
-    plain = TrainingSetup(seq_len=s, micro_batch=b, flash_attention=False)
+    plain = TrainingSetup(sequence_length=s, micro_batch=b, flash_attention=False)
     ledger = architecture_ledger(model, RECIPES["bfloat16"], plain)
     assert ledger.activations["layers"] == paper_layer(s, b, h, a) * layers
     assert ledger.activations["recomputed_layer"] == 0
@@ -76,7 +76,7 @@ def test_b_megatrons_activation_formula_on_gpt3_175b(micro_batch):
     recomputed = architecture_ledger(
         model,
         RECIPES["bfloat16"],
-        TrainingSetup(seq_len=s, micro_batch=b, recompute=True, flash_attention=False),
+        TrainingSetup(sequence_length=s, micro_batch=b, recompute=True, flash_attention=False),
     )
     assert recomputed.activations["layers"] == 2 * s * b * h * layers
     # and one layer's working set while it is recomputed
@@ -90,7 +90,7 @@ def test_b_a_llama_layer_with_flash_attention_by_hand():
     log-sum-exp per head for flash attention's), at s = 4096, b = 1."""
     model = parse_config_json(LLAMA_1B)
     s, h, kv, i, a = 4096, 2048, 512, 8192, 32
-    ledger = architecture_ledger(model, RECIPES["bfloat16"], TrainingSetup(seq_len=s))
+    ledger = architecture_ledger(model, RECIPES["bfloat16"], TrainingSetup(sequence_length=s))
     attention = 2 * s * (h + h + h + kv + kv + h) + 4 * s * a  # norm, qkv in, q, k, v, O; lse
     mlp = 2 * s * (h + h + 2 * i + i)  # norm, fc1 in, gate and up, fc2 in
     assert ledger.activations["layers"] == 16 * (attention + mlp)
@@ -175,7 +175,7 @@ def test_fp8_activations_keep_gemm_inputs_in_one_byte_plus_scales():
     byte plus an E8M0 scale per 32 tokens."""
     model = parse_config_json(GPT3_175B)
     s, h, a = 2048, 12288, 96
-    setup = TrainingSetup(seq_len=s, flash_attention=False)
+    setup = TrainingSetup(sequence_length=s, flash_attention=False)
     float8 = architecture_ledger(model, RECIPES["float8"], setup)
     gemm_inputs = s * h * (1 + 1 + 1 + 4)
     assert float8.activations["layers"] == 96 * (
@@ -188,7 +188,7 @@ def test_fp8_activations_keep_gemm_inputs_in_one_byte_plus_scales():
 
 
 def test_every_recipe_has_a_ledger_in_the_registrys_order():
-    ledgers = architecture_ledgers(parse_config_json(LLAMA_1B), TrainingSetup())
+    ledgers = architecture_memory(parse_config_json(LLAMA_1B), TrainingSetup()).ledgers
     assert [ledger.recipe for ledger in ledgers] == list(RECIPES)
     row = ledgers[0].as_dict()
     assert row["bytes_per_param"] == pytest.approx(
@@ -201,7 +201,11 @@ def test_every_recipe_has_a_ledger_in_the_registrys_order():
 @pytest.mark.parametrize(
     ("field", "value", "words"),
     [
-        ("seq_len", 0, "seq_len (sequence length s) must be an integer in [1, 2^20]"),
+        (
+            "sequence_length",
+            0,
+            "sequence_length (sequence length s) must be an integer in [1, 2^20]",
+        ),
         ("micro_batch", 1.5, "micro_batch (micro-batch b) must be an integer"),
         ("recompute", "yes", "recompute (activation checkpointing) must be true or false"),
         ("optimizer", "lion", "optimizer (optimizer) must be one of"),
