@@ -3,8 +3,8 @@
 Rule: every number is read from the ledgers (``core.compare.architecture_ledger``); nothing is
 typed in. One bar per recipe, in the registry's order, stacks BAR_PARTS in GiB: the parameter
 parts (working weights, quantized copies and transposes, scales and amax history, gradients,
-float32 masters, optimizer state), then the activations of one micro-batch. The table gives
-each parameter part in bytes per parameter, then the totals.
+float32 masters, optimizer state), then the activations of one micro-batch. The table has a
+column per recipe: its bytes per parameter, each parameter part's, then the totals.
 """
 
 from __future__ import annotations
@@ -26,10 +26,8 @@ BAR_PARTS = {
     "optimizer_state": ("optimizer state", "#edc948"),
     "activations": ("activations", "#b07aa1"),
 }
-TABLE_HEADER = (
-    "| recipe | bytes per parameter | working weights | quantized copies | scales, amax "
-    "| gradients | masters | optimizer | parameters | activations | total |"
-)
+# The table's first column: a part per row, the recipes across (a recipe added is a column).
+TABLE_CORNER = "per parameter (bytes), then in total"
 ACTIVATION_WORDS = {
     "layers": "the layers",
     "recomputed_layer": "one layer recomputed",
@@ -46,13 +44,19 @@ def describe_model(memory: ArchitectureMemory) -> str:
     model, setup = memory.model, memory.setup
     attention = "flash attention" if setup.flash_attention else "attention without flash"
     recompute = "full recomputation" if setup.recompute else "no recomputation"
+    stateful = any(ledger.parts["optimizer_state"] for ledger in memory.ledgers)
+    optimizer = (
+        f"{setup.optimizer} with {setup.moments_dtype} state"
+        if stateful
+        else f"{setup.optimizer} (no optimizer state)"
+    )
     return (
         f"{model.family} family, h = {model.hidden_size:,}, L = {model.num_hidden_layers}, "
         f"a = {model.num_attention_heads} ({model.num_key_value_heads} key/value heads), "
         f"i = {model.intermediate_size:,}, V = {model.vocab_size:,}: "
         f"{model.parameters:,} parameters ({model.quantized_parameters:,} in the layers' "
-        f"GEMMs); s = {setup.sequence_length:,}, b = {setup.micro_batch}, {setup.optimizer} with "
-        f"{setup.moments_dtype} moments, {attention}, {recompute}"
+        f"GEMMs); s = {setup.sequence_length:,}, b = {setup.micro_batch}, {optimizer}, "
+        f"{attention}, {recompute}"
     )
 
 
@@ -74,21 +78,31 @@ def architecture_json(memory: ArchitectureMemory) -> dict[str, Any]:
 
 
 def architecture_table(memory: ArchitectureMemory) -> str:
-    """The ledgers as a Markdown table (see the module rule), under a line naming the model."""
+    """The ledgers as a Markdown table (see the module rule): a recipe per column, its bytes per
+    parameter, each parameter part's, then its totals; under a line naming the model."""
+    ledgers = memory.ledgers
+    header = f"| {TABLE_CORNER} | " + " | ".join(ledger.recipe for ledger in ledgers) + " |"
     lines = [
         f"For {describe_model(memory)}.",
         "",
-        TABLE_HEADER,
-        "|" + " --- |" * TABLE_HEADER.count(" | ") + " --- |",
+        header,
+        "|" + " --- |" * (len(ledgers) + 1),
+        "| **bytes per parameter** | "
+        + " | ".join(f"**{ledger.bytes_per_param:.4g}**" for ledger in ledgers)
+        + " |",
     ]
-    for ledger in memory.ledgers:
-        per_param = [f"{value / ledger.parameters:.4g}" for value in ledger.parts.values()]
-        lines.append(
-            f"| {ledger.recipe} | **{ledger.bytes_per_param:.4g}** | {' | '.join(per_param)} | "
-            f"{readable_bytes(ledger.parameter_bytes)} | "
-            f"{readable_bytes(ledger.activation_bytes)} | {readable_bytes(ledger.total_bytes)} |"
-        )
-    first = memory.ledgers[0]
+    for name in ledgers[0].parts:
+        cells = (f"{ledger.parts[name] / ledger.parameters:.4g}" for ledger in ledgers)
+        lines.append(f"| {BAR_PARTS[name][0]} | " + " | ".join(cells) + " |")
+    totals = {
+        "parameters": lambda ledger: ledger.parameter_bytes,
+        "activations": lambda ledger: ledger.activation_bytes,
+        "total": lambda ledger: ledger.total_bytes,
+    }
+    for label, value in totals.items():
+        cells = (readable_bytes(value(ledger)) for ledger in ledgers)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    first = ledgers[0]
     split = ", ".join(
         f"{ACTIVATION_WORDS[name]} {readable_bytes(value)}"
         for name, value in first.activations.items()
@@ -123,8 +137,13 @@ def architecture_figure(memory: ArchitectureMemory) -> Figure:
             }
         )
     model = memory.model
+    size = (
+        f"{model.parameters / 1e9:.3g}B"
+        if model.parameters >= 1e9
+        else f"{model.parameters / 1e6:.3g}M"
+    )
     title = (
-        f"Memory to train a {model.parameters / 1e9:.3g}B-parameter {model.family}-family model "
+        f"Memory to train a {size}-parameter {model.family}-family model "
         f"at s = {memory.setup.sequence_length:,}, b = {memory.setup.micro_batch}, by recipe"
     )
     layout = base_layout(title, "recipe", "GiB", barmode="stack", height=460)

@@ -14,7 +14,7 @@ from playground.core.compare.architecture_ledger import TrainingSetup, architect
 from playground.core.recipes.registry import RECIPES
 from playground.sections.compare.memory import (
     BAR_PARTS,
-    TABLE_HEADER,
+    TABLE_CORNER,
     architecture_figure,
     architecture_json,
     architecture_table,
@@ -42,16 +42,21 @@ def test_one_stacked_bar_per_recipe_adding_up_to_its_total(memory):
     assert "1.24B-parameter llama-family" in figure["layout"]["title"]["text"]
 
 
-def test_the_table_has_a_row_per_recipe_with_its_bytes_per_parameter(memory):
+def test_the_table_has_a_column_per_recipe_with_its_bytes_per_parameter(memory):
     table = architecture_table(memory)
     assert "1,235,814,400 parameters" in table and "s = 4,096, b = 1" in table
-    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
-    assert rows[0] == TABLE_HEADER
-    for row, ledger in zip(rows[1:], memory.ledgers, strict=True):
-        cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert cells[0] == ledger.recipe and len(cells) == TABLE_HEADER.count("|") - 1
-        assert float(cells[1].strip("*")) == pytest.approx(ledger.bytes_per_param, rel=1e-3)
-    assert "| bfloat16 | **16** | 2 | 0 | 0 | 2 | 4 | 8 |" in table
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in table.splitlines()
+        if line.startswith("| ") and "---" not in line
+    ]
+    assert rows[0] == [TABLE_CORNER, *RECIPES]
+    per_param = [float(cell.strip("*")) for cell in rows[1][1:]]
+    assert per_param == pytest.approx([ledger.bytes_per_param for ledger in memory.ledgers], 1e-3)
+    by_part = {row[0]: row[1:] for row in rows[2:]}
+    assert by_part["optimizer state"][0] == "8" and by_part["float32 master weights"][0] == "4"
+    assert per_param[0] == 2 + 2 + 4 + 8  # ZeRO's 16
+    assert len(rows) == 2 + len(memory.ledgers[0].parts) + 3  # the parts, then three totals
 
 
 def test_the_json_section_holds_one_ledger_per_recipe(memory):

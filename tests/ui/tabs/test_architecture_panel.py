@@ -19,7 +19,7 @@ GPT2 = json.dumps(
 def test_the_redraw_counts_the_default_model_and_draws_a_bar_per_recipe():
     table, plot = memory_event(optimizer="adam")
     assert "1,235,814,400 parameters" in table
-    assert "| bfloat16 | **16** |" in table  # the ZeRO paper's 16 bytes
+    assert "| **bytes per parameter** | **16** |" in table  # the ZeRO paper's 16 bytes
     figure = json.loads(plot.plot)
     assert [trace["x"] for trace in figure["data"]] == [list(RECIPES)] * len(figure["data"])
 
