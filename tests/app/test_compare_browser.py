@@ -2,9 +2,9 @@
 row, and its button fills the table (a row per registered recipe), the sentences (naming as the
 closest the recipe whose gradient error in the table is smallest) and the small multiples (a
 panel per recipe). The screenshot lands
-in tests/artifacts/compare_section.png. Its transformer panel: a pasted config.json fills the
-fields and redraws the stacked bars (a bar per recipe) and the table, which fits its column at
-1400 px (tests/artifacts/architecture_memory.png)."""
+in tests/artifacts/compare_section.png. Its transformer panel: a pasted or uploaded config.json
+fills the fields and redraws the stacked bars (a bar per recipe) and the table, which fits its
+column at 1400 px (tests/artifacts/architecture_memory.png)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,11 @@ def test_the_button_fills_the_table_sentences_and_figure(browser, app_url):
 
 
 GPT2 = '{"n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024}'
+LLAMA = (
+    '{"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, '
+    '"num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256, '
+    '"tie_word_embeddings": true}'
+)
 BARS = """() => {
   const chart = document.querySelector('#architecture-plot .js-plotly-plot');
   return chart && chart.data ? chart.data.map(trace => trace.x) : null;
@@ -62,7 +67,9 @@ OVERRUN = """() => {
 }"""
 
 
-def test_a_pasted_config_json_fills_the_fields_and_redraws_the_bars(browser, app_url):
+def test_a_pasted_or_uploaded_config_json_fills_the_fields_and_redraws_the_bars(
+    browser, app_url, tmp_path
+):
     page = open_page(browser, app_url, 1400, 1000)
     try:
         page.locator("#compare").get_by_text(LABEL).first.click()
@@ -82,5 +89,14 @@ def test_a_pasted_config_json_fills_the_fields_and_redraws_the_bars(browser, app
         page.locator("#architecture-plot").scroll_into_view_if_needed()
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "architecture_memory.png"), full_page=False)
+        # an uploaded config.json is read the same way: its text in the box, its fields set
+        llama = tmp_path / "config.json"
+        llama.write_text(LLAMA)
+        page.locator("#config-json-file input[type=file]").set_input_files(str(llama))
+        page.locator("#architecture-memory").get_by_text("1,235,814,400 parameters").wait_for(
+            timeout=3 * TIMEOUT_MS
+        )
+        assert page.locator("#hidden_size input").first.input_value() == "2048"
+        assert '"num_key_value_heads": 8' in paste.input_value()
     finally:
         page.close()
