@@ -76,9 +76,11 @@ CSS = """
 #note-block-scaling th { overflow-wrap: normal; word-break: normal; }
 /* The comparison's tables: a recipe's name and every number on one line, scrolling sideways
    in their own box when the column is narrower than they are. */
-#compare-table table, #compare-memory table { display: block; overflow-x: auto; }
-#compare-table td, #compare-memory td { white-space: nowrap; }
-#compare-table th, #compare-memory th { overflow-wrap: normal; word-break: normal; }
+#compare-table table, #compare-memory table,
+#architecture-memory table { display: block; overflow-x: auto; }
+#compare-table td, #compare-memory td, #architecture-memory td { white-space: nowrap; }
+#compare-table th, #compare-memory th,
+#architecture-memory th { overflow-wrap: normal; word-break: normal; }
 #headline p, #headline ul { margin-top: 4px; margin-bottom: 4px; }
 /* The losses table fits its column at 1400 px and on a phone, 4.954636e-07 whole: snug cells,
    and the row names (mixed - float32) wrap rather than the numbers. */

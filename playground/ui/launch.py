@@ -47,6 +47,7 @@ from playground.ui.crowd import LARGE_WORK, CrowdMiddleware
 from playground.ui.fair_use import LANE_SLOTS, HeavyRunMiddleware
 from playground.ui.gradio_internals.events import event_kind
 from playground.ui.queue_records import bound_analytics
+from playground.ui.tabs.architecture import memory_event
 from playground.ui.upload_guard import disk_middleware
 from playground.ui.upload_records import upload_records
 from playground.ui.url_state import long_link_middleware
@@ -126,9 +127,12 @@ def event_work(fn: Any, inputs: list[Any]) -> float:
         sweep      step_work * (exponents swept) / 2
         dynamics   step_work * steps * 1.5
         compare    compare_work + compare_first_call_work
+        a transformer's memory redraw (``ui.tabs.architecture``)   0: it counts, runs no step
         a step     step_work + first_call_work        (a long compile counts as work)
         otherwise  0   no valid settings: the handler refuses them before any compute
     """
+    if getattr(fn, "fn", None) is memory_event:
+        return 0.0
     table = settings()
     try:
         components, values = gathered_inputs.expanded(fn, inputs)

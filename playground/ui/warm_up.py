@@ -125,7 +125,7 @@ def requests() -> list[tuple[str, StepConfig]]:
 
 def run(kind: str, config: StepConfig) -> None:
     """One warm-up request of ``kind``: the step through its endpoint (views and charts)."""
-    values = config.to_dict() | {"data": None, "param_count": 0, "tokens_per_batch": 0}
+    values = config.to_dict() | {"data": None} | dict(COMPARE.appended)
     if kind == "step":
         endpoints.run_step(*[values[name] for name in STEP.order])
     elif kind == "compare":

@@ -1,9 +1,13 @@
 """The ``/compare`` endpoint on the launched app: through gradio_client and raw HTTP, its rows are
 /step's own losses for each recipe, bit for bit, beside one float32 twin; its memory ledger
 counts the bytes written out here; bad values are refused naming the field, and the server keeps
-serving. The shape is the suite's 32 x 8 -> 4, compiled for every recipe by the other tests."""
+serving. The shape is the suite's 32 x 8 -> 4, compiled for every recipe by the other tests. A
+real transformer's ledger (its config.json or fields, appended inputs) comes back under the JSON's
+``architecture``, and a call that passes none gets the default model's."""
 
 from __future__ import annotations
+
+import json
 
 import ml_dtypes
 import numpy as np
@@ -93,3 +97,43 @@ def test_bad_values_are_refused_by_name_over_raw_http(app_url, field, value, wor
         settings = {name: values[name] for name in defaults()} | {field: value}
         assert answer.message == refusal("compare", settings)
     assert call(app_url, "ping", [], VISITOR).payload == ["pong"]  # still serving
+
+
+GPT2 = json.dumps(
+    {"n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024}
+)
+
+
+def test_a_real_transformers_ledger_by_keyword(client, compared):
+    summary, *_ = client.predict(
+        **SMALL,
+        optimizer="adam",
+        config_json=GPT2,
+        sequence_length=1024,
+        micro_batch=2,
+        recompute=True,
+        api_name="/compare",
+    )
+    section = summary["architecture"]
+    assert section["parameters"] == 124_439_808  # GPT-2 small
+    assert section["setup"] | {"optimizer": "adam"} == section["setup"]
+    ledgers = {entry["recipe"]: entry for entry in section["memory"]}
+    assert list(ledgers) == list(RECIPES)
+    assert ledgers["bfloat16"]["bytes_per_param"] == 2 + 2 + 4 + 4 + 4  # ZeRO's 16
+    # full recomputation: each of the 12 layers keeps its 16-bit input, 2 s b h bytes
+    assert ledgers["bfloat16"]["activations"]["layers"] == 12 * 2 * 1024 * 2 * 768
+    # the toy's own ledger is still there, one entry per recipe
+    assert [entry["recipe"] for entry in summary["memory"]] == list(RECIPES)
+    # a call without the architecture inputs gets the default (1B Llama-like) model's
+    assert compared[0]["architecture"]["parameters"] == 1_235_814_400
+
+
+def test_a_bad_architecture_field_is_refused_by_name(client):
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match=r"n_head \(attention heads a\) must divide n_embd"):
+        client.predict(
+            **SMALL, config_json=GPT2.replace('"n_head": 12', '"n_head": 7'), api_name="/compare"
+        )
+    with pytest.raises(AppError, match=r"micro_batch \(micro-batch b\) must be an integer"):
+        client.predict(**SMALL, micro_batch=0, api_name="/compare")

@@ -44,3 +44,19 @@ def test_a_comparison_is_every_recipes_step_and_their_compiles_together():
     compiles = sum(compile_work_by_hand("step", config) for config in configs)
     assert event_work(fn, inputs) == pytest.approx(work + compiles)
     assert work < LARGE_WORK < event_work(fn, inputs)
+
+
+def test_the_transformer_memory_redraw_runs_no_step_so_it_is_no_work():
+    """It reads the step's optimizer settings from the page's controls, but only counts bytes:
+    priced as a step it could wait behind large work."""
+    from playground.ui.tabs.architecture import MEMORY, memory_event
+
+    values = {name: parameter.default for name, parameter in MEMORY.signature.parameters.items()}
+    fn = SimpleNamespace(
+        api_name="architecture_memory",
+        fn=memory_event,
+        inputs=[SimpleNamespace(elem_id=name) for name in values],
+    )
+    assert event_work(fn, list(values.values())) == 0.0
+    step, inputs = _event("step", {"optimizer": "adam"})
+    assert event_work(step, inputs) > 0  # the same settings in a step's event are its work

@@ -1,17 +1,21 @@
 """The "Compare recipes" section: every registered recipe on the page's step, side by side.
 
-Rule: ``compare_views(comparison)`` gives the endpoint's and the page's outputs, as plain values
-(the JSON, its sentences, the recipes' table, the memory ledger's table, the small multiples);
-the page (``ui.tabs.compare``) lays out components under the same names.
+Rule: ``compare_views(comparison, memory)`` gives the endpoint's and the page's outputs, as plain
+values (the JSON, its sentences, the recipes' table, the memory ledger's table, the small
+multiples); a real transformer's ledgers (``memory``) join the JSON as ``architecture``
+(``sections.compare.memory``). The page (``ui.tabs.compare``) lays out components under the
+same names.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from playground.core.compare.architecture_ledger import ArchitectureMemory
 from playground.core.compare.comparison import Comparison
 from playground.core.recipes.registry import RECIPES
 from playground.sections.compare.charts import FIGURE_TITLE, comparison_figure
+from playground.sections.compare.memory import architecture_json
 from playground.sections.compare.summary import memory_table, reading, rows_table, summarize
 from playground.views.numbers import bullets
 
@@ -42,11 +46,14 @@ class CompareViews(NamedTuple):
     compare_plot: dict[str, Any]
 
 
-def compare_views(comparison: Comparison) -> CompareViews:
-    """Every output of the section for ``comparison``."""
+def compare_views(comparison: Comparison, memory: ArchitectureMemory | None = None) -> CompareViews:
+    """Every output of the section for ``comparison`` (and a transformer's ``memory``)."""
     sentences = reading(comparison)
+    summary = summarize(comparison, sentences)
+    if memory is not None:
+        summary["architecture"] = architecture_json(memory)
     return CompareViews(
-        compare_json=summarize(comparison, sentences),
+        compare_json=summary,
         compare_reading=bullets(sentences),
         compare_table=rows_table(comparison),
         compare_memory=memory_table(comparison),

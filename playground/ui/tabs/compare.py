@@ -2,9 +2,12 @@
 
 Rule: the endpoint takes /step's inputs (``arguments.STEP``'s fields, read from the settings
 table, so a setting added there is an input here too), then, appended, ``param_count`` and
-``tokens_per_batch`` (0: this model's; ``core.compare.memory.SIZE_FIELDS``); it runs every
-registered recipe with the core (``core.compare.comparison``) and returns the section's outputs
-(``sections.compare.tab``), a refusal gr.Error naming the field and what fits. It sits in an
+``tokens_per_batch`` (0: this model's; ``core.compare.memory.SIZE_FIELDS``), then a real
+transformer's inputs (``ui.tabs.architecture.ARCHITECTURE_INPUTS``); it runs every registered
+recipe with the core (``core.compare.comparison``), counts the transformer's memory
+(``core.compare.architecture_ledger``) and returns the section's outputs
+(``sections.compare.tab``; the transformer's ledgers under the JSON's ``architecture``), a
+refusal gr.Error naming the field and what fits. It sits in an
 accordion under the tabs (a ninth tab label would wrap the tab bar at 1400 px); its button is
 the endpoint's trigger: it sends the page's controls as they stand and the two sizes.
 """
@@ -22,12 +25,16 @@ from playground.sections.compare import tab as compare_tab
 from playground.ui.arguments import STEP, Arguments, core_errors, validated, validated_data
 from playground.ui.components import Page
 from playground.ui.fair_use import LANE_SLOTS
+from playground.ui.tabs import architecture
 from playground.ui.widgets import plotted
 
 LABEL = compare_tab.LABEL
 # /compare's inputs: the step's, then the two sizes of the user's own model (appended after
-# every setting of the step, so every /step input keeps its place).
-COMPARE = Arguments(STEP.fields, appended=tuple((name, 0) for name in SIZE_FIELDS))
+# every setting of the step, so every /step input keeps its place), then a real transformer's.
+COMPARE = Arguments(
+    STEP.fields,
+    appended=(*((name, 0) for name in SIZE_FIELDS), *architecture.ARCHITECTURE_INPUTS),
+)
 
 
 @COMPARE.handler
@@ -36,8 +43,9 @@ def run_compare(values: dict[str, Any]) -> compare_tab.CompareViews:
     config = validated(values)
     data = validated_data(values, config)
     with core_errors():
+        memory = architecture.memory_of(values)  # refused before any step runs
         comparison = run_comparison(config, data, values["param_count"], values["tokens_per_batch"])
-    views = compare_tab.compare_views(comparison)
+    views = compare_tab.compare_views(comparison, memory)
     return plotted(views, ("compare_plot",))
 
 
@@ -52,6 +60,7 @@ class CompareTab:
     compare_table: gr.Markdown
     compare_memory: gr.Markdown
     compare_plot: gr.Plot
+    architecture: architecture.ArchitecturePanel
     charts: dict[str, gr.Plot] = field(default_factory=dict)
     controls: dict[str, gr.components.Component] = field(default_factory=dict)
 
@@ -80,14 +89,16 @@ def build() -> CompareTab:
         plot = gr.Plot(label=compare_tab.FIGURE_LABEL, show_label=False, elem_id="compare-plot")
         gr.Markdown("#### Memory per parameter (bytes) and in total")
         memory = gr.Markdown(elem_id="compare-memory")
+        panel = architecture.build()
         with gr.Accordion("Every number (JSON, as the API returns it)", open=False):
             summary = gr.JSON(label="comparison", elem_id="compare-json")
-    return CompareTab(sizes, run, summary, reading, table, memory, plot)
+    return CompareTab(sizes, run, summary, reading, table, memory, plot, panel)
 
 
 def wire(page: Page, tab: CompareTab) -> None:
-    """The button: the page's controls in /compare's order, then the two sizes."""
-    every = page.controls | tab.sizes
+    """The button: the page's controls in /compare's order, then the two sizes and the
+    transformer's inputs; the transformer's own redraws (``ui.tabs.architecture.wire``)."""
+    every = page.controls | tab.sizes | tab.architecture.inputs
     tab.run.click(
         run_compare,
         inputs=[every[name] for name in COMPARE.order],
@@ -99,3 +110,4 @@ def wire(page: Page, tab: CompareTab) -> None:
         show_progress="minimal",
         show_progress_on=[tab.compare_reading],
     )
+    architecture.wire(page.controls, tab.architecture, tab.run)
