@@ -81,6 +81,10 @@ CSS = """
 #compare-table td, #compare-memory td, #architecture-memory td { white-space: nowrap; }
 #compare-table th, #compare-memory th,
 #architecture-memory th { overflow-wrap: normal; word-break: normal; }
+/* The tensors table: a column a recipe, fitting the results column at 1400 px: snug cells, and
+   a heading breaks between words, never inside a recipe's name. */
+#tensors-table :is(th, td) { padding: 4px 6px; font-size: 13px; }
+#tensors-table th { overflow-wrap: normal; word-break: normal; }
 #headline p, #headline ul { margin-top: 4px; margin-bottom: 4px; }
 /* The losses table fits its column at 1400 px and on a phone, 4.954636e-07 whole: snug cells,
    and the row names (mixed - float32) wrap rather than the numbers. */

@@ -84,7 +84,7 @@ def test_an_upload_fills_the_table_sentences_and_figure(browser, app_url, tmp_pa
         heading.hover()
         heading.locator("button").last.click()
         page.get_by_text("Sort descending").first.click()
-        column = 6  # tensor, dtype, shape, analysed, non-finite, bfloat16, float16
+        column = 4  # tensor (name, then its shape and dtype), non-finite, bfloat16, float16
         cells = f"[...document.querySelectorAll({BODY_ROWS!r})].map(r => r.innerText)"
         page.wait_for_function(
             f"() => {{ const v = {cells}.map(t => parseFloat(t.split('\\n')[{column}]));"

@@ -233,6 +233,9 @@ def file_sentences(report: TensorsReport) -> list[str]:
     return sentences
 
 
+TABLE_HEADERS = ["tensor", "non-finite", *RECIPES, "keep high"]
+# The first column is Markdown (the name in code quotes, its shape and dtype under it).
+TABLE_DATATYPES = ["markdown", "str", *["number"] * len(RECIPES), "str"]
 TABLE_NOTE = (
     "Each recipe's column: the share (%) of the tensor's analysed finite entries it stores as 0 "
     "(underflow), as `python -m playground inspect` counts it. Each heading's menu (⋮) sorts "
@@ -241,18 +244,19 @@ TABLE_NOTE = (
 
 
 def table(report: TensorsReport) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows) of the per-tensor table: name, dtype, shape, the values analysed, the
-    non-finite entries, then the share of its entries (%) that each training recipe stores as
-    0 (headed by the recipes' names: TABLE_NOTE), and whether AutoswitchGemm's rule keeps it
-    in high precision."""
-    headers = ["tensor", "dtype", "shape", "analysed", "non-finite", *RECIPES, "keep high"]
+    """(headers, rows) of the per-tensor table: name, and under it how it is stored (shape and
+    dtype, and "sampled" when its figures are of a sample); its non-finite entries; then the
+    share of its entries (%) that each training recipe stores as 0 (headed by the recipes'
+    names: TABLE_NOTE); and whether AutoswitchGemm's rule keeps it in high precision."""
+    headers = TABLE_HEADERS
     rows = []
     for tensor in report.tensors:
-        row: list[Any] = [tensor.name, tensor.dtype, "x".join(map(str, tensor.shape)) or "scalar"]
+        stored = f"{'x'.join(map(str, tensor.shape)) or 'scalar'} {tensor.dtype}"
+        sampled = ", sampled" if tensor.sampled else ""
+        row: list[Any] = [f"{code(tensor.name)}<br>{stored}{sampled}"]
         if tensor.stats is None:
             rows.append(row + [None] * (len(headers) - len(row)))
             continue
-        row.append(f"{tensor.analysed_values:,}" + (" (sample)" if tensor.sampled else ""))
         row.append(nonfinite_words(tensor.nonfinite) or "0")
         for stats in tensor.recipe_rows().values():
             underflow = stats["underflow"]

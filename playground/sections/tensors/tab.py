@@ -24,6 +24,7 @@ from playground.core.tensors.report import TensorReport, TensorsReport
 from playground.sections.tensors.charts import LOSS_SCALED_FORMATS, shaded_format, tensor_figure
 from playground.sections.tensors.summary import (
     COMMAND,
+    TABLE_HEADERS,
     file_sentences,
     table,
     tensor_sentences,
@@ -32,6 +33,19 @@ from playground.sections.tensors.summary import (
 from playground.views.numbers import bullets
 
 TAB_LABEL = "Your tensors"
+
+
+def column_widths(headers: list[str], first: int = 20) -> list[str]:
+    """Each column's share of the table's width: its heading's longest word (a space or a
+    hyphen breaks a heading, nothing else) and a margin of four (the cell's padding), the first
+    column (the names) ``first`` characters; a recipe's name then never breaks inside itself."""
+    weights = [first] + [max(map(len, h.replace("-", " ").split())) + 4 for h in headers[1:]]
+    return [f"{100 * weight / sum(weights):.2f}%" for weight in weights]
+
+
+# The tensors table's column widths (ui.tabs.tensors): it fits the results column at 1400 px.
+TABLE_WIDTHS = column_widths(TABLE_HEADERS)
+
 FIGURE_LABEL = "Magnitudes of the chosen tensor against every format's ranges"
 # The two ways to write such a file, shown on the page and in docs/using.md (a test runs both).
 SAVE_TORCH = """\

@@ -114,6 +114,9 @@ def build() -> TensorsTab:
             interactive=False,
             visible=False,
             max_height=360,
+            wrap=True,  # a long name wraps in its cell: the table fits the page at 1400 px
+            column_widths=tensors_tab.TABLE_WIDTHS,
+            datatype=tensors_tab.TABLE_DATATYPES,
             elem_id="tensors-table",
         )
         # No empty chart or choices before a file: they appear once an upload has filled them.

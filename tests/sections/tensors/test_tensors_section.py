@@ -17,7 +17,7 @@ from playground.core.formats.dtypes import BLOCK_ELEMENT_FORMATS, DTYPES
 from playground.core.tensors.report import analyse_file
 from playground.sections.lab.charts import fixed_binade_span
 from playground.sections.tensors.charts import tensor_figure
-from playground.sections.tensors.summary import percent
+from playground.sections.tensors.summary import code, percent
 from playground.sections.tensors.tab import tensors_views
 from tests.recipe_reference import reference
 
@@ -89,15 +89,16 @@ def test_sentences_quote_the_counts_and_escape_backticks_in_names():
 def test_the_table_has_a_row_per_tensor_in_the_files_order():
     result = views()
     headers, rows = result.tensors_table["headers"], result.tensors_table["data"]
-    assert [row[0] for row in rows] == result.tensor_names
-    assert headers == ["tensor", "dtype", "shape", "analysed", "non-finite", *RECIPES, "keep high"]
+    assert [row[0].split("<br>")[0] for row in rows] == [code(n) for n in result.tensor_names]
+    assert headers == ["tensor", "non-finite", *RECIPES, "keep high"]
     grad = dict(zip(headers, rows[result.tensor_names.index("layers.3.mlp`grad")], strict=True))
     matrix = TENSORS["layers.3.mlp`grad"].astype(np.float64)
     for recipe in RECIPES:
         underflow = reference(matrix, recipe, gradient=True)["underflow"]
         assert grad[recipe] == pytest.approx(round(100 * underflow, 3), abs=1e-9)
     act = dict(zip(headers, rows[result.tensor_names.index("act")], strict=True))
-    assert act["non-finite"] == "1 NaN and 1 +inf" and act["analysed"] == "5"
+    assert act["non-finite"] == "1 NaN and 1 +inf" and act["tensor"] == "`act`<br>5 F32"
+    assert grad["tensor"].endswith("<br>16x40 F32")
 
 
 def _one_file(tensors: dict[str, np.ndarray]):
