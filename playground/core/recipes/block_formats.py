@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import jax.numpy as jnp
 import ml_dtypes
@@ -153,13 +154,15 @@ NVFP4 = BlockRecipe(
 BLOCK_RECIPES = {r.name: r for r in (MXFP8, FP8_BLOCK, NVFP4)}
 
 
-def e8m0_exponent(amax: jnp.ndarray, element_format: str, rule: str) -> jnp.ndarray:
+def e8m0_exponent(amax: Any, element_format: str, rule: str, xp: Any = jnp) -> Any:
     """The E8M0 exponent e of each block (scale 2^e) under ``rule`` ("ocp" or "round_up"),
-    int32, clipped to E8M0's range; the smallest for an all-zero block."""
+    int32, clipped to E8M0's range; the smallest for an all-zero block. ``xp``: jax.numpy in a
+    program, numpy on the host (the same float32 operations, so the same exponents, with no
+    compilation per shape)."""
     facts = element_facts(element_format)
     if rule == "ocp":
         # frexp: amax = m 2^k with m in [0.5, 1), so floor(log2 amax) = k - 1, exactly.
-        _, k = jnp.frexp(amax)
+        _, k = xp.frexp(amax)
         exponent = k - 1 - facts.emax
     else:
         # ceil(log2 r) of r = amax / max, rounded to float32's 24 bits first as the reference
@@ -167,12 +170,12 @@ def e8m0_exponent(amax: jnp.ndarray, element_format: str, rule: str) -> jnp.ndar
         # m / mf = q 2^kq is a normal float32 whatever amax is, so a tiny amax, whose r would
         # be a subnormal (flushed to zero on CPU), still gets its exponent: kq + k - kf, or one
         # less when r is a power of two (q == 0.5).
-        m, k = jnp.frexp(amax)
+        m, k = xp.frexp(amax)
         max_mantissa, max_exponent = np.frexp(np.float32(facts.max))
-        q, kq = jnp.frexp(m / jnp.float32(max_mantissa))
-        exponent = k - int(max_exponent) + jnp.where(q == 0.5, kq - 1, kq)
-    exponent = jnp.where(amax > 0, exponent, E8M0_MIN_EXPONENT)
-    return jnp.clip(exponent, E8M0_MIN_EXPONENT, E8M0_MAX_EXPONENT).astype(jnp.int32)
+        q, kq = xp.frexp(m / xp.float32(max_mantissa))
+        exponent = k - int(max_exponent) + xp.where(q == 0.5, kq - 1, kq)
+    exponent = xp.where(amax > 0, exponent, E8M0_MIN_EXPONENT)
+    return xp.clip(exponent, E8M0_MIN_EXPONENT, E8M0_MAX_EXPONENT).astype(xp.int32)
 
 
 def float32_block_scale(amax: jnp.ndarray, element_format: str) -> jnp.ndarray:

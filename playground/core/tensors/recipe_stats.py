@@ -38,10 +38,12 @@ recipes and MXFP8 (whose scales are powers of two) are evaluated exactly in floa
 histogram of (block exponent, stored bit pattern) cells: one ``np.bincount`` per orientation,
 then every occupied cell once, with numpy and ml_dtypes' exact casts. float32 and float64
 tensors take the same evaluation on every entry. fp8_block and NVFP4 (scales that are not
-powers of two) run as one fused XLA program per chunk of CHUNK_VALUES values, built from the
-recipes' own JAX pieces (``round_to_nearest``, the scale rules); their errors are scaled by a
-power of two near 1 / amax (exact), squared and summed in float32 per tile row, and then in
-float64. XLA on CPU reads a float32 subnormal input (|x| < 2^-126) as 0 there.
+powers of two) run as one fused XLA program, built from the recipes' own JAX pieces
+(``round_to_nearest``, the scale rules), on the tensor laid out as 128 x 128 super-tiles (each
+holds whole blocks of every layout), CHUNK_TILES of them a call, so two compiled programs per
+kind of tensor serve every shape; their errors are scaled by a power of two near 1 / amax
+(exact), squared and summed in float32 per super-tile, and then in float64. XLA on CPU reads a
+float32 subnormal input (|x| < 2^-126) as 0 there.
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ QUANTIZED = RECIPES[2:]
 GRADIENT_MARK = "grad"
 E4M3, E5M2, E2M1 = "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"
 MX_BLOCK, FP8_BLOCK, NVFP4_BLOCK = 32, 128, 16
-CHUNK_VALUES = 1 << 20
+TILE = 128  # a super-tile: the largest block of any recipe (fp8_block's 128 x 128)
+CHUNK_TILES, SMALL_TILES = 64, 4  # super-tiles per compiled call (1 M values; 65 k values)
 FP8_BLOCK_TILES = {"weight": ((128, 128),), "gradient": ((1, 128), (128, 1))}
 NVFP4_TILES = {"weight": ((16, 16),), "gradient": ((1, 16), (16, 1))}
 
@@ -175,7 +178,7 @@ def _code_values(dtype: np.dtype) -> np.ndarray:
 
 def _exponents(amax: np.ndarray) -> np.ndarray:
     """MXFP8's E8M0 exponent of each block amax (``e8m0_exponent``, rule "round_up")."""
-    return np.asarray(e8m0_exponent(jnp.asarray(amax, jnp.float32), E4M3, "round_up"), np.int64)
+    return e8m0_exponent(np.asarray(amax, np.float32), E4M3, "round_up", np).astype(np.int64)
 
 
 def _pad(values: np.ndarray, rows: int, columns: int) -> np.ndarray:
@@ -233,12 +236,12 @@ def _mx_direct(exact: np.ndarray, axis: int) -> _Tally:
 
 
 def _block_recipe(x, tile, fmt, scales):
-    """(underflow, overflow, per-tile-row squared errors over unit^2, scale min, scale max)
-    of one block recipe on ``x`` (float32, padded to the tile); ``scales(amax)`` gives
-    (divisors applied in turn, dequantization factor per tile)."""
-    rows, cols = x.shape
-    tiles = x.reshape(rows // tile[0], tile[0], cols // tile[1], tile[1])
-    amax = jnp.max(jnp.abs(tiles), axis=(1, 3), keepdims=True)
+    """(underflow, overflow, per-tile squared errors over unit^2, scale min, scale max) of one
+    block recipe on ``x`` (float32 super-tiles, (T, TILE, TILE)); ``scales(amax)`` gives
+    (divisors applied in turn, dequantization factor per block)."""
+    count = x.shape[0]
+    tiles = x.reshape(count, TILE // tile[0], tile[0], TILE // tile[1], tile[1])
+    amax = jnp.max(jnp.abs(tiles), axis=(2, 4), keepdims=True)
     first, second, factor = scales(amax)
     inner = tiles / first
     scaled = jnp.where(second > 0, inner / jnp.where(second > 0, second, 1), 0)
@@ -255,9 +258,10 @@ def _block_recipe(x, tile, fmt, scales):
 
 @functools.cache
 def _block_program(kind: str):
-    """The fused fp8_block and NVFP4 statistics of one chunk (rows, cols) for ``kind`` of
-    tensor, compiled once per chunk shape and dtype: for each recipe and orientation,
-    (underflow, overflow, per-row squared errors times unit^2, scale min, scale max)."""
+    """The fused fp8_block and NVFP4 statistics of a chunk of super-tiles (T, TILE, TILE) for
+    ``kind`` of tensor, compiled once per chunk length T and dtype: for each recipe and
+    orientation, (underflow, overflow, per-super-tile squared errors times unit^2, scale min,
+    scale max)."""
 
     def run(chunk, tensor_scale, unit):
         x = chunk.astype(jnp.float32)
@@ -277,43 +281,40 @@ def _block_program(kind: str):
 
             results.append(_block_recipe(x, tile, E2M1, nvfp4))
         return [
-            (lost, saturated, jnp.sum(jnp.square(error * unit), axis=(1, 2, 3)), smin, smax)
+            (lost, saturated, jnp.sum(jnp.square(error * unit), axis=(1, 2, 3, 4)), smin, smax)
             for lost, saturated, error, smin, smax in results
         ]
 
     return jax.jit(run)
 
 
-def _bucket(length: int, step: int) -> int:
-    """``length`` rounded up to a multiple of ``step`` and then to 2^k or 3 x 2^(k-1)
-    multiples of it, so that few chunk shapes (and compiled programs) cover every tensor."""
-    units = -(-length // step)
-    k = max(0, (units - 1).bit_length() - 1)
-    sizes = (1 << k, 3 << (k - 1) if k else 1, 1 << (k + 1))
-    return next(size for size in sizes if size >= units) * step
+def _super_tiles(clean: np.ndarray) -> np.ndarray:
+    """``clean`` (2-D) zero-padded to whole TILE x TILE super-tiles and laid out as a stack of
+    them, (T, TILE, TILE): every block of every recipe (128 x 128 and 16 x 16 tiles, 1 x 128,
+    128 x 1, 1 x 16 and 16 x 1 blocks) lies inside one super-tile."""
+    padded = _pad(clean, TILE, TILE)
+    rows, cols = padded.shape
+    tiles = padded.reshape(rows // TILE, TILE, cols // TILE, TILE).swapaxes(1, 2)
+    return np.ascontiguousarray(tiles).reshape(-1, TILE, TILE)
 
 
 def _dispatch_blocks(clean: np.ndarray, kind: str, amax: float):
-    """Start fp8_block and NVFP4 on a finite tensor (2-D, stored dtype), chunk by chunk; XLA
-    runs them while the host goes on (``_collect_blocks`` waits for them)."""
-    rows, cols = clean.shape
-    width = _bucket(cols, 128)
-    chunk_rows = max(128, CHUNK_VALUES // width // 128 * 128)
-    for smaller in (128, 1024):
-        if -(-rows // 128) * 128 <= smaller < chunk_rows:
-            chunk_rows = smaller
-            break
+    """Start fp8_block and NVFP4 on a finite tensor (2-D, stored dtype), a chunk of super-tiles
+    at a time (CHUNK_TILES, or SMALL_TILES for a small tensor: two compiled lengths whatever
+    the shapes); XLA runs them while the host goes on (``_collect_blocks`` waits for them)."""
+    tiles = _super_tiles(clean)
+    length = CHUNK_TILES if tiles.shape[0] > SMALL_TILES else SMALL_TILES
     tensor_scale = np.float32(nvfp4_tensor_scale(jnp.float32(amax), E2M1, E4M3))
     unit_exponent = -math.frexp(amax)[1] if amax > 0 else 0
     unit = np.float32(math.ldexp(1.0, max(-126, min(127, unit_exponent))))
     program = _block_program(kind)
     pending = []
-    for start in range(0, rows, chunk_rows):
-        part = clean[start : start + chunk_rows]
-        if part.shape != (chunk_rows, width):
-            padded = np.zeros((chunk_rows, width), clean.dtype)
-            padded[: part.shape[0], :cols] = part
-            part = padded
+    for start in range(0, tiles.shape[0], length):
+        part = tiles[start : start + length]
+        if part.shape[0] < length:
+            part = np.concatenate(
+                [part, np.zeros((length - part.shape[0], TILE, TILE), part.dtype)]
+            )
         pending.append(program(part, tensor_scale, unit))
     return kind, pending, float(unit)
 
