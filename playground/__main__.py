@@ -125,7 +125,8 @@ def run_inspect(args: argparse.Namespace) -> int:
     else:
         print(text)
     if args.html:
-        Path(args.html).write_text(checkpoint_html(record, f"inspect {args.path}"))
+        kept = inspection.kept_by_recipe(record, args.underflow, args.mse, rule)
+        Path(args.html).write_text(checkpoint_html(record, f"inspect {args.path}", kept))
     return 0
 
 

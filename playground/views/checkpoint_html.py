@@ -2,7 +2,8 @@
 
 Rule::
 
-    page      a title, the keep-high-precision list, then two heatmaps (tensor x recipe):
+    page      a title, the tensors to keep in high precision for each recipe (a table, at most
+              SHOWN names a list) and under any of them, then two heatmaps (tensor x recipe):
               underflow (share of entries) and log10 rel_error; one row per floating-point
               tensor, in the checkpoint's order
     plotly.js embedded inline once (the first figure's ``to_html(include_plotlyjs=True)``);
@@ -21,6 +22,9 @@ from playground.core.tensors.recipe_stats import RECIPES
 from playground.views.plotly import CHART_BACKGROUND, TEXT_COLOR
 
 ROW_HEIGHT = 18
+
+
+SHOWN = 40  # names listed per list; the JSON has every one
 
 
 def _matrix(record: dict[str, Any], statistic: str, log: bool) -> tuple[list[str], list]:
@@ -62,12 +66,29 @@ def _heatmap(record: dict[str, Any], statistic: str, title: str, log: bool) -> g
     return figure
 
 
-def checkpoint_html(record: dict[str, Any], title: str) -> str:
-    """The page of an ``inspect`` record (see the module rule)."""
+def checkpoint_html(
+    record: dict[str, Any], title: str, kept_by_recipe: dict[str, list[str]] | None = None
+) -> str:
+    """The page of an ``inspect`` record (see the module rule); ``kept_by_recipe``: each
+    recipe's own keep-high-precision list (``inspection.kept_by_recipe``), if given."""
     underflow = _heatmap(record, "underflow", "Underflow: nonzero entries stored as 0", False)
     error = _heatmap(record, "rel_error", "Relative error ||q - x|| / ||x|| (log10)", True)
     kept = record["keep_high_precision"]
-    items = "".join(f"<li><code>{html.escape(name)}</code></li>" for name in kept)
+    items = "".join(f"<li><code>{html.escape(name)}</code></li>" for name in kept[:SHOWN])
+    items += f"<li>and {len(kept) - SHOWN} more</li>" if len(kept) > SHOWN else ""
+    rows = "".join(
+        f"<tr><td>{html.escape(recipe)}</td><td>{len(names)}</td><td>"
+        + ", ".join(f"<code>{html.escape(name)}</code>" for name in names[:SHOWN])
+        + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+        + "</td></tr>"
+        for recipe, names in (kept_by_recipe or {}).items()
+    )
+    table = (
+        "<h2>Keep in high precision, by the recipe you train with</h2><table>"
+        "<tr><th>recipe</th><th>tensors</th><th>which</th></tr>" + rows + "</table>"
+        if rows
+        else ""
+    )
     speed = record.get("values_per_second")
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -76,7 +97,8 @@ def checkpoint_html(record: dict[str, Any], title: str) -> str:
         f"<h1>{html.escape(title)}</h1>"
         f"<p>{len(record['tensors'])} tensors"
         + (f", {speed / 1e6:.1f} M values/s" if speed else "")
-        + f".</p><h2>Keep in high precision ({len(kept)})</h2><ul>{items}</ul>"
+        + f".</p>{table}<h2>Keep in high precision under any FP8 or FP4 recipe ({len(kept)})"
+        f"</h2><ul>{items}</ul>"
         + underflow.to_html(include_plotlyjs=True, full_html=False)
         + error.to_html(include_plotlyjs=False, full_html=False)
         + "</body></html>"

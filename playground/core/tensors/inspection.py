@@ -76,6 +76,25 @@ def keeps_high_precision(
     return False
 
 
+def kept_by_recipe(
+    record: dict[str, Any],
+    underflow_threshold: float = UNDERFLOW_THRESHOLD,
+    mse_threshold: float = MSE_THRESHOLD,
+    rule_recipes: tuple[str, ...] = QUANTIZED,
+) -> dict[str, list[str]]:
+    """For each recipe of ``rule_recipes`` on its own, the record's tensors AutoswitchGemm's
+    rule keeps in high precision: the answer for the one recipe an engineer trains with."""
+    return {
+        name: [
+            row["name"]
+            for row in record["tensors"]
+            if row["recipes"]
+            and keeps_high_precision(row["recipes"], underflow_threshold, mse_threshold, (name,))
+        ]
+        for name in rule_recipes
+    }
+
+
 def inspect_checkpoint(
     path: str | os.PathLike,
     sample: int | None = None,

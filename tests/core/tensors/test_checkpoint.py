@@ -22,7 +22,11 @@ from playground.core.tensors.checkpoint import (
     matmul_shape,
     read_matrix,
 )
-from playground.core.tensors.inspection import inspect_checkpoint, keeps_high_precision
+from playground.core.tensors.inspection import (
+    inspect_checkpoint,
+    keeps_high_precision,
+    kept_by_recipe,
+)
 from playground.core.tensors.recipe_stats import RECIPES, STATISTICS, tensor_stats
 from tests.recipe_reference import reference
 
@@ -210,6 +214,16 @@ def test_keep_high_precision_follows_the_thresholds(checkpoint):
     assert keeps_high_precision(by_name["proj.weight"], underflow_threshold=1, mse_threshold=0)
     expected = [name for name, recipes in by_name.items() if keeps_high_precision(recipes)]
     assert record["keep_high_precision"] == expected
+    # Per recipe: AutoswitchGemm's two thresholds on that recipe's own statistics, read here.
+    by_recipe = kept_by_recipe(record)
+    assert set(by_recipe) == set(RECIPES[2:])
+    for recipe, names in by_recipe.items():
+        assert names == [
+            name
+            for name, recipes in by_name.items()
+            if recipes
+            and (recipes[recipe]["underflow"] > 0.05 or (recipes[recipe]["mse"] or 0) > 1e-4)
+        ], recipe
     assert (
         inspect_checkpoint(checkpoint, underflow_threshold=1, mse_threshold=1)[
             "keep_high_precision"

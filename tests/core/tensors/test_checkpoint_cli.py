@@ -76,6 +76,9 @@ def test_inspect_prints_the_json_without_json_out_and_writes_one_offline_html(
     assert text.count("plotly.js v") == 1  # the bundle, inline, once
     assert "<script src=" not in text  # nothing fetched from a network
     assert "embed.weight" in text
+    # One row per FP8/FP4 recipe in the by-recipe table, as the command's JSON gives it.
+    for recipe in ("float8_current", "mxfp8", "fp8_block", "nvfp4"):
+        assert f"<tr><td>{recipe}</td>" in text
 
 
 def test_thresholds_are_options(model, capsys):
