@@ -21,7 +21,7 @@ from playground.core.bounds import ConfigError
 from playground.core.tensors.formats import VALUE_FORMATS
 from playground.core.tensors.report import TensorsReport, analyse_file
 from playground.sections.tensors import tab as tensors_tab
-from playground.sections.tensors.summary import TABLE_NOTE
+from playground.sections.tensors.summary import TABLE_DATATYPES, TABLE_NOTE
 from playground.ui.arguments import core_errors
 from playground.ui.components import Page
 from playground.ui.uploads import uploaded_file
@@ -116,7 +116,7 @@ def build() -> TensorsTab:
             max_height=360,
             wrap=True,  # a long name wraps in its cell: the table fits the page at 1400 px
             column_widths=tensors_tab.TABLE_WIDTHS,
-            datatype=tensors_tab.TABLE_DATATYPES,
+            datatype=TABLE_DATATYPES,
             elem_id="tensors-table",
         )
         # No empty chart or choices before a file: they appear once an upload has filled them.
