@@ -34,7 +34,7 @@ starting parameters again from the seeds, as the JAX script does.
 Refused, with a ConfigError naming the field (``check_exportable``, then the upload's size)::
 
     compute_dtype   a recipe the script does not compute in (``script_dtypes``): for JAX any
-                    but a plain cast, for PyTorch a block-scaled one (mxfp8, fp8_block, nvfp4)
+                    but a plain cast, for PyTorch a block-scaled one (per-block scales)
     precision_policy  PyTorch: one torch.autocast does not compute (TORCH_POLICIES)
     model           one the template does not build (``ModelSpec.scripts``)
     optimizer       one the template does not build (``OptimizerSpec.scripts``)
@@ -185,8 +185,8 @@ def check_exportable(config: StepConfig, framework: str = "jax") -> None:
             "JAX's scaled float8 matmuls are not in the script"
             if framework == "jax"
             else (
-                "a block-scaled recipe's per-block scales, and NVFP4's Hadamard rotation and "
-                "stochastic rounding, are not in the script"
+                "a block-scaled recipe's per-block scales (and Hadamard rotations, stochastic "
+                "rounding) are not in the script"
             )
         )
         raise ConfigError(

@@ -25,7 +25,7 @@ or scales differently:
     range          a scale above the compute dtype's largest value overflows the page's first
                    backward operation (its loss in that dtype, the exercise) but not PyTorch's,
                    whose mse_loss is float32
-    not exported   the pure run; a block-scaled recipe (mxfp8, fp8_block, nvfp4) at all
+    not exported   the pure run; a block-scaled recipe at all
 """
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ def pytorch_note(
     dtype, entry = config.compute_dtype, recipe(config.compute_dtype)
     if entry.plain_dtype != dtype and not entry.scalings:
         return (
-            f"{TITLE}: not exported for {dtype}: its per-block scales (and NVFP4's Hadamard "
-            "rotation and stochastic rounding) are not in the PyTorch script, which computes "
+            f"{TITLE}: not exported for {dtype}: its per-block scales (and any Hadamard "
+            "rotation or stochastic rounding) are not in the PyTorch script, which computes "
             "in a plain dtype under `torch.autocast` or in float8 with per-tensor scales."
         )
     if entry.plain_dtype != dtype:
