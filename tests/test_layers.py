@@ -59,7 +59,13 @@ CORE_ORDER = (
 )
 MAX_CORE_TOP = 12
 NAME_OWNERS = {  # the names that only their registries test -> those registries
-    "compute dtype": {"playground.core.recipes.registry", "playground.core.formats.dtypes"},
+    # The PyTorch template is a standalone script (it cannot read the registry): it chooses
+    # GradScaler for float16 and float8's scaled casts by name, as it builds models by name.
+    "compute dtype": {
+        "playground.core.recipes.registry",
+        "playground.core.formats.dtypes",
+        "playground.core.export.torch_script",
+    },
     "model": {
         "playground.core.model.models",
         "playground.core.export.jax_script",

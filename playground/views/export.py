@@ -27,9 +27,15 @@ into an FMA). The one known gap: when N or D_in is 1, a matmul becomes elementwi
 whose FMA contraction depends on what else the program returns, and a step's loss can differ
 by a few units in the last place.
 
+The PyTorch script (``views.export_torch``) writes TORCH_FIELDS: EXPORTED_FIELDS, then the
+per-operation policy, the task, the outliers and float8's scaling; it draws its batch and
+starting parameters again from the seeds, as the JAX script does.
+
 Refused, with a ConfigError naming the field (``check_exportable``, then the upload's size)::
 
-    compute_dtype   a recipe that is not a plain cast (its scaled matmuls are not in the script)
+    compute_dtype   a recipe the script does not compute in (``script_dtypes``): for JAX any
+                    but a plain cast, for PyTorch a block-scaled one (per-block scales)
+    precision_policy  PyTorch: one torch.autocast does not compute (TORCH_POLICIES)
     model           one the template does not build (``ModelSpec.scripts``)
     optimizer       one the template does not build (``OptimizerSpec.scripts``)
     any other       a setting the script does not reproduce, at a value other than its default
@@ -85,6 +91,20 @@ EXPORTED_FIELDS = (
     "seq_len",
     "heads",
 )
+# The PyTorch script reproduces these too: the per-operation policy (as torch.autocast rounds),
+# the task, the outliers and the per-tensor float8 recipe's scaling, in this order after them.
+TORCH_FIELDS = (
+    *EXPORTED_FIELDS,
+    "precision_policy",
+    "task",
+    "outlier_share",
+    "outlier_scale",
+    "fp8_scaling",
+    "amax_history",
+)
+# The precision policies torch.autocast computes: its own, and the exercise's, which casts more
+# (the data, weights and loss) and so agrees within the dtype's precision.
+TORCH_POLICIES = ("exercise", "autocast")
 FRAMEWORKS = ("jax", "pytorch")
 # Compute dtypes the scripts handle: recipes that are a plain cast to their own dtype.
 SCRIPT_DTYPES = tuple(name for name, entry in RECIPES.items() if entry.plain_dtype == name)
@@ -108,15 +128,16 @@ def export_script(config: StepConfig, data: UserData | None = None, framework: s
     Args:
       config: a validated StepConfig.
       data: the user's upload, embedded in the script (N and D_in follow it), or None.
-      framework: ``jax`` (equal to the page bit for bit) or ``pytorch`` (autocast and
-        GradScaler, equal within the compute dtype's precision).
+      framework: ``jax`` (equal to the page bit for bit) or ``pytorch`` (torch.autocast, or
+        float8's scaled casts; equal within the compute dtype's precision).
 
     Returns:
       The script's source text (ends with a newline; lines of at most 88 characters).
 
     Raises:
       ConfigError: a setting the script does not reproduce differs from its default, the
-        compute dtype is not one of SCRIPT_DTYPES, or the embedded values are over the cap.
+        compute dtype is not one of ``script_dtypes(framework)``, or the upload is over the
+        cap.
     """
     if framework not in FRAMEWORKS:
         raise ConfigError(
@@ -126,7 +147,8 @@ def export_script(config: StepConfig, data: UserData | None = None, framework: s
     config, batch = fitted(config, data)
     if framework == "pytorch":
         filename = export_filename(config, framework)
-        return export_torch.render(config, batch, exported_values(config), filename)
+        values = exported_values(config, TORCH_FIELDS)
+        return export_torch.render(config, batch, values, filename)
     if batch is not None:
         check_embedded({"data": sum(array.size for array in batch)}, "JAX")
     text = template(TEMPLATE)
@@ -137,18 +159,47 @@ def export_script(config: StepConfig, data: UserData | None = None, framework: s
     return rewrite(text, _RUN_COMMAND, "run command", lambda m: m[1] + command, TEMPLATE)
 
 
+def exported_fields(framework: str = "jax") -> tuple[str, ...]:
+    """The settings ``framework``'s script writes as constants: EXPORTED_FIELDS, or for PyTorch
+    TORCH_FIELDS."""
+    return TORCH_FIELDS if framework == "pytorch" else EXPORTED_FIELDS
+
+
+def script_dtypes(framework: str = "jax") -> tuple[str, ...]:
+    """The compute dtypes ``framework``'s script computes in: the plain casts (SCRIPT_DTYPES);
+    for PyTorch also a recipe of per-tensor scalings (float8: scaled casts around each
+    nn.Linear's matmul)."""
+    pytorch = framework == "pytorch"
+    return tuple(
+        name
+        for name, entry in RECIPES.items()
+        if entry.plain_dtype == name or (pytorch and entry.scalings)
+    )
+
+
 def check_exportable(config: StepConfig, framework: str = "jax") -> None:
     """ConfigError naming the first setting the script would not reproduce (see the rule)."""
-    if recipe(config.compute_dtype).plain_dtype != config.compute_dtype:
+    dtypes = script_dtypes(framework)
+    if config.compute_dtype not in dtypes:
         where = (
             "JAX's scaled float8 matmuls are not in the script"
             if framework == "jax"
-            else ("PyTorch's autocast on CPU computes in bfloat16 or float16 only")
+            else (
+                "a block-scaled recipe's per-block scales (and Hadamard rotations, stochastic "
+                "rounding) are not in the script"
+            )
         )
         raise ConfigError(
             "compute_dtype",
             f"compute_dtype: the exported {framework} script computes in "
-            f"{' or '.join(SCRIPT_DTYPES)} ({where}); got {config.compute_dtype!r}",
+            f"{', '.join(dtypes)} ({where}); got {config.compute_dtype!r}",
+        )
+    if framework == "pytorch" and config.precision_policy not in TORCH_POLICIES:
+        raise ConfigError(
+            "precision_policy",
+            f"precision_policy: the exported pytorch script rounds as torch.autocast does "
+            f"({', '.join(TORCH_POLICIES)}), which computes activations in the compute dtype; "
+            f"got {config.precision_policy!r}",
         )
     for field, registry in (("model", MODELS), ("optimizer", OPTIMIZERS)):
         exported = built_by(registry, framework)
@@ -171,7 +222,7 @@ def check_exportable(config: StepConfig, framework: str = "jax") -> None:
         option for name, spec in MODELS.items() if name != config.model for option in spec.options
     )
     for name, bounds in table.items():
-        if name in EXPORTED_FIELDS or name in ignored:
+        if name in exported_fields(framework) or name in ignored:
             continue
         if getattr(config, name) != default[name]:
             raise ConfigError(
@@ -187,12 +238,14 @@ def built_by(registry: dict, framework: str) -> tuple[str, ...]:
     return tuple(name for name, spec in registry.items() if framework in spec.scripts)
 
 
-def exported_values(config: StepConfig) -> dict[str, int | float | str]:
-    """The EXPORTED_FIELDS of ``config``; another model's options at their defaults."""
+def exported_values(
+    config: StepConfig, fields: tuple[str, ...] = EXPORTED_FIELDS
+) -> dict[str, int | float | str]:
+    """The ``fields`` of ``config``; another model's options at their defaults."""
     choice = config.model_choice  # normalized: unused options at their defaults
     model = {field: getattr(choice, field) for field in ModelChoice.__dataclass_fields__}
     model["model"] = model.pop("name")
-    return {name: model.get(name, getattr(config, name)) for name in EXPORTED_FIELDS}
+    return {name: model.get(name, getattr(config, name)) for name in fields}
 
 
 def _constants(values: dict[str, int | float | str], batch) -> str:

@@ -78,9 +78,9 @@ def embedded(array: np.ndarray, indent: int = 8) -> str:
 def check_embedded(sizes: dict[str, int], framework: str) -> None:
     """Refuse a script that would embed more than MAX_EMBEDDED_VALUES values.
 
-    ``sizes``: values embedded, by the field that sets their count (``data`` for an upload,
-    ``n`` for the batch, ``hidden_width`` or ``d_in`` for the parameters); the refusal names
-    the largest.
+    ``sizes``: values embedded, by the field that sets their count (``data`` for an upload, the
+    one thing either script embeds: both draw their batch and parameters from the seeds); the
+    refusal names the largest.
     """
     total = sum(sizes.values())
     if total <= MAX_EMBEDDED_VALUES:

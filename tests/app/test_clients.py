@@ -35,7 +35,13 @@ from http_calls import FIELDS, STATE_FIELDS, TRANSFORMER_FIELDS, call
 from playground.core.formats.dtypes import FORMATS
 from playground.core.recipes.registry import RECIPES, recipe
 from playground.core.settings.settings import defaults, settings
-from playground.views.export import EXPORTED_FIELDS, FRAMEWORKS
+from playground.views.export import (
+    EXPORTED_FIELDS,
+    FRAMEWORKS,
+    TORCH_POLICIES,
+    exported_fields,
+    script_dtypes,
+)
 
 ROWS = covering_rows()
 # The API's name of a setting where it differs from the field's.
@@ -159,12 +165,16 @@ def _sweep_and_dynamics(client, row: dict[str, Any]) -> None:
 
 def _export(client, row: dict[str, Any], framework: str) -> None:
     """The script writes the row's settings, or the export refuses by name what the script
-    does not reproduce: a recipe that is not a plain cast, a policy, task or norm other than
-    its default (docs/using.md, "Take it home")."""
+    does not reproduce: a recipe it does not compute in, a setting it does not write at other
+    than its default, a policy torch.autocast does not compute (docs/using.md, "Take it
+    home")."""
     outputs, refused = _call(client, "export", row, framework=framework)
-    dtype = row["compute_dtype"]
-    unexported = non_defaults(row) - set(EXPORTED_FIELDS)
-    unexported |= {"compute_dtype"} if recipe(dtype).plain_dtype != dtype else set()
+    unexported = non_defaults(row) - set(exported_fields(framework))
+    unexported |= (
+        {"compute_dtype"} if row["compute_dtype"] not in script_dtypes(framework) else set()
+    )
+    if framework == "pytorch" and row.get("precision_policy", "exercise") not in TORCH_POLICIES:
+        unexported.add("precision_policy")
     if unexported:
         assert refused and refused.startswith(tuple(unexported)), refused
         return

@@ -252,7 +252,7 @@ def test_docs_numbers_of_pins_export_presets_and_blocks_are_the_codes():
 
     using, lessons, calling = (_flat(page(name)) for name in ("using", "lessons", "calling"))
     assert "(at most 4, the oldest dropped" in using and MAX_PINS == 4
-    assert "a script over 2 MB are refused" in using and MAX_SCRIPT_BYTES == 2_000_000
+    assert "an upload over 2 MB" in using and MAX_SCRIPT_BYTES == 2_000_000
     text = lessons
     assert "as torch 2.13's CPU autocast does" in text and TORCH_VERSION.startswith("2.13.")
     assert PRESETS["exercise"].float32_kinds == frozenset()

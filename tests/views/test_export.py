@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from playground import StepConfig, make_batch, run_report
 from playground.core.data.user_data import UserData, parse_csv
+from playground.core.recipes.registry import RECIPES
 from playground.core.runs.train import run_dynamics
 from playground.core.settings.settings import (
     FLOAT32_MAX,
@@ -615,8 +616,9 @@ def test_export_endpoint_serves_the_script_the_page_would_run(client, tmp_path):
 
 
 @pytest.mark.slow
-def test_export_refuses_float8_for_pytorch_through_the_app(client):
+def test_export_refuses_a_block_recipe_for_pytorch_through_the_app(client):
     from gradio_client.exceptions import AppError
 
+    block = next(name for name, entry in RECIPES.items() if entry.block is not None)
     with pytest.raises(AppError, match="compute_dtype"):
-        client.predict(compute_dtype="float8", framework="pytorch", api_name="/export")
+        client.predict(compute_dtype=block, framework="pytorch", api_name="/export")

@@ -377,10 +377,11 @@ def _assert_close(ours: dict, page: dict, bound: float) -> None:
 def test_the_pytorch_block_is_written_as_a_pytorch_user_would():
     text = export_script(TORCH_CASES["transformer-bf16-adam"], framework="pytorch")
     for phrase in (
-        "nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)",
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
         "nn.LayerNorm(width, eps=1e-6)",
-        "nn.functional.silu(self.gate(b)) * self.up(b)",
-        "self.query, self.key = nn.Linear(width, width), nn.Linear(width, width)",
+        "F.silu(self.gate(b)) * self.up(b)",
+        "self.query, self.key = linear(width, width), linear(width, width)",
+        "Float8Linear if float8 else nn.Linear",
         'MODEL = "transformer"',
         'NORM = "layernorm"',
         "SEQ_LEN = 4",

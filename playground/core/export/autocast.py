@@ -4,9 +4,10 @@ should print for the step, without PyTorch.
 Rule, for the step's model, optimizer, batch (x, y), fixed loss scale S and compute dtype
 ``low`` (a plain recipe: bfloat16 or float16), from the page's starting parameters::
 
-    loss(p)      = mean((float32(low(p)(low(x))) - y) ** 2)     # autocast: each nn.Linear and
+    loss(p)      = task_loss(float32(low(p)(low(x))), y)        # autocast: each nn.Linear and
                                                                 # activation in low, mse_loss
-                                                                # upcast to float32; y as it is
+                                                                # (or cross_entropy) upcast to
+                                                                # float32; y as it is
                                                                 # (each operation in the dtype
                                                                 # of the ``autocast`` preset's
                                                                 # kind: layer norms and a
@@ -32,6 +33,7 @@ import optax
 from flax import nnx
 
 from playground.core.data.user_data import UserData, fitted
+from playground.core.model.losses import TASK_LOSSES
 from playground.core.model.models import ModelChoice, forward, initial_state, param_kind, rebuilt
 from playground.core.model.op_policy import PRESETS, OpRun
 from playground.core.model.optimizers import build_optimizer
@@ -41,8 +43,8 @@ from playground.core.step.compiled import program, run_compiled
 from playground.core.step.report import COMPILER_OPTIONS
 
 
-@program(static_argnames=("model", "optimizer", "dtype"), compiler_options=COMPILER_OPTIONS)
-def _autocast_step(model_seed, x, y, lr, loss_scale, initial, *, model, optimizer, dtype):
+@program(static_argnames=("model", "optimizer", "dtype", "task"), compiler_options=COMPILER_OPTIONS)
+def _autocast_step(model_seed, x, y, lr, loss_scale, initial, *, model, optimizer, dtype, task):
     """The new loss after one step under autocast's rounding (see the rule), shape ()."""
     del model_seed  # the starting parameters come in as ``initial``
     network = rebuilt(model, x.shape[-1], y.shape[-1], initial)
@@ -54,7 +56,7 @@ def _autocast_step(model_seed, x, y, lr, loss_scale, initial, *, model, optimize
             lambda path, p: p.astype(ops.dtype(param_kind(path))), params
         )
         prediction = forward(nnx.merge(graphdef, low), x.astype(dtype), (), ops)
-        return jnp.mean((prediction.astype(jnp.float32) - y) ** 2)
+        return TASK_LOSSES[task](prediction.astype(jnp.float32), y)
 
     scaled = jax.grad(lambda params: loss(params) * loss_scale)(masters)
     grads = jax.tree.map(lambda g: g / loss_scale, scaled)
@@ -87,5 +89,6 @@ def autocast_new_loss(config: StepConfig, data: UserData | None = None) -> float
         model=choice,
         optimizer=config.optimizer,
         dtype=dtype,
+        task=config.task,
     )
     return float(new_loss)

@@ -60,6 +60,7 @@ COMPILER_OPTIONS = {
 
 OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}  # with optax's own defaults
 OPTIMIZERS["momentum"] = lambda lr: optax.sgd(lr, momentum=0.9)
+OPTIMIZERS["adamw"] = lambda lr: optax.adamw(lr, weight_decay=0.01)
 ACTIVATIONS = {"relu": jax.nn.relu, "gelu": jax.nn.gelu, "tanh": jnp.tanh}
 SEQUENCE_MODELS = ("transformer",)  # rows are tokens of sequences of SEQ_LEN
 HELD = lambda u, p: u.astype(p.dtype)  # noqa: E731

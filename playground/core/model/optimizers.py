@@ -5,7 +5,14 @@ GradientTransformation``, with optax's own defaults), how many parameter-shaped 
 state it keeps (what the cost model prices), its line in the ``optimizer`` setting's help, and
 the export frameworks whose script template builds it (``scripts``; the export refuses it by
 name for any other). ``'sgd'`` is the exercise's ``optax.sgd(lr)``,
-``'momentum'`` is ``optax.sgd(lr, momentum=0.9)``, ``'adam'`` is ``optax.adam(lr)``. The step
+``'momentum'`` is ``optax.sgd(lr, momentum=0.9)``, ``'adam'`` is ``optax.adam(lr)`` (no weight
+decay: torch.optim.Adam), ``'adamw'`` is ``optax.adamw(lr, weight_decay=WEIGHT_DECAY)``, Adam
+with decoupled weight decay on every parameter (torch.optim.AdamW's default decay, and its
+betas and eps are optax's)::
+
+    p = p - lr * (adam_update(g) + WEIGHT_DECAY * p)
+
+The step
 records the updates the transformation really produced, so update sizes and lost updates never
 assume "update = lr x gradient".
 
@@ -32,6 +39,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
+# AdamW's decoupled weight decay: torch.optim.AdamW's default (optax.adamw's is 1e-4).
+WEIGHT_DECAY = 0.01
+
 
 @dataclass(frozen=True)
 class OptimizerSpec:
@@ -56,6 +66,12 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
         ("jax", "pytorch"),
     ),
     "adam": OptimizerSpec(lambda lr: optax.adam(lr), 2, "optax.adam", ("jax", "pytorch")),
+    "adamw": OptimizerSpec(
+        lambda lr: optax.adamw(lr, weight_decay=WEIGHT_DECAY),
+        2,
+        f"optax.adamw, weight decay {WEIGHT_DECAY:g}",
+        ("jax", "pytorch"),
+    ),
 }
 DEFAULT_OPTIMIZER = "sgd"
 # The dtypes the optimizer's state may be stored in (the ``moments_dtype`` setting).

@@ -36,7 +36,7 @@ from playground.core.model.models import (
     param_shapes,
 )
 from playground.core.model.op_policy import PRESETS
-from playground.core.model.optimizers import OPTIMIZERS, build_optimizer
+from playground.core.model.optimizers import OPTIMIZERS, WEIGHT_DECAY, build_optimizer
 from playground.core.recipes.block_formats import BLOCK_RECIPES
 from playground.core.recipes.registry import RECIPES
 from playground.core.step.operations_report import step_operations
@@ -100,7 +100,7 @@ def mlp_reference(activation):
     return run
 
 
-def adam_first_step(grads, lr, b1=0.9, b2=0.999, eps=1e-8):
+def adam_first_step(grads, lr, params=None, b1=0.9, b2=0.999, eps=1e-8):
     """optax.adam's first update from zero moments, bias-corrected: -lr g / (|g| + eps)."""
     update = {}
     for name, g in grads.items():
@@ -108,6 +108,12 @@ def adam_first_step(grads, lr, b1=0.9, b2=0.999, eps=1e-8):
         nu_hat = (1 - b2) * g**2 / (1 - b2)
         update[name] = -lr * mu_hat / (np.sqrt(nu_hat) + eps)
     return update
+
+
+def adamw_first_step(grads, lr, params):
+    """optax.adamw's first update: Adam's, plus the decoupled decay, -lr (adam + wd p)."""
+    adam = adam_first_step(grads, lr)
+    return {name: adam[name] - lr * WEIGHT_DECAY * params[name] for name in grads}
 
 
 def block_reference_of(choice):
@@ -148,11 +154,13 @@ FEWER = {"transformer": "adam"}
 # The attention's key bias adds q . b_k to a whole row of scores, which the softmax ignores: its
 # gradient is 0 up to rounding, so its error is held to the query bias's gradient.
 HELD_TO = {"attention.key.bias": "attention.query.bias"}
+# Each: (grads, lr, params before the step) -> the first update, in float64.
 REFERENCE_OPTIMIZERS = {
-    "sgd": lambda grads, lr: {k: -lr * g for k, g in grads.items()},
+    "sgd": lambda grads, lr, params: {k: -lr * g for k, g in grads.items()},
     # The first step from a zero trace: trace = g, so the update is SGD's.
-    "momentum": lambda grads, lr: {k: -lr * g for k, g in grads.items()},
+    "momentum": lambda grads, lr, params: {k: -lr * g for k, g in grads.items()},
     "adam": adam_first_step,
+    "adamw": adamw_first_step,
 }
 
 
@@ -331,7 +339,8 @@ def test_gradients_match_the_float64_model(case):
 def test_updates_are_the_optimizers_own_and_land_on_the_float32_masters(case):
     _, optimizer_name, *_, numpy_trace = case
     grads = {k: v.astype(np.float64) for k, v in numpy_trace["grads"].items()}
-    expected = REFERENCE_OPTIMIZERS[optimizer_name](grads, LR)
+    before = {k: v.astype(np.float64) for k, v in numpy_trace["params_before"].items()}
+    expected = REFERENCE_OPTIMIZERS[optimizer_name](grads, LR, before)
     for name, want in expected.items():
         update = numpy_trace["updates"][name]
         # float32 arithmetic; Adam's bias correction divides by 1 - 0.999 rounded in float32,
