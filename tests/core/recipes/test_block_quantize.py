@@ -256,8 +256,9 @@ def test_round_up_exponent_is_exact_down_to_the_smallest_normal_amax():
 
 @pytest.mark.parametrize("rule", ["ocp", "round_up"])
 def test_e8m0_exponents_on_the_host_are_the_programs(rule):
-    """numpy's float32 operations give the exponents XLA's do (the inspect command computes them
-    on the host, with no compilation per shape), normal amaxes from 2^-126 to float32's top and 0."""
+    """numpy's float32 operations give the exponents XLA's do (the inspect command computes
+    them on the host, with no compilation per shape): normal amaxes from 2^-126 to float32's top,
+    and 0."""
     rng = np.random.default_rng(11)
     amax = np.abs(rng.standard_normal(20_000)).astype(np.float32)
     amax *= np.exp2(rng.uniform(-125, 126, amax.size)).astype(np.float32)
