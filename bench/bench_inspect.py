@@ -11,6 +11,10 @@ their ``model.safetensors.index.json``, then prints, once each:
     inspect     core.tensors.inspection.inspect_checkpoint (every recipe of every value),
                 its values/s against the target (20 M/s: 1 B parameters in under a minute)
                 and its time over the read's and the cast's
+    memory      the peak resident memory of the same pass in a process of its own, against
+                the same pass over one layer (the programs, the runtime, one tensor) and the
+                imports alone: what grows with the checkpoint, in multiples of the largest
+                tensor (target: at most MEMORY_MULTIPLE: one tensor at a time)
 
 Targets are printed as PASS/MISS, never raised. The programs are compiled by a warm-up on a
 small checkpoint of the same shapes first.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,23 +40,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from playground.core.tensors.inspection import inspect_checkpoint
 
 TARGET_VALUES_PER_SECOND = 20e6
+MEMORY_MULTIPLE = 4  # peak memory over the imports, in largest tensors: a small multiple
 HIDDEN, INTERMEDIATE, LAYERS, SHARDS = 2048, 5632, 11, 4
 RNG = np.random.default_rng(0)
+SHAPES = {
+    "self_attn.q_proj.weight": (HIDDEN, HIDDEN),
+    "self_attn.k_proj.weight": (HIDDEN // 4, HIDDEN),
+    "self_attn.v_proj.weight": (HIDDEN // 4, HIDDEN),
+    "self_attn.o_proj.weight": (HIDDEN, HIDDEN),
+    "mlp.gate_proj.weight": (INTERMEDIATE, HIDDEN),
+    "mlp.up_proj.weight": (INTERMEDIATE, HIDDEN),
+    "mlp.down_proj.weight": (HIDDEN, INTERMEDIATE),
+    "input_layernorm.weight": (HIDDEN,),
+}
 
 
 def layer(index: int) -> dict[str, np.ndarray]:
-    shapes = {
-        "self_attn.q_proj.weight": (HIDDEN, HIDDEN),
-        "self_attn.k_proj.weight": (HIDDEN // 4, HIDDEN),
-        "self_attn.v_proj.weight": (HIDDEN // 4, HIDDEN),
-        "self_attn.o_proj.weight": (HIDDEN, HIDDEN),
-        "mlp.gate_proj.weight": (INTERMEDIATE, HIDDEN),
-        "mlp.up_proj.weight": (INTERMEDIATE, HIDDEN),
-        "mlp.down_proj.weight": (HIDDEN, INTERMEDIATE),
-        "input_layernorm.weight": (HIDDEN,),
-    }
     tensors = {}
-    for name, shape in shapes.items():
+    for name, shape in SHAPES.items():
         values = RNG.standard_normal(shape, np.float32) * 0.02
         flat = values.reshape(-1)
         flat[RNG.integers(0, flat.size, 8)] *= 50  # a few outliers
@@ -107,6 +113,10 @@ def main() -> None:
         start = time.perf_counter()
         record = inspect_checkpoint(big)
         inspected = time.perf_counter() - start
+        peak, one_layer, floor = peak_memory(big), peak_memory(warm), peak_memory(None)
+        largest = max(
+            np.dtype(ml_dtypes.bfloat16).itemsize * int(np.prod(shape)) for shape in SHAPES.values()
+        )
     speed = values / inspected
     verdict = "PASS" if speed >= TARGET_VALUES_PER_SECOND else "MISS"
     print(f"checkpoint: {values:,} bfloat16 values, {size / 1e9:.2f} GB, {len(files)} shards")
@@ -120,7 +130,37 @@ def main() -> None:
         f"{TARGET_VALUES_PER_SECOND / 1e6:.0f} M/s: {verdict}; {inspected / read:.1f}x the read, "
         f"{inspected / cast:.1f}x one cast"
     )
+    growth = peak - one_layer
+    memory_verdict = "PASS" if growth <= MEMORY_MULTIPLE * largest else "MISS"
+    print(
+        f"peak memory (the command in its own process): {peak / 2**20:,.0f} MB for {LAYERS} "
+        f"layers, {one_layer / 2**20:,.0f} MB for 1 layer of the same shapes, "
+        f"{floor / 2**20:,.0f} MB for the imports alone; growth with the checkpoint "
+        f"{growth / 2**20:,.0f} MB = {growth / largest:.1f}x the largest tensor "
+        f"({largest / 2**20:.0f} MB); target <= {MEMORY_MULTIPLE}x: {memory_verdict}"
+    )
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def peak_memory(folder: Path | None) -> int:
+    """The peak resident memory, in bytes, of ``python -m playground inspect folder`` run in a
+    process of its own (None: the same imports and nothing inspected: the floor)."""
+    # VmHWM, not ru_maxrss: the latter keeps the forking parent's peak across exec.
+    code = (
+        "import sys\n"
+        "from playground.core.tensors.inspection import inspect_checkpoint\n"
+        "if sys.argv[1]: inspect_checkpoint(sys.argv[1])\n"
+        "print(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1])\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(folder or "")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+    )
+    return int(result.stdout.split()[-1]) * 1024  # VmHWM is in kB
 
 
 if __name__ == "__main__":

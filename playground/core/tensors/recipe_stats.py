@@ -40,10 +40,10 @@ then every occupied cell once, with numpy and ml_dtypes' exact casts. float32 an
 tensors take the same evaluation on every entry. fp8_block and NVFP4 (scales that are not
 powers of two) run as one fused XLA program, built from the recipes' own JAX pieces
 (``round_to_nearest``, the scale rules), on the tensor laid out as 128 x 128 super-tiles (each
-holds whole blocks of every layout), CHUNK_TILES of them a call, so two compiled programs per
-kind of tensor serve every shape; their errors are scaled by a power of two near 1 / amax
-(exact), squared and summed in float32 per super-tile, and then in float64. XLA on CPU reads a
-float32 subnormal input (|x| < 2^-126) as 0 there.
+holds whole blocks of every layout), at most CHUNK_TILES of them a call, so three compiled
+programs per kind of tensor serve every shape; their errors are scaled by a power of two near
+1 / amax (exact), squared and summed in float32 per super-tile, and then in float64. XLA on CPU
+reads a float32 subnormal input (|x| < 2^-126) as 0 there.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ GRADIENT_MARK = "grad"
 E4M3, E5M2, E2M1 = "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"
 MX_BLOCK, FP8_BLOCK, NVFP4_BLOCK = 32, 128, 16
 TILE = 128  # a super-tile: the largest block of any recipe (fp8_block's 128 x 128)
-CHUNK_TILES, SMALL_TILES = 64, 4  # super-tiles per compiled call (1 M values; 65 k values)
+CHUNK_TILES = 64  # super-tiles per compiled call: 1 M values
+CHUNK_LENGTHS = (1, 8, CHUNK_TILES)  # a small tensor's call is as short as it can be
 FP8_BLOCK_TILES = {"weight": ((128, 128),), "gradient": ((1, 128), (128, 1))}
 NVFP4_TILES = {"weight": ((16, 16),), "gradient": ((1, 16), (16, 1))}
 
@@ -300,10 +301,11 @@ def _super_tiles(clean: np.ndarray) -> np.ndarray:
 
 def _dispatch_blocks(clean: np.ndarray, kind: str, amax: float):
     """Start fp8_block and NVFP4 on a finite tensor (2-D, stored dtype), a chunk of super-tiles
-    at a time (CHUNK_TILES, or SMALL_TILES for a small tensor: two compiled lengths whatever
-    the shapes); XLA runs them while the host goes on (``_collect_blocks`` waits for them)."""
+    at a time (the shortest of CHUNK_LENGTHS that holds it, else CHUNK_TILES: three compiled
+    lengths whatever the shapes); XLA runs them while the host goes on (``_collect_blocks``
+    waits for them)."""
     tiles = _super_tiles(clean)
-    length = CHUNK_TILES if tiles.shape[0] > SMALL_TILES else SMALL_TILES
+    length = next(size for size in CHUNK_LENGTHS if size >= tiles.shape[0] or size == CHUNK_TILES)
     tensor_scale = np.float32(nvfp4_tensor_scale(jnp.float32(amax), E2M1, E4M3))
     unit_exponent = -math.frexp(amax)[1] if amax > 0 else 0
     unit = np.float32(math.ldexp(1.0, max(-126, min(127, unit_exponent))))

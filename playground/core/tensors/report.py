@@ -137,9 +137,16 @@ def analyse_tensors(stored: Iterable[StoredTensor]) -> tuple[TensorReport, ...]:
 
 
 def warm_up() -> None:
-    """Compile the block recipes' statistics on a tiny tensor, so a user's first file does not
-    wait for them."""
-    analyse_tensors([StoredTensor("warm-up", "F32", (2,), np.ones(2, np.float32))])
+    """Compile the block recipes' statistics for the commonest files (float32 and bfloat16,
+    weights and gradients, a small and a large tensor), so a user's first file does not wait
+    for them."""
+    ones = np.ones((128, 9 * 128), np.float32)  # nine super-tiles: the longest call
+    stored = []
+    for dtype, values in (("F32", ones), ("BF16", ones.astype(FLOATING["BF16"]))):
+        for name in ("warm-up.weight", "warm-up.grad"):
+            stored += [StoredTensor(name, dtype, (2,), values[0, :2])]
+            stored += [StoredTensor(name, dtype, values.shape, values)]
+    analyse_tensors(stored)
 
 
 def analyse_file(file: BinaryIO, size: int, file_name: str) -> TensorsReport:

@@ -168,10 +168,14 @@ def test_the_sample_is_the_largest_that_fits_the_budget(sizes, budget):
         assert got == min(max(fits), TENSOR_SAMPLE_VALUES)
 
 
-def test_a_file_past_the_budget_is_sampled_by_rows_and_its_nonfinite_counted_whole():
-    """A (3000, 2, 250) bfloat16 tensor: 1.5 M values, sampled as whole rows of its (3000, 500)
-    matmul view read from their own bytes; a NaN and two inf outside the sample still counted."""
-    values = (RNG.standard_normal((3000, 2, 250)) * 0.02).astype(ml_dtypes.bfloat16)
+@pytest.mark.parametrize(
+    "dtype", [ml_dtypes.bfloat16, np.float16, ml_dtypes.float8_e5m2, np.float32]
+)
+def test_a_file_past_the_budget_is_sampled_by_rows_and_its_nonfinite_counted_whole(dtype):
+    """A (3000, 2, 250) tensor: 1.5 M values, sampled as whole rows of its (3000, 500) matmul
+    view read from their own bytes; a NaN and two inf outside the sample still counted (by bit
+    pattern for the narrow dtypes)."""
+    values = (RNG.standard_normal((3000, 2, 250)) * 0.02).astype(dtype)
     small = RNG.standard_normal(100).astype(np.float32)
     values[2999, 1, 7] = np.nan
     values[1500, 0, 0] = np.inf
@@ -182,8 +186,9 @@ def test_a_file_past_the_budget_is_sampled_by_rows_and_its_nonfinite_counted_who
     assert little.values.tolist() == small.tolist() and not little.sampled
     assert big.sampled and big.values.shape[1] == 500
     assert big.values.size <= TENSOR_SAMPLE_VALUES
-    flat = values.reshape(3000, 500).view(np.uint16)
-    rows = [np.flatnonzero((flat == row).all(axis=1)) for row in big.values.view(np.uint16)]
+    bits = f"u{np.dtype(dtype).itemsize}"
+    flat = values.reshape(3000, 500).view(bits)
+    rows = [np.flatnonzero((flat == row).all(axis=1)) for row in big.values.view(bits)]
     assert all(len(match) >= 1 for match in rows)  # every sampled row is a row of the tensor
     assert big.nonfinite == {"nan": 1, "posinf": 1, "neginf": 1}
 
