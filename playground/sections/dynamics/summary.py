@@ -80,7 +80,6 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
             f"{ROUNDING_WORDS[rounding]}."
         ),
         _pure_against_float32(dynamics),
-        *_floor_note(dynamics),
         (
             f"In the pure {dtype} run ({ROUNDING_NAMES[rounding]}), "
             f"{_share(dynamics, 'pure', dynamics.pure_lost_share.mean())} of the parameter "
@@ -88,6 +87,7 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
             f"{_share(dynamics, 'mixed', dynamics.mixed_lost_share.mean())} were rounded away."
         ),
         _flushed_sentence(dynamics),
+        *_floor_note(dynamics),  # after the sentences tests and lessons read by position
     ]
     if dynamics.mode == "dynamic":
         skipped = np.flatnonzero(dynamics.mixed_skipped)
