@@ -1,15 +1,16 @@
 """Warming the server's programs before the first users' requests.
 
-Rule: at start, a background thread sends one request of each combination a user can pick
-without touching a number (every endpoint x model x recipe at the page's defaults: the page's
-own step first, then the other steps, the training runs, the sweeps; then the comparison of
-every recipe at the defaults, whose steps are compiled by then) through the same code as
-the page's events, then compiles the tensors tab's quantizers, and ends. Their programs stay
-compiled (``core.step.compiled`` keeps the most recently used; ``core.step.compile_cache`` saves
-them on
-disk, so a restarted server reads them back), along with what every shape shares (scalar casts,
-each recipe's statistics, the charts' code, lazily imported modules). ``PLAYGROUND_WARM_UP=0``
-turns it off (the tests' servers, which share a small CPU with their browsers).
+Rule: at start, a background thread sends, through the same code as the page's events, the
+page's own step, then the route's runs in chapter order (each chapter's step, its training runs
+and the reports its picture reads: ``route_requests``), then one request of each combination a
+user can pick without touching a number (every endpoint x model x recipe at the page's
+defaults: the other steps, the training runs, the sweeps; then the comparison of every recipe
+at the defaults, whose steps are compiled by then), then compiles the tensors tab's
+quantizers, and ends. Their programs stay compiled (``core.step.compiled`` keeps the most
+recently used; ``core.step.compile_cache`` saves them on disk, so a restarted server reads them
+back), along with what every shape shares (scalar casts, each recipe's statistics, the charts'
+code, lazily imported modules). ``PLAYGROUND_WARM_UP=0`` turns it off (the tests' servers,
+which share a small CPU with their browsers).
 
 Ready first: the page's own step (the first request) runs in ``start``, before the server
 serves, at the caller's priority: a server is ready when the page it serves answers its first
@@ -34,15 +35,19 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from playground.core.lessons import LESSONS, DynamicsLesson
+from playground.core.lessons.route import ROUTE, taught
 from playground.core.model.models import MODELS
 from playground.core.recipes.registry import COMPUTE_DTYPES
 from playground.core.runs.sweep import run_sweep
 from playground.core.runs.train import run_dynamics
 from playground.core.settings.settings import StepConfig
 from playground.core.tensors.report import warm_up as warm_tensors
-from playground.ui import endpoints
+from playground.ui import endpoints, examples
 from playground.ui.arguments import STEP
 from playground.ui.gradio_internals import queue as gradio_queue
+from playground.ui.page_events import cached_report
+from playground.ui.route import step_lesson
 from playground.ui.tabs.compare import COMPARE, run_compare
 
 # Seconds without a user's request before the warm-up sends its next one: longer than the
@@ -114,17 +119,47 @@ class TrafficMiddleware:
             self.traffic.seen()
 
 
-def requests() -> list[tuple[str, StepConfig]]:
-    """(kind, config) of every warm-up request, in the order they run."""
+def route_requests() -> list[tuple[str, Any]]:
+    """What the route's chapters run, in the route's order: the step each chapter opens with
+    (its lesson's settings, through the page's step), then each run its picture reads: a
+    training lesson's run by its id (``lesson``: kept for the process, so the chapter's answer
+    is ready), a step lesson's report by its config (``report``: the page's report cache)."""
+    listed: list[tuple[str, Any]] = []
+    for chapter in ROUTE:
+        listed.append(("step", step_lesson(chapter.lesson).config()))
+        for name in (*taught(chapter), chapter.contrast, chapter.payoff_contrast):
+            if name is None:
+                continue
+            lesson = LESSONS[name]
+            is_run = isinstance(lesson, DynamicsLesson)
+            listed.append(("lesson", name) if is_run else ("report", lesson.config()))
+    return list(dict.fromkeys(listed))  # each once, where it is first needed
+
+
+def requests() -> list[tuple[str, Any]]:
+    """(kind, config) of every warm-up request, in the order they run: the page's own step,
+    then the route's runs in chapter order (a learner's Next meets compiled programs, chapter
+    k + 1's ready while chapter k is read), then every endpoint x model x recipe at the
+    defaults, then the comparison."""
     combinations = [
         StepConfig(model=model, compute_dtype=dtype) for model in MODELS for dtype in COMPUTE_DTYPES
     ]
     listed = [(kind, config) for kind in ("step", "dynamics", "sweep") for config in combinations]
-    return [*listed, ("compare", StepConfig())]
+    first, *rest = listed
+    route = [request for request in route_requests() if request != first]
+    return [first, *route, *rest, ("compare", StepConfig())]
 
 
-def run(kind: str, config: StepConfig) -> None:
-    """One warm-up request of ``kind``: the step through its endpoint (views and charts)."""
+def run(kind: str, config: Any) -> None:
+    """One warm-up request of ``kind``: the step through its endpoint (views and charts), a
+    route's training run (``lesson``, ``config`` its id) or a report through the page's cache
+    (``report``)."""
+    if kind == "lesson":
+        examples.training_run(config)
+        return
+    if kind == "report":
+        cached_report(config, None)
+        return
     values = config.to_dict() | {"data": None} | dict(COMPARE.appended)
     if kind == "step":
         endpoints.run_step(*[values[name] for name in STEP.order])

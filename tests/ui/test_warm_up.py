@@ -18,10 +18,12 @@ from playground.ui import warm_up
 
 def test_the_warm_up_covers_every_default_combination_and_runs_them(monkeypatch):
     listed = warm_up.requests()
-    # every endpoint x model x recipe once, at the page's defaults otherwise, the page's first;
-    # then the comparison of every recipe at the defaults
+    # the page's own step, then the route's runs; every endpoint x model x recipe once, at the
+    # page's defaults otherwise; then the comparison of every recipe at the defaults
     assert listed[-1] == ("compare", StepConfig())
-    listed = listed[:-1]
+    route = [request for request in warm_up.route_requests() if request != listed[0]]
+    assert listed[1 : 1 + len(route)] == route
+    listed = [listed[0], *listed[1 + len(route) : -1]]
     combinations = [(kind, c.model, c.compute_dtype) for kind, c in listed]
     expected = {
         (k, m, d) for k in ("step", "dynamics", "sweep") for m in MODELS for d in COMPUTE_DTYPES
@@ -206,3 +208,33 @@ def test_the_thread_waits_its_grace_before_its_first_request(monkeypatch):
     assert len(times) == 1  # the page's own step, run in start before it returns
     thread.join(timeout=10)
     assert len(times) == 3 and times[1] - began >= 0.5
+
+
+def test_the_route_is_warmed_in_chapter_order_with_every_run_its_pictures_read():
+    """Each chapter's opening step (its lesson's settings, or a training lesson's step part) and
+    every run the chapter reads (its lesson, payoff and contrasts: a training run by id, a step
+    report by config), in the route's order, each once where first needed."""
+    from playground.core.lessons import LESSONS, DynamicsLesson
+    from playground.core.lessons.route import ROUTE
+    from playground.ui.route import step_lesson
+
+    expected = []
+    for chapter in ROUTE:
+        expected.append(("step", step_lesson(chapter.lesson).config()))
+        for name in (chapter.lesson, chapter.payoff, chapter.contrast, chapter.payoff_contrast):
+            if name is not None:
+                lesson = LESSONS[name]
+                is_run = isinstance(lesson, DynamicsLesson)
+                expected.append(("lesson", name) if is_run else ("report", lesson.config()))
+    once = []
+    for request in expected:
+        if request not in once:
+            once.append(request)
+    assert warm_up.route_requests() == once
+    trained = {name for kind, name in once if kind == "lesson"}
+    assert trained == {
+        name
+        for chapter in ROUTE
+        for name in (chapter.lesson, chapter.payoff, chapter.contrast, chapter.payoff_contrast)
+        if name is not None and isinstance(LESSONS[name], DynamicsLesson)
+    }
