@@ -19,6 +19,7 @@ from playground.core.lessons import LESSONS, DynamicsLesson
 from playground.core.lessons.route import CHAPTERS, ROUTE
 from playground.core.settings.settings import StepConfig
 from playground.core.step.report import run_report
+from playground.ui.route import CHOICES
 
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
@@ -234,3 +235,38 @@ def test_the_loss_scaling_payoff_is_three_clicks_away_on_a_phone_and_in_the_dark
             page.screenshot(path=str(ARTIFACTS / f"route_loss_scale_{name}_payoff.png"))
         finally:
             page.close()
+
+
+# Every table under the route and in the losses table beside it whose right edge is cut: past
+# the screen, or past an ancestor that hides its overflow, or wider than its own box without
+# scrolling in it. Each as [id of its nearest named ancestor, what cuts it].
+CUT_TABLES = """() => [...document.querySelectorAll('#route table, #headline table')]
+    .filter(t => t.offsetParent !== null).flatMap(t => {
+    const r = t.getBoundingClientRect(), id = t.closest('[id]')?.id, cut = [];
+    if (r.right > window.innerWidth + 1) cut.push(`past the screen (${r.right})`);
+    for (let a = t.parentElement; a && a !== document.body; a = a.parentElement) {
+        const s = getComputedStyle(a), q = a.getBoundingClientRect();
+        if (s.overflowX !== 'visible' && q.right + 1 < r.right)
+            cut.push(`${a.id || a.className} hides ${r.right - q.right}px`);
+    }
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(t).overflowX);
+    if (t.scrollWidth > t.clientWidth + 1 && !scrolls) cut.push('wider than its box');
+    return cut.map(c => [id, c]); })"""
+
+
+def test_no_route_table_is_cut_at_1400_px(browser, app_url):
+    # The chapters with tables: the operations (12, 15) and the losses table of a diverging
+    # step's large numbers (11).
+    page = browser.new_page(viewport=DESKTOP)
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        _open(page, app_url)
+        for number in (11, 12, 15):
+            page.locator("#route-select input").click()
+            page.get_by_role("option", name=CHOICES[number - 1], exact=True).click()
+            _wait_for_chapter(page, number)
+            if ROUTE[number - 1].chart == "operations":
+                expect(page.locator("#route-table table")).to_be_visible()
+            assert page.evaluate(CUT_TABLES) == [], number
+    finally:
+        page.close()

@@ -80,6 +80,13 @@ def _like_float32(dynamics: DynamicsReport, run: str, within: float) -> tuple[st
     )
 
 
+def chart_steps(indices: np.ndarray) -> list[int]:
+    """Steps as the charts' x axis counts them, from their indices in a run's per-step arrays:
+    the update of index k is step k + 1, the loss after it is the loss at step k + 1 (0 is
+    before training)."""
+    return (np.asarray(indices) + 1).tolist()
+
+
 def _late(shares: np.ndarray) -> float:
     """Mean share over the second half of the run."""
     return float(shares[len(shares) // 2 :].mean())
@@ -143,12 +150,13 @@ def _float16_dynamic(dynamics: DynamicsReport) -> Claim:
     skipped = np.flatnonzero(dynamics.mixed_skipped)
     scales = dynamics.mixed_scale
     skipped_scales = sorted({float(s) for s in scales[skipped]})
+    said = chart_steps(skipped)
     final_scale = float(scales[-1])
     sentence = (
         f"Dynamic scaling starts at S = {scales[0]:g}, PyTorch GradScaler's default, which "
         f"float16 (largest {largest:g}) cannot hold: that step overflows, is skipped, and S "
         f"halves. After every {dynamics.period} finite steps S doubles, overflows once more "
-        f"and comes back: it skipped steps {', '.join(map(str, skipped))} (all at S = "
+        f"and comes back: it skipped steps {', '.join(map(str, said))} (all at S = "
         f"{', '.join(f'{s:g}' for s in skipped_scales)}) and ended at S = {final_scale:g}, "
         f"training like float32: {loss_path(dynamics.mixed_loss)} against "
         f"{loss_path(dynamics.float32_loss)}."
@@ -157,7 +165,7 @@ def _float16_dynamic(dynamics: DynamicsReport) -> Claim:
         sentence,
         [
             _float32_trains(dynamics, 1e-3),
-            (f"skipped steps {skipped.tolist()}, at least one", skipped.size > 0),
+            (f"skipped steps {said}, at least one", skipped.size > 0),
             (
                 f"every skip at a scale above {largest:g} ({skipped_scales})",
                 all(s > largest for s in skipped_scales),
@@ -238,25 +246,36 @@ def _float8_spike(dynamics: DynamicsReport) -> Claim:
     saturated = np.flatnonzero(shares)
     grew = np.flatnonzero(np.diff(dynamics.mixed_scale) > 0) + 1
     back_to_back = np.intersect1d(saturated, saturated + 1)
+    pure, masters = dynamics.pure_lost_share, dynamics.mixed_lost_share
+    masters_lost = f"at most {masters.max():.1%}" if masters.any() else "none"
     sentence = (
         f"Dynamic scaling doubles S after every {dynamics.period} finite steps, and delayed "
         "scaling takes each tensor's float8 scale from the amax of the step before: at each "
         f"doubling the gradient's amax jumps past that history, so steps "
-        f"{', '.join(map(str, saturated))} clipped up to {shares.max():.2%} of their quantized "
-        "entries to the format's largest value. The step after each had the new amax in its "
-        "history and clipped nothing. The mixed run still trains like float32: "
-        f"{loss_path(dynamics.mixed_loss)} against {loss_path(dynamics.float32_loss)}."
+        f"{', '.join(map(str, chart_steps(saturated)))} clipped (saturated) up to "
+        f"{shares.max():.2%} of their quantized entries to the format's largest value. The step "
+        "after each had the new amax in its history and clipped nothing. The mixed run still "
+        f"trains like float32: {loss_path(dynamics.mixed_loss)} against "
+        f"{loss_path(dynamics.float32_loss)}. The meter's pure float8 line is the same run with "
+        f"its parameters stored in float8 itself: {pure.min():.0%} to {pure.max():.0%} of its "
+        f"updates per step were rounded away, against {masters_lost} with the float32 masters."
     )
     return checked(
         sentence,
         [
             _float32_trains(dynamics, 0.5),
-            (f"saturated steps {saturated.tolist()}, at least one", saturated.size > 0),
             (
-                f"every saturated step is one where S grew ({grew.tolist()})",
+                f"saturated steps {chart_steps(saturated)}, at least one",
+                saturated.size > 0,
+            ),
+            (
+                f"every saturated step is one where S grew ({chart_steps(grew)})",
                 bool(np.isin(saturated, grew).all()),
             ),
-            (f"no two saturated steps in a row ({back_to_back.tolist()})", back_to_back.size == 0),
+            (
+                f"no two saturated steps in a row ({chart_steps(back_to_back)})",
+                back_to_back.size == 0,
+            ),
             (
                 f"skipped steps {int(dynamics.mixed_skipped.sum())} == 0",
                 not dynamics.mixed_skipped.any(),

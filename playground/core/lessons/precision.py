@@ -63,14 +63,25 @@ def layernorm_overflow(report: StepReport) -> Claim:
     autocast = run_report(report.config.replace(precision_policy="autocast"))
     first = report.first_nonfinite["forward"]
     norm_name = next((op.name for op in report.operations if op.kind == "normalisation"), None)
+    names = [op.name for op in report.operations]
+    after = report.operations[names.index(first) + 1 :] if first in names else ()
     sentence = (
         f"The first layer's outputs reach {activation:.0f}; squared, anything past {bound:.1f} "
         f"is beyond {dtype}'s largest value {largest:g}. Under exercise the layer norm computes "
         f"its variance, mean(x^2) - mean^2, in {dtype}: it is inf, and {first} is the first "
-        "operation whose result is not finite. Under autocast the same norm computes in "
-        "float32 (as torch's CPU layer_norm does inside) and every operation of the step stays "
-        f"finite: the mixed loss is {autocast.mixed_initial_loss:.4g} against float32's "
-        f"{autocast.float32_initial_loss:.4g}."
+        "operation whose result is not finite."
+    )
+    if after and all(op.forward_finite for op in after):
+        # rsqrt(inf) = 0: the rows whose variance overflowed leave the norm as its bias.
+        sentence += (
+            " Its output is finite even so, since 1 / sqrt(inf) = 0 turns the rows whose "
+            "variance overflowed into zeros (plus the norm's bias): the operations after it and "
+            f"the loss ({report.mixed_initial_loss_in_compute_dtype:.7g} in {dtype}) stay "
+            "finite, but those rows reach them with their inputs erased."
+        )
+    sentence += (
+        " Under autocast the same norm computes in float32 (as torch's CPU layer_norm does "
+        "inside) and every operation of the step stays finite."
     )
     return checked(
         sentence,

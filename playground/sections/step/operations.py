@@ -63,8 +63,33 @@ def operations_markdown(report: StepReport) -> str:
             f"| {row.name} | {row.kind} | {row.dtype} | {_mark(row.forward_finite)} | "
             f"{_mark(row.gradient_finite)} | {params} |"
         )
-    lines = [title_sentence(report), "", *rows, "", first_nonfinite_sentence(report)]
+    first = first_nonfinite_sentence(report)
+    lines = [
+        title_sentence(report),
+        "",
+        *rows,
+        "",
+        " ".join(filter(None, (first, norm_note(report)))),
+    ]
     return "\n".join([*lines, "", loss_sentence(report)])
+
+
+def norm_note(report: StepReport) -> str:
+    """Why the rows after a layer norm marked inf/NaN can be finite (empty when none are): the
+    mark is its variance's, and 1 / sqrt(inf) = 0 turns each row whose variance overflowed into
+    the norm's bias, a finite output."""
+    rows = report.operations
+    for index, row in enumerate(rows):
+        if row.kind == "normalisation" and not row.forward_finite:
+            after = rows[index + 1 :]
+            if after and all(later.forward_finite for later in after):
+                return (
+                    f"{row.name} is marked for its variance, which is inf; its output is "
+                    "finite, since 1 / sqrt(inf) = 0 turns each row whose variance overflowed "
+                    "into the norm's bias: the operations after it are finite, though those "
+                    "rows' inputs are erased."
+                )
+    return ""
 
 
 def title_sentence(report: StepReport) -> str:

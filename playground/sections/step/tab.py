@@ -12,7 +12,12 @@ import math
 import re
 from typing import Any, NamedTuple
 
+import numpy as np
+
+from playground.core.formats.dtypes import numpy_dtype
+from playground.core.step.policy import policy_for
 from playground.core.step.report import StepReport
+from playground.sections.step.causes import cause_sentence, causes
 from playground.sections.step.charts import (
     gradient_histograms,
     gradient_scatter,
@@ -100,9 +105,37 @@ def headline(report: StepReport, sentences: list[str], data_name: str | None = N
         f"| mixed - float32 | "
         f"{_cell(report.mixed_initial_loss - report.float32_initial_loss, 4)} "
         f"| {_cell(difference, 4)} |\n\n"
-        f"The mixed step uses {dtype} compute and float32 master weights. "
+        + "".join(f"{note}\n\n" for note in loss_notes(report))
+        + f"The mixed step uses {dtype} compute and float32 master weights. "
         f"{data_line(report, data_name)}\n\n" + (f"{bullets(sentences)}\n" if sentences else "")
     )
+
+
+def loss_notes(report: StepReport) -> list[str]:
+    """What the losses table needs said beside it: a mixed loss that shows no change because
+    its dtype's spacing is wider than the step's change (float32's), and a step that diverges
+    in float32 too (the learning rate, not the precision)."""
+    notes = []
+    loss_dtype = policy_for(report.config).loss_dtype
+    moved = report.float32_new_loss - report.float32_initial_loss
+    if (
+        loss_dtype != "float32"
+        and report.mixed_new_loss == report.mixed_initial_loss
+        and math.isfinite(report.mixed_new_loss)
+        and moved != 0
+    ):
+        spacing = float(
+            np.spacing(np.abs(np.asarray(report.mixed_new_loss, numpy_dtype(loss_dtype))))
+        )
+        notes.append(
+            f"The mixed loss is computed in {loss_dtype}, whose values near "
+            f"{report.mixed_new_loss:.4g} are {spacing:.4g} apart: this step moved float32's loss "
+            f"by {abs(moved):.3g}, less than that, so the mixed loss shows no change (the float32 "
+            "line shows the step)."
+        )
+    if "lr_divergence" in causes(report):
+        notes.append(cause_sentence("lr_divergence", report))
+    return notes
 
 
 def _summary(report: StepReport, sentences: list[str], data_name: str | None) -> dict[str, Any]:

@@ -2,12 +2,18 @@
 its chart, the payoff beside them, a claim that does not hold shown as not taught."""
 
 import functools
+import re
 
+import ml_dtypes
 import numpy as np
+import pytest
 
 from playground.core.lessons import lesson
 from playground.core.lessons.route import CHAPTERS, ROUTE
+from playground.core.settings.settings import StepConfig
+from playground.core.step.report import run_report
 from playground.sections.route.view import CHART_HEIGHT, chapter_view
+from playground.sections.step.tab import headline
 
 
 @functools.cache
@@ -71,3 +77,97 @@ def test_the_loss_scale_chapter_shows_what_changed_and_the_training_it_leads_to(
         if trace.get("legendgroup") == "pin0" and trace.get("y") is not None
     ]
     assert any(np.isclose(y, stalled, rtol=1e-6) for y in drawn)
+
+
+def _shown(chapter_id: str):
+    chapter = CHAPTERS[chapter_id]
+    names = {chapter.lesson, chapter.payoff, chapter.contrast, chapter.payoff_contrast} - {None}
+    runs = {name: run(name) for name in names}
+    return chapter_view(chapter, runs), runs
+
+
+def _steps_said(claim: str, before: str) -> list[int]:
+    said = re.search(re.escape(before) + r" ((?:\d+, )*\d+)", claim)
+    assert said, (before, claim)
+    return [int(step) for step in said.group(1).split(", ")]
+
+
+def _drawn_at(figure, name_start: str) -> list[int]:
+    """The x of every nonzero point of the trace whose name starts with ``name_start``."""
+    (trace,) = [t for t in figure["data"] if str(t.get("name", "")).startswith(name_start)]
+    return [x for x, y in zip(trace["x"], trace["y"], strict=True) if y]
+
+
+def test_the_float8_chapter_counts_its_clipped_steps_as_its_chart_does_and_names_every_line():
+    shown, runs = _shown("float8-delayed")
+    dynamics = runs["train-float8-delayed"]
+    said = _steps_said(shown.claim, "so steps")
+    # The chart draws the share of saturated entries at the step its x axis counts.
+    assert said == _drawn_at(shown.chart, "float8 entries saturated")
+    assert said == (np.flatnonzero(dynamics.mixed_saturated_share) + 1).tolist()
+    # Every line the chart draws is named in the claim: the pure float8 run's lost updates
+    # with their range, the masters' and the saturated share.
+    names = [trace["name"] for trace in shown.chart["data"]]
+    assert names == ["pure float8 (round-to-nearest)", "float32 masters", names[2]]
+    pure = dynamics.pure_lost_share
+    assert "pure float8 line" in shown.claim
+    assert f"{pure.min():.0%} to {pure.max():.0%} of its updates" in shown.claim
+    assert "float32 masters" in shown.claim and "(saturated)" in shown.claim
+
+
+def test_the_dynamic_scaling_chapter_counts_its_skipped_steps_as_its_chart_does():
+    shown, runs = _shown("dynamic-scaling")
+    said = _steps_said(shown.claim, "it skipped steps")
+    (crosses,) = [t for t in shown.chart["data"] if t["name"].startswith("skipped update")]
+    assert said == crosses["x"]
+    assert said == (np.flatnonzero(runs["train-float16-dynamic"].mixed_skipped) + 1).tolist()
+
+
+def test_the_layer_norm_chapter_quotes_its_table_and_says_why_later_rows_are_finite():
+    shown, runs = _shown("layernorm-float16")
+    report = runs["layernorm-overflow"]
+    rows = {line.split(" | ")[0].strip("| "): line for line in shown.table.splitlines()}
+    norm = next(op.name for op in report.operations if op.kind == "normalisation")
+    assert "**inf/NaN**" in rows[norm]
+    after = [op.name for op in report.operations][
+        [op.name for op in report.operations].index(norm) + 1 :
+    ]
+    assert after and all("inf/NaN" not in rows[name] for name in after)
+    # The table says why, and the claim's loss is the one the table shows.
+    assert f"{norm} is marked for its variance, which is inf" in shown.table
+    loss = f"{report.mixed_initial_loss_in_compute_dtype:.7g}"
+    assert f"The loss of the same outputs: {loss} computed in float16" in shown.table
+    assert f"the loss ({loss} in float16) stay finite" in shown.claim
+    numbers = set(re.findall(r"\d+\.\d+", shown.claim))
+    assert numbers <= set(re.findall(r"\d+\.\d+", shown.table)) | {
+        f"{np.sqrt(float(np.finfo(np.float16).max)):.1f}"
+    }, numbers
+
+
+@pytest.mark.parametrize("chapter_id", ["masters-pure", "stochastic-rounding", "kahan-summation"])
+def test_a_training_chapters_step_says_why_its_bfloat16_loss_does_not_move(chapter_id):
+    # The step the chapter opens (its training lesson's step settings): the loss table's mixed
+    # line is computed in bfloat16 and shows no change; the note beside it gives the spacing
+    # and float32's change, computed here.
+    config = StepConfig(**lesson(CHAPTERS[chapter_id].lesson).step_overrides)
+    report = run_report(config)
+    assert report.mixed_new_loss == report.mixed_initial_loss
+    spacing = float(np.spacing(ml_dtypes.bfloat16(report.mixed_new_loss)))
+    moved = abs(report.float32_new_loss - report.float32_initial_loss)
+    assert 0 < moved < spacing
+    table = headline(report, [])
+    assert f"values near {report.mixed_new_loss:.4g} are {spacing:.4g} apart" in table
+    assert f"moved float32's loss by {moved:.3g}, less than that" in table
+
+
+def test_the_block_scaling_chapters_step_says_its_loss_diverges_in_float32_too():
+    report = run("block-outlier")
+    assert report.float32_new_loss > 1e6 * report.float32_initial_loss
+    table = headline(report, [])
+    said = (
+        f"the float32 twin's loss goes from {report.float32_initial_loss:.6g} to "
+        f"{report.float32_new_loss:.6g}, so the step diverges in any precision"
+    )
+    assert f"{report.mixed_new_loss:.7g}" in table and said in table
+    # Said beside the table, before what follows it.
+    assert table.index(said) < table.index("The mixed step uses")
