@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from playground.core.data.synthetic import NOISE_STD
+from playground.core.lessons.dynamics import chart_steps
 from playground.core.lessons.loss_figures import final_loss, loss_path, loss_ratio, update_share
 from playground.core.recipes.registry import recipe
 from playground.core.runs.train import DynamicsReport
@@ -91,7 +92,7 @@ def dynamics_reading(dynamics: DynamicsReport) -> list[str]:
     ]
     if dynamics.mode == "dynamic":
         skipped = np.flatnonzero(dynamics.mixed_skipped)
-        listed = ", ".join(str(step) for step in skipped[:8])
+        listed = ", ".join(map(str, chart_steps(skipped[:8])))  # as the charts count steps
         listed += ", ..." if skipped.size > 8 else ""
         sentences.append(
             f"Dynamic scaling skipped {skipped.size} of {dynamics.steps} updates"
@@ -160,7 +161,8 @@ def _saturation_sentence(dynamics: DynamicsReport) -> str:
             f"With {config.compute_dtype} and {scaling}, no entry of the mixed run saturated in "
             "any step."
         )
-    listed = ", ".join(str(step) for step in steps[:8]) + (", ..." if steps.size > 8 else "")
+    shown = chart_steps(steps[:8])  # as the charts' x axis counts them
+    listed = ", ".join(map(str, shown)) + (", ..." if steps.size > 8 else "")
     sentence = (
         f"With {config.compute_dtype} and {scaling}, the mixed run saturated entries (clipped "
         f"to the format's largest value) in {steps.size} of {dynamics.steps} steps (steps "

@@ -7,10 +7,13 @@ from scenarios import FLOAT8_SPIKES
 
 def test_the_float8_reading_names_the_saturated_steps():
     # Float8 with delayed scaling over one step of history: each doubling of S (dynamic, every
-    # 5 steps) saturates that step's gradient cast (tests/core/runs/test_train_float8.py).
+    # 5 steps) saturates that step's gradient cast (tests/core/runs/test_train_float8.py): the
+    # updates of index 5 and 10, which the charts' x axis draws at steps 6 and 11.
     config = FLOAT8_SPIKES
-    reading = " ".join(dynamics_summary(run_dynamics(config, steps=12))["reading"])
-    assert "saturated" in reading and "steps 5, 10" in reading
+    summary = dynamics_summary(run_dynamics(config, steps=12))
+    reading = " ".join(summary["reading"])
+    assert summary["mixed_saturated_steps"] == [5, 10]  # indices of the per-step arrays
+    assert "saturated" in reading and "steps 6, 11" in reading
 
 
 def test_the_synthetic_regressions_floor_is_said_to_be_precisions_not_an_lms():

@@ -1,0 +1,122 @@
+"""The route as a learner walks it: each chapter's answer time after Next, fresh and warm.
+
+Usage: ``python bench/bench_route.py [--read 20] [--chapters 17]``
+
+Launches ``python app.py`` (tests/app_server.py) with its start-up warm-up on and an empty
+compilation cache of its own (a fresh server: nothing compiled, nothing on disk), and Debian's
+Chromium (/usr/bin/chromium) at 1400 x 1000. Then:
+
+  fresh   a learner opens the page the moment it serves and walks the route with the Next
+          button, reading each chapter for ``--read`` seconds before the next click (the warm-up
+          compiles the route in chapter order meanwhile, ``ui.warm_up.route_requests``);
+          target: each chapter answers within 3 s of Next
+  warm    once the warm-up has ended, a new visitor walks the whole route without pausing;
+          target: each chapter answers within 1 s of Next
+
+A chapter's answer time runs from the click to the moment its counter, its checked claim
+("Checked claim ...") and its picture (its chart or table, drawn) are all on the page. Prints one
+line per chapter and the counts within target, with the machine's load average; it never fails
+on a time. The server is always stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "tests"))
+
+from app_server import AppServer  # noqa: E402
+from playground.core.lessons.route import ROUTE  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
+VIEWPORT = {"width": 1400, "height": 1000}
+TARGET_FRESH_S, TARGET_WARM_S = 3.0, 1.0
+TIMEOUT_MS = 600_000
+WARM_UP_DONE = "warm-up done"  # ui.warm_up.DONE
+WARM_UP_TIMEOUT_S = 1800
+# Chapter ``number`` answered: its counter, its checked claim and its picture drawn.
+ANSWERED = """([number, total, answer]) => {
+  const text = id => (document.getElementById(id)?.innerText || '').replace(/\\s+/g, ' ').trim();
+  if (text('route-counter') !== `Chapter ${number} of ${total}`) return false;
+  if (!text('route-claim').startsWith('Checked claim')) return false;
+  const shown = document.getElementById(answer);
+  if (!shown || shown.offsetParent === null) return false;
+  const plot = shown.querySelector('.js-plotly-plot');
+  return plot ? Boolean(plot.data && plot.data.length) : shown.getBoundingClientRect().height > 50;
+}"""
+
+
+def walk(page, chapters: int, read: float) -> list[float]:
+    """Click Next ``chapters`` times; each answer's seconds after its click, reading ``read``
+    seconds between answers."""
+    times = []
+    for number, chapter in enumerate(ROUTE[:chapters], 1):
+        answer = "route-table" if chapter.chart == "operations" else "route-chart"
+        started = time.perf_counter()
+        page.locator("#route-next").click()
+        page.wait_for_function(ANSWERED, arg=[number, len(ROUTE), answer], timeout=TIMEOUT_MS)
+        times.append(time.perf_counter() - started)
+        time.sleep(read)
+    return times
+
+
+def opened(browser, url: str):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.locator("#route-next").wait_for(state="visible")
+    # The page's own first step (its headline's losses) has answered: Next is the next event.
+    page.wait_for_function(
+        "() => (document.querySelector('#headline table') || {}).textContent?.length > 0"
+    )
+    return page
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--read", type=float, default=20.0, help="seconds a learner reads")
+    parser.add_argument("--chapters", type=int, default=len(ROUTE), help="chapters walked")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    print(f"cpu_count {os.cpu_count()} | load average {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["PLAYGROUND_WARM_UP"] = "1"
+        os.environ["PLAYGROUND_COMPILE_CACHE"] = cache  # nothing compiled on disk: fresh
+        server = AppServer(log_name="bench_route.log")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                server.start()
+                fresh = walk(opened(browser, server.url), args.chapters, args.read)
+                deadline = time.monotonic() + WARM_UP_TIMEOUT_S
+                while WARM_UP_DONE not in server.log_text() and time.monotonic() < deadline:
+                    time.sleep(2)
+                warm = walk(opened(browser, server.url), args.chapters, 0.5)
+            finally:
+                browser.close()
+                server.stop()
+    for number, (chapter, first, again) in enumerate(zip(ROUTE, fresh, warm, strict=False), 1):
+        print(
+            f"{number:2d}. {chapter.title}: fresh {first:.2f} s (target <= {TARGET_FRESH_S:g} s: "
+            f"{'PASS' if first <= TARGET_FRESH_S else 'MISS'}), warm {again:.2f} s (target <= "
+            f"{TARGET_WARM_S:g} s: {'PASS' if again <= TARGET_WARM_S else 'MISS'})"
+        )
+    within = sum(t <= TARGET_FRESH_S for t in fresh), sum(t <= TARGET_WARM_S for t in warm)
+    print(
+        f"within target: fresh {within[0]} of {len(fresh)}, warm {within[1]} of {len(warm)}; "
+        f"reading {args.read:g} s a chapter on the fresh walk; load average "
+        f"{os.getloadavg()[0]:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
