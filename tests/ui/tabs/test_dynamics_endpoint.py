@@ -63,11 +63,12 @@ def test_dynamics_final_losses_match_run_dynamics(overrides, steps, mode, period
 
 def test_dynamic_scaling_skips_every_sixth_step_at_float16_overflow():
     # S = 2^16 overflows float16 at once: skip, halve to 2^15, five good steps, grow to 2^16,
-    # overflow again... so the skips fall on steps 0, 6, 12, 18 and 24.
+    # overflow again... so the skips fall on the updates of index 0, 6, 12, 18 and 24, which
+    # the charts' x axis (and the reading) count as steps 1, 7, 13, 19 and 25.
     reading, summary, *_ = run_dynamics_event(*_run_values(OVERFLOWING_FLOAT16, 30, "dynamic", 5))
     assert summary["mixed_skipped_steps"] == [0, 6, 12, 18, 24]
     assert summary["mixed_applied_updates"] == 25
-    assert "skipped 5 of 30 updates (steps 0, 6, 12, 18, 24)" in reading
+    assert "skipped 5 of 30 updates (steps 1, 7, 13, 19, 25)" in reading
 
 
 @pytest.mark.parametrize(
