@@ -30,7 +30,8 @@ from playground.ui.widgets import as_plot, quiet_progress
 TAB_LABEL = tensors_tab.TAB_LABEL
 FIELD = "file"
 SUFFIX = ".safetensors"
-# Analyses at once: each holds about 100 MB at the elements cap, and the GIL is mostly held.
+# Analyses at once: each reads a tensor (or its sample of at most TENSOR_SAMPLE_VALUES) at a
+# time, tens of MB with its float64 copies, and the GIL is mostly held.
 CONCURRENCY = 2
 
 
