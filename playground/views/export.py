@@ -50,7 +50,6 @@ from __future__ import annotations
 import json
 import re
 
-from playground.core.data.synthetic import NOISE_STD
 from playground.core.data.user_data import UserData, fitted
 from playground.core.model.models import MODELS, ModelChoice
 from playground.core.model.optimizers import OPTIMIZERS
@@ -60,9 +59,8 @@ from playground.core.step.report import COMPILER_OPTIONS
 from playground.views import export_torch
 from playground.views.export_text import (
     check_embedded,
-    embedded,
-    literal,
     rewrite,
+    settings_lines,
     template,
 )
 
@@ -250,21 +248,8 @@ def exported_values(
 
 def _constants(values: dict[str, int | float | str], batch) -> str:
     """The settings block's lines: the settings, the noise, the upload, the compiler options."""
-    table = settings()
     lines = [
-        f"{name.upper()} = {literal(value)}  # {table[name].label}"
-        for name, value in values.items()
-    ]
-    data = "None"
-    if batch is not None:
-        arrays = ",\n".join(
-            f'    "{key}": {embedded(a)}' for key, a in zip("xy", batch, strict=True)
-        )
-        data = "{\n" + arrays + ",\n}"
-    lines += [
-        "",
-        f"NOISE_STD = {literal(NOISE_STD)}  # of the noise added to the teacher's targets",
-        f"DATA = {data}  # an uploaded batch (float32, little-endian, base64), or None",
+        *settings_lines(values, batch),
         "# The XLA options of the page's step: they decide some roundings.",
         "COMPILER_OPTIONS = {",
         *(f"    {json.dumps(name)}: {value!r}," for name, value in COMPILER_OPTIONS.items()),

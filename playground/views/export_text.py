@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from playground.core.data.synthetic import NOISE_STD
 from playground.core.settings.settings import ConfigError, settings
 
 MAX_SCRIPT_BYTES = 2_000_000
@@ -73,6 +74,28 @@ def embedded(array: np.ndarray, indent: int = 8) -> str:
     pad = " " * indent
     lines = [f'{pad}"{text[i : i + BASE64_LINE]}"' for i in range(0, len(text), BASE64_LINE)]
     return "(\n" + "\n".join(lines) + f"\n{pad[:-4]})"
+
+
+def settings_lines(values: dict[str, int | float | str], batch) -> list[str]:
+    """A script's settings block: each setting with its label, the noise of the synthetic
+    targets, and the uploaded batch embedded (``DATA``, None without an upload)."""
+    table = settings()
+    lines = [
+        f"{name.upper()} = {literal(value)}  # {table[name].label}"
+        for name, value in values.items()
+    ]
+    data = "None"
+    if batch is not None:
+        arrays = ",\n".join(
+            f'    "{key}": {embedded(a)}' for key, a in zip("xy", batch, strict=True)
+        )
+        data = "{\n" + arrays + ",\n}"
+    return [
+        *lines,
+        "",
+        f"NOISE_STD = {literal(NOISE_STD)}  # of the noise added to the teacher's targets",
+        f"DATA = {data}  # an uploaded batch (float32, little-endian, base64), or None",
+    ]
 
 
 def check_embedded(sizes: dict[str, int], framework: str) -> None:

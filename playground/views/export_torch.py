@@ -20,9 +20,13 @@ import re
 
 import numpy as np
 
-from playground.core.data.synthetic import NOISE_STD
-from playground.core.settings.settings import StepConfig, settings
-from playground.views.export_text import check_embedded, embedded, literal, rewrite, template
+from playground.core.settings.settings import StepConfig
+from playground.views.export_text import (
+    check_embedded,
+    rewrite,
+    settings_lines,
+    template,
+)
 
 TEMPLATE = "torch_script.py"  # in playground.core.export
 # The settings the template itself holds (its docstring's table): the page's defaults.
@@ -55,20 +59,4 @@ def render(
 
 def _settings_block(values: dict[str, int | float | str], batch) -> str:
     """The settings block's lines: the settings with their labels, the noise, the upload."""
-    table = settings()
-    lines = [
-        f"{name.upper()} = {literal(value)}  # {table[name].label}"
-        for name, value in values.items()
-    ]
-    data = "None"
-    if batch is not None:
-        arrays = ",\n".join(
-            f'    "{key}": {embedded(a)}' for key, a in zip("xy", batch, strict=True)
-        )
-        data = "{\n" + arrays + ",\n}"
-    lines += [
-        "",
-        f"NOISE_STD = {literal(NOISE_STD)}  # of the noise added to the teacher's targets",
-        f"DATA = {data}  # an uploaded batch (float32, little-endian, base64), or None",
-    ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(settings_lines(values, batch)) + "\n"
