@@ -28,19 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(REPO_ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, WARM_UP_DONE  # noqa: E402 (its paths)
 
 from app_server import AppServer  # noqa: E402
 from playground.core.lessons.route import ROUTE  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
-VIEWPORT = {"width": 1400, "height": 1000}
 TARGET_FRESH_S, TARGET_WARM_S = 3.0, 1.0
 TIMEOUT_MS = 600_000
-WARM_UP_DONE = "warm-up done"  # ui.warm_up.DONE
 WARM_UP_TIMEOUT_S = 1800
 # Chapter ``number`` answered: its counter, its checked claim and its picture drawn.
 ANSWERED = """([number, total, answer]) => {
