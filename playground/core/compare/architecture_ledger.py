@@ -69,6 +69,7 @@ from playground.core.compare.activations import (
     output_terms,
 )
 from playground.core.compare.architecture import Architecture, Weight, check_flag
+from playground.core.compare.memory import parts_json
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.model.optimizers import OPTIMIZERS
 from playground.core.recipes.block_matmul import weight_tile
@@ -229,10 +230,7 @@ class ArchitectureLedger:
         return {
             "recipe": self.recipe,
             "bytes_per_param": self.bytes_per_param,
-            "parts": {
-                name: {"bytes": value, "bytes_per_param": value / self.parameters}
-                for name, value in self.parts.items()
-            },
+            "parts": parts_json(self.parts, self.parameters),
             "activations": dict(self.activations),
             "layer_activation_terms": dict(self.layer_terms),
             "parameters": self.parameters,

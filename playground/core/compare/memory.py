@@ -160,6 +160,14 @@ def activation_bytes(config: StepConfig, recipe: Recipe) -> int:
     return kept
 
 
+def parts_json(parts: dict[str, float], parameters: int) -> dict[str, dict[str, float]]:
+    """A ledger's parts as JSON: each part's bytes and bytes per parameter."""
+    return {
+        name: {"bytes": value, "bytes_per_param": value / parameters}
+        for name, value in parts.items()
+    }
+
+
 @dataclass(frozen=True)
 class MemoryLedger:
     """One recipe's ledger (see the module rule): ``parts`` in bytes for ``parameters``
@@ -188,10 +196,7 @@ class MemoryLedger:
         return {
             "recipe": self.recipe,
             "bytes_per_param": self.bytes_per_param,
-            "parts": {
-                name: {"bytes": value, "bytes_per_param": value / self.parameters}
-                for name, value in self.parts.items()
-            },
+            "parts": parts_json(self.parts, self.parameters),
             "parameters": self.parameters,
             "parameter_bytes": self.parameter_bytes,
             "tokens": self.tokens,
