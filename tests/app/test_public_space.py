@@ -183,10 +183,14 @@ def _upload(url: str, size: int) -> httpx.Response:
         )
 
 
-def test_a_3_mb_upload_is_refused(app_url):
-    response = _upload(app_url, 3 * 2**20)
+def test_an_upload_past_the_file_cap_is_refused(app_url):
+    """One MB past the page's upload cap (the tensors tab's 80 MB: ``core.caps``), within the
+    visitor's hourly budget: Gradio's max_file_size refuses it."""
+    from playground.core.caps import TENSOR_FILE_MAX_BYTES
+
+    response = _upload(app_url, TENSOR_FILE_MAX_BYTES + 2**20)
     assert 400 <= response.status_code < 500, (
-        f"a 3 MB upload got HTTP {response.status_code}: {response.text[:200]}"
+        f"an upload past the cap got HTTP {response.status_code}: {response.text[:200]}"
     )
     assert _upload(app_url, 1000).status_code == 200, "the server stopped taking uploads"
 
