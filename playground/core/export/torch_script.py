@@ -6,10 +6,10 @@ COMPUTE_DTYPE, loss scale S; float32_step; train: STEPS steps, float32 and mixed
 
 bfloat16, float16: torch.autocast, the page's precision_policy "autocast" ("exercise"
 casts more: the losses agree within the dtype's precision). float8: Float8Linear, scaled
-casts (PyTorch on CPU has no float8 matmul). torch.amp.GradScaler is for float16 (it
-skips a non-finite step even at a fixed S; the page applies it); bfloat16 has float32's range
-and float8 scales its gradients: S is a plain multiply and divide there (LossScale; at
-S = 1 leave it out). The last line printed is JSON. Run it with
+casts (PyTorch on CPU has no float8 matmul). torch.amp.GradScaler is for float16
+(it skips a non-finite step even at a fixed S; the page applies it); bfloat16 has
+float32's range and float8 scales its gradients: S is a plain multiply and divide there
+(LossScale; at S = 1 leave it out). The last line printed is JSON. Run it with
 
     python mixed_precision_torch_bfloat16_seed0.py
 """
