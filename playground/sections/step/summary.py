@@ -91,7 +91,7 @@ def summarize(report: StepReport, sentences: list[str] | None = None) -> dict[st
         "forward_failure": forward_failure(report),  # the first operation that overflowed
         "operations": operations_summary(report),
         "accumulation": accumulation_summary(report),  # sections.step.accumulation
-        "reading": reading(report) if sentences is None else sentences,
+        "reading": reading(report, ranking) if sentences is None else sentences,
     }
 
 
@@ -132,10 +132,11 @@ def activation_summary(activation: ActivationReport, config: StepConfig) -> dict
     }
 
 
-def reading(report: StepReport) -> list[str]:
+def reading(report: StepReport, ranking: list[RankedError] | None = None) -> list[str]:
     """A few sentences that interpret the report for a reader new to mixed precision.
 
-    Every cause of ``causes(report)`` gets its own sentence, after the general ones.
+    Every cause of ``causes(report)`` gets its own sentence, after the general ones;
+    ``ranking``: the report's ``error_ranking`` when the caller has it (else computed here).
     """
     dtype, chosen = report.config.compute_dtype, recipe(report.config.compute_dtype)
     facts = dtype_facts(chosen.forward_format)  # float8: E4M3's digits, the forward format's
@@ -164,7 +165,8 @@ def reading(report: StepReport) -> list[str]:
         )
     sentences += float8_sentences(report)
     sentences += accumulation_sentences(report)
-    ranking = error_ranking(report.params.values())
+    if ranking is None:
+        ranking = error_ranking(report.params.values())
     ranked = {entry.name: entry for entry in ranking}
     for param in report.params.values():
         sentences.append(

@@ -210,11 +210,15 @@ def file_sentences(report: TensorsReport) -> list[str]:
         listed = "; ".join(f"{code(t.name)}: {nonfinite_words(t.nonfinite)}" for t in bad[:6])
         more = f"; and {len(bad) - 6} more" if len(bad) > 6 else ""
         sentences.append(f"Non-finite entries: {listed}{more}.")
+    underflows = {
+        t.name: {name: row["underflow"] for name, row in t.recipe_rows().items()} for t in analysed
+    }
     for recipe in RECIPES:
-        losing = [t for t in analysed if t.recipe_rows()[recipe]["underflow"]]
+        lost = {t.name: underflows[t.name][recipe] for t in analysed}
+        losing = [t for t in analysed if lost[t.name]]
         if losing:
-            worst = max(losing, key=lambda t: t.recipe_rows()[recipe]["underflow"] or 0.0)
-            share = worst.recipe_rows()[recipe]["underflow"] or 0.0
+            worst = max(losing, key=lambda t: lost[t.name] or 0.0)
+            share = lost[worst.name] or 0.0
             sentences.append(
                 f"In {recipe}, {len(losing)} of {floating} lose{'s' if floating == 1 else ''} "
                 f"entries to 0; the most, {percent(share)}, {code(worst.name)}."
