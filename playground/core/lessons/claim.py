@@ -9,11 +9,15 @@ pure_rounding) are settings like the others. Its claim is computed from that run
 :class:`Claim` holds the sentence, written from the run's numbers, and the condition the
 sentence rests on, with the numbers it compared and whether it holds. A lesson whose condition
 does not hold must not be taught: the page shows the condition instead of the sentence.
+
+A claim also has its ``short`` form, the route's: at most 40 plain words and no figures (the
+route's picture carries them), and ``figures``, the numbers the claim computed on its run
+beyond the report's own (a second preset's run, a curve), which the picture draws.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,12 +36,22 @@ class Claim:
     sentence: str
     condition: str
     holds: bool
+    short: str = ""
+    figures: Mapping[str, Any] = field(default_factory=dict)
 
 
-def checked(sentence: str, tests: Sequence[tuple[str, bool]]) -> Claim:
+def checked(
+    sentence: str,
+    tests: Sequence[tuple[str, bool]],
+    short: str = "",
+    figures: Mapping[str, Any] | None = None,
+) -> Claim:
     """The claim ``sentence`` resting on ``tests`` ((what was compared, with its numbers; whether
-    it is true) pairs): it holds when every test does."""
-    return Claim(sentence, "; ".join(text for text, _ in tests), all(ok for _, ok in tests))
+    it is true) pairs): it holds when every test does. ``short`` and ``figures``: the module
+    rule."""
+    condition = "; ".join(text for text, _ in tests)
+    holds = all(ok for _, ok in tests)
+    return Claim(sentence, condition, holds, short, dict(figures or {}))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from playground.sections.dynamics.charts import (
 )
 from playground.sections.dynamics.curves import curves_of
 from playground.sections.lab.charts import magnitude_histogram
+from playground.sections.route import pictures_operations, pictures_step
 from playground.sections.step.block_map import block_scale_figure
 from playground.sections.step.charts import gradient_scatter
 from playground.sections.step.operations import operations_markdown
@@ -42,6 +43,8 @@ TRAINING_CHARTS = {
     "scale": scale_figure,
     "lost_updates": lost_update_figure,
 }
+# The chapters' own pictures, by chart name: picture(chapter, runs, claim) -> figure dict.
+PICTURES = {**pictures_step.PICTURES, **pictures_operations.PICTURES}
 # The chart drawn as a table (Markdown) instead of a figure.
 TABLES = {"operations": operations_markdown}
 # A chart's height in the route (px): a chapter's chart and its payoff's fit on one screen
@@ -73,9 +76,10 @@ def question_text(chapter: Chapter, number: int) -> str:
 
 
 def claim_markdown(label: str, claim: Claim, what: str = "Checked claim") -> str:
-    """A lesson's claim under its label, or why it is not taught here."""
+    """A lesson's claim under its label (its short form where it has one: the picture carries
+    the numbers), or why it is not taught here."""
     if claim.holds:
-        return f"**{what}** ({label}): {claim.sentence}"
+        return f"**{what}** ({label}): {claim.short or claim.sentence}"
     return (
         f"**{what}** ({label}): not taught here, since this run's numbers do not meet its "
         f"condition ({claim.condition})."
@@ -106,7 +110,10 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
     number = number or ROUTE.index(chapter) + 1
     lesson, run = LESSONS[chapter.lesson], runs[chapter.lesson]
     chart = table = None
-    if chapter.chart in TABLES:
+    claim = lesson.claim(run)
+    if chapter.chart in PICTURES:
+        chart = PICTURES[chapter.chart](chapter, runs, claim)
+    elif chapter.chart in TABLES:
         table = TABLES[chapter.chart](run)
     else:
         chart = {**STEP_CHARTS, **TRAINING_CHARTS}[chapter.chart](run)
@@ -128,7 +135,7 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
     return ChapterView(
         counter=counter(number),
         question=question_text(chapter, number),
-        claim=claim_markdown(lesson.label, lesson.claim(run)),
+        claim=claim_markdown(lesson.label, claim),
         chart=_sized(chart),
         table=table,
         payoff="\n\n".join(payoff),
