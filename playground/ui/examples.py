@@ -27,6 +27,7 @@ import gradio as gr
 
 from playground.core.lessons import (
     DYNAMICS_LESSONS,
+    ENDING_LESSONS,
     PRECISION_LESSONS,
     RUN_FIELDS,
     STEP_LESSONS,
@@ -42,9 +43,9 @@ from playground.sections.dynamics.curves import curves_of
 from playground.ui.widgets import as_plot, plotted
 
 Lesson = StepLesson
-# The step lessons, then precision per operation's (they point at the operations table), then
-# the transformer block's.
-LESSONS = (*STEP_LESSONS, *PRECISION_LESSONS, *TRANSFORMER_LESSONS)
+# The step lessons, then precision per operation's (they point at the operations table), the
+# transformer block's, and the route's ending (every format on one step).
+LESSONS = (*STEP_LESSONS, *PRECISION_LESSONS, *TRANSFORMER_LESSONS, *ENDING_LESSONS)
 # (label, overrides) pairs, as scripts and tests read the examples.
 EXAMPLES = tuple((lesson.label, lesson.overrides) for lesson in LESSONS)
 # The training lessons by id, in the order of their row.

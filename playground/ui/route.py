@@ -22,10 +22,11 @@ from typing import Any
 import gradio as gr
 
 from playground.core.lessons import LESSONS, RUN_FIELDS, DynamicsLesson, StepLesson
-from playground.core.lessons.route import ROUTE, taught
+from playground.core.lessons.route import ROUTE, reads
 from playground.sections.route.view import chapter_view, counter, question_text
 from playground.ui import examples
 from playground.ui.assets import scroll_js
+from playground.ui.page_events import cached_report
 from playground.ui.widgets import as_plot
 
 NOT_STARTED = -1
@@ -130,11 +131,19 @@ def nav(index: int) -> dict[str, Any]:
     }
 
 
-def view(index: int, run_of: Callable[[str], Any]) -> dict[str, Any]:
-    """The claim, the chart and the payoff of chapter ``index``, its runs from ``run_of``."""
+def run_of(lesson_id: str) -> Any:
+    """Lesson ``lesson_id``'s run, as the page keeps it: a training lesson's for the process
+    (``examples.training_run``), a step lesson's in the page's report cache."""
+    lesson = LESSONS[lesson_id]
+    if isinstance(lesson, DynamicsLesson):
+        return examples.training_run(lesson_id)
+    return cached_report(lesson.config(), None)
+
+
+def view(index: int) -> dict[str, Any]:
+    """The claim, the chart and the payoff of chapter ``index``, from the runs it reads."""
     chapter = ROUTE[index]
-    names = {*taught(chapter), chapter.contrast, chapter.payoff_contrast} - {None}
-    shown = chapter_view(chapter, {name: run_of(name) for name in names}, index + 1)
+    shown = chapter_view(chapter, {name: run_of(name) for name in reads(chapter)}, index + 1)
     return {
         "view": gr.Row(visible=True),
         "claim": shown.claim,
@@ -154,16 +163,14 @@ def wire(
     route: Route,
     page: Any,
     run_step_lesson: Callable[..., dict],
-    cached_report: Callable[..., Any],
     step_outputs: list[Any],
     lane: dict[str, Any],
     then_charts: Callable[[Any], None],
 ) -> None:
     """Previous, next and the chapter list (see the rule). ``run_step_lesson(lesson, last,
     shown)`` answers a step lesson by the page's keys on ``step_outputs``, with the event
-    options ``lane`` (its concurrency group);
-    ``cached_report(config, data)`` is the page's report cache; ``then_charts`` chains the
-    figures of the results below."""
+    options ``lane`` (its concurrency group); ``then_charts`` chains the figures of the results
+    below."""
     dynamics = page.sections["dynamics"]
     run_controls = [dynamics.controls[name] for name in RUN_FIELDS]
     header = [route.chapter, route.counter, route.question, route.select, route.prev, route.next]
@@ -179,16 +186,10 @@ def wire(
             answer |= {dynamics.controls[n]: v for n, v in lesson.run_inputs.items()}
         return answer | {getattr(route, name): value for name, value in nav(index).items()}
 
-    def run_of(lesson_id: str) -> Any:
-        lesson = LESSONS[lesson_id]
-        if isinstance(lesson, DynamicsLesson):
-            return examples.training_run(lesson_id)
-        return cached_report(lesson.config(), None)
-
     def on_view(index: int) -> Any:
         if not 0 <= index < len(ROUTE):  # no chapter open yet
             return gr.skip()
-        return {getattr(route, name): value for name, value in view(index, run_of).items()}
+        return {getattr(route, name): value for name, value in view(index).items()}
 
     def step(by: int) -> Callable[..., Any]:
         def on_step(index: int, last: Any, shown: Any) -> Any:

@@ -35,18 +35,16 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from playground.core.lessons import LESSONS, DynamicsLesson
-from playground.core.lessons.route import ROUTE, taught
+from playground.core.lessons.route import ROUTE
 from playground.core.model.models import MODELS
 from playground.core.recipes.registry import COMPUTE_DTYPES
 from playground.core.runs.sweep import run_sweep
 from playground.core.runs.train import run_dynamics
 from playground.core.settings.settings import StepConfig
 from playground.core.tensors.report import warm_up as warm_tensors
-from playground.ui import endpoints, examples
+from playground.ui import endpoints, route
 from playground.ui.arguments import STEP
 from playground.ui.gradio_internals import queue as gradio_queue
-from playground.ui.page_events import cached_report
 from playground.ui.route import step_lesson
 from playground.ui.tabs.compare import COMPARE, run_compare
 
@@ -121,18 +119,13 @@ class TrafficMiddleware:
 
 def route_requests() -> list[tuple[str, Any]]:
     """What the route's chapters run, in the route's order: the step each chapter opens with
-    (its lesson's settings, through the page's step), then each run its picture reads: a
-    training lesson's run by its id (``lesson``: kept for the process, so the chapter's answer
-    is ready), a step lesson's report by its config (``report``: the page's report cache)."""
+    (its lesson's settings, through the page's step), then the chapter's view (``chapter``,
+    by its index: every run it reads, kept as the page keeps them, its claims with the runs
+    they make themselves, and its picture)."""
     listed: list[tuple[str, Any]] = []
-    for chapter in ROUTE:
+    for index, chapter in enumerate(ROUTE):
         listed.append(("step", step_lesson(chapter.lesson).config()))
-        for name in (*taught(chapter), chapter.contrast, chapter.payoff_contrast):
-            if name is None:
-                continue
-            lesson = LESSONS[name]
-            is_run = isinstance(lesson, DynamicsLesson)
-            listed.append(("lesson", name) if is_run else ("report", lesson.config()))
+        listed.append(("chapter", index))
     return list(dict.fromkeys(listed))  # each once, where it is first needed
 
 
@@ -151,14 +144,10 @@ def requests() -> list[tuple[str, Any]]:
 
 
 def run(kind: str, config: Any) -> None:
-    """One warm-up request of ``kind``: the step through its endpoint (views and charts), a
-    route's training run (``lesson``, ``config`` its id) or a report through the page's cache
-    (``report``)."""
-    if kind == "lesson":
-        examples.training_run(config)
-        return
-    if kind == "report":
-        cached_report(config, None)
+    """One warm-up request of ``kind``: the step through its endpoint (views and charts), or a
+    route's chapter view (``chapter``, ``config`` its index)."""
+    if kind == "chapter":
+        route.view(config)
         return
     values = config.to_dict() | {"data": None} | dict(COMPARE.appended)
     if kind == "step":

@@ -148,7 +148,6 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
         page.route,
         page,
         page_events.run_lesson,
-        page_events.cached_report,
         lesson_outputs,
         once | LANE,
         then_charts,

@@ -210,31 +210,23 @@ def test_the_thread_waits_its_grace_before_its_first_request(monkeypatch):
     assert len(times) == 3 and times[1] - began >= 0.5
 
 
-def test_the_route_is_warmed_in_chapter_order_with_every_run_its_pictures_read():
-    """Each chapter's opening step (its lesson's settings, or a training lesson's step part) and
-    every run the chapter reads (its lesson, payoff and contrasts: a training run by id, a step
-    report by config), in the route's order, each once where first needed."""
-    from playground.core.lessons import LESSONS, DynamicsLesson
+def test_the_route_is_warmed_in_chapter_order_with_every_chapters_view(monkeypatch):
+    """Each chapter's opening step (its lesson's settings, or a training lesson's step part),
+    then the chapter's view (every run it reads, its claims and picture: ``ui.route.view``),
+    in the route's order, each step once where first needed."""
     from playground.core.lessons.route import ROUTE
     from playground.ui.route import step_lesson
 
     expected = []
-    for chapter in ROUTE:
-        expected.append(("step", step_lesson(chapter.lesson).config()))
-        for name in (chapter.lesson, chapter.payoff, chapter.contrast, chapter.payoff_contrast):
-            if name is not None:
-                lesson = LESSONS[name]
-                is_run = isinstance(lesson, DynamicsLesson)
-                expected.append(("lesson", name) if is_run else ("report", lesson.config()))
+    for index, chapter in enumerate(ROUTE):
+        expected += [("step", step_lesson(chapter.lesson).config()), ("chapter", index)]
     once = []
     for request in expected:
         if request not in once:
             once.append(request)
     assert warm_up.route_requests() == once
-    trained = {name for kind, name in once if kind == "lesson"}
-    assert trained == {
-        name
-        for chapter in ROUTE
-        for name in (chapter.lesson, chapter.payoff, chapter.contrast, chapter.payoff_contrast)
-        if name is not None and isinstance(LESSONS[name], DynamicsLesson)
-    }
+    assert [config for kind, config in once if kind == "chapter"] == list(range(len(ROUTE)))
+    viewed = []
+    monkeypatch.setattr(warm_up.route, "view", viewed.append)
+    warm_up.run("chapter", 3)
+    assert viewed == [3]

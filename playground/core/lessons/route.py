@@ -8,11 +8,14 @@ for its payoff: the same question without the chapter's remedy). Every lesson of
 is the lesson or the payoff of exactly one chapter, and the order is the story's: range against
 precision, float16 without and with a loss scale, a scale too large, dynamic scaling, bfloat16,
 the float32 master weights against pure low precision, float8, block scaling, precision per
-operation, and the transformer block (float16 and bfloat16 attention, a SwiGLU outlier).
+operation, the transformer block (float16 and bfloat16 attention, a SwiGLU outlier), and the
+ending: every format on one step, NVFP4 last, beside the list of what each chapter showed (a
+chapter that ``sums_up`` the route reads every chapter's run).
 
 Charts (drawn by ``sections.route``): ``scatter`` (the gradient entries, mixed against float32),
 ``magnitudes`` (the gradient magnitudes over the dtype's ranges), ``block_map`` (the block
-scales), ``operations`` (the operations table), and for a training run ``loss`` (the loss
+scales), ``operations`` (the operations table), ``formats`` (every format's gradient error on
+one step), and for a training run ``loss`` (the loss
 curves), ``scale`` (the loss scale per step) and ``lost_updates`` (the lost-update meter).
 """
 
@@ -33,6 +36,7 @@ class Chapter:
     payoff: str | None = None
     contrast: str | None = None
     payoff_contrast: str | None = None
+    sums_up: bool = False
 
 
 ROUTE = (
@@ -168,6 +172,15 @@ ROUTE = (
         "swiglu-outlier",
         "block_map",
     ),
+    Chapter(
+        "every-format",
+        "What the route showed, NVFP4 included",
+        "float16, bfloat16, the float8 recipes and NVFP4 (4-bit values, one scale per 16): how "
+        "far from float32 does each land on the same step?",
+        "every-format",
+        "formats",
+        sums_up=True,
+    ),
 )
 CHAPTERS = {chapter.id: chapter for chapter in ROUTE}
 
@@ -175,3 +188,11 @@ CHAPTERS = {chapter.id: chapter for chapter in ROUTE}
 def taught(chapter: Chapter) -> tuple[str, ...]:
     """The ids of the lessons ``chapter`` teaches: its lesson, then its payoff."""
     return tuple(name for name in (chapter.lesson, chapter.payoff) if name)
+
+
+def reads(chapter: Chapter) -> tuple[str, ...]:
+    """The ids of the lessons whose runs ``chapter`` is drawn from: those it teaches and its
+    contrasts; a chapter that sums up the route also reads every chapter's."""
+    own = (*taught(chapter), chapter.contrast, chapter.payoff_contrast)
+    every = [name for each in ROUTE for name in taught(each)] if chapter.sums_up else []
+    return tuple(dict.fromkeys(name for name in (*own, *every) if name))

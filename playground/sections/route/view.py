@@ -26,7 +26,7 @@ from playground.sections.dynamics.charts import (
 )
 from playground.sections.dynamics.curves import curves_of
 from playground.sections.lab.charts import magnitude_histogram
-from playground.sections.route import pictures_operations, pictures_step
+from playground.sections.route import ending, pictures_operations, pictures_step
 from playground.sections.step.block_map import block_scale_figure
 from playground.sections.step.charts import gradient_scatter
 from playground.sections.step.operations import operations_markdown
@@ -44,7 +44,7 @@ TRAINING_CHARTS = {
     "lost_updates": lost_update_figure,
 }
 # The chapters' own pictures, by chart name: picture(chapter, runs, claim) -> figure dict.
-PICTURES = {**pictures_step.PICTURES, **pictures_operations.PICTURES}
+PICTURES = {**pictures_step.PICTURES, **pictures_operations.PICTURES, **ending.PICTURES}
 # The chart drawn as a table (Markdown) instead of a figure.
 TABLES = {"operations": operations_markdown}
 # A chart's height in the route (px): a chapter's chart and its payoff's fit on one screen
@@ -132,6 +132,8 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
             )
         )
         payoff_chart = dynamics_loss_figure(trained, pins)
+    if chapter.sums_up:
+        payoff.append(ending.summary(runs))
     return ChapterView(
         counter=counter(number),
         question=question_text(chapter, number),

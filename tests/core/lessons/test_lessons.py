@@ -16,6 +16,7 @@ from playground import make_batch
 from playground.core.lessons import (
     DYNAMICS_LESSONS,
     DYNAMICS_TAB,
+    ENDING_LESSONS,
     GRAD_SCALER_INIT,
     LESSONS,
     PRECISION_LESSONS,
@@ -41,7 +42,13 @@ def trained(lesson_id: str):
 
 
 def test_every_lesson_has_one_slug_id_and_every_list_is_in_the_registry():
-    every = (*STEP_LESSONS, *PRECISION_LESSONS, *TRANSFORMER_LESSONS, *DYNAMICS_LESSONS)
+    every = (
+        *STEP_LESSONS,
+        *PRECISION_LESSONS,
+        *TRANSFORMER_LESSONS,
+        *ENDING_LESSONS,
+        *DYNAMICS_LESSONS,
+    )
     assert list(LESSONS) == [each.id for each in every]  # no id twice
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", each.id) for each in every)
     assert all(LESSONS[each.id] is each for each in every)

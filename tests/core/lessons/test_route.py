@@ -3,7 +3,7 @@ the story's order, and every id a chapter names is a lesson's."""
 
 from playground.core.lessons import LESSONS, DynamicsLesson, StepLesson
 from playground.core.lessons.route import CHAPTERS, ROUTE, taught
-from playground.sections.route.view import STEP_CHARTS, TABLES, TRAINING_CHARTS
+from playground.sections.route.view import PICTURES, STEP_CHARTS, TABLES, TRAINING_CHARTS
 
 
 def test_every_lesson_is_taught_once():
@@ -16,7 +16,7 @@ def test_each_chapter_names_lessons_of_the_right_kind_and_a_chart_for_its_run():
     for chapter in ROUTE:
         lesson = LESSONS[chapter.lesson]
         charts = TRAINING_CHARTS if isinstance(lesson, DynamicsLesson) else STEP_CHARTS | TABLES
-        assert chapter.chart in charts, chapter.id
+        assert chapter.chart in charts | PICTURES, chapter.id
         assert chapter.question.endswith(("?", ".")), chapter.id
         if chapter.payoff:
             assert isinstance(LESSONS[chapter.payoff], DynamicsLesson)
@@ -40,9 +40,12 @@ def test_the_route_tells_the_story_in_order():
     ]
     assert order[: len(story)] == story
     assert order.index("train-float8-delayed") < order.index("block-outlier")
-    assert order[-6:-3] == ["layernorm-overflow", "classification-rounds", "bfloat16-loss-steps"]
-    # The transformer block at the end: float16 attention, then bfloat16, then the SwiGLU.
-    assert order[-3:] == ["attention-overflow", "bfloat16-attention", "swiglu-outlier"]
+    assert order[-7:-4] == ["layernorm-overflow", "classification-rounds", "bfloat16-loss-steps"]
+    # The transformer block next: float16 attention, then bfloat16, then the SwiGLU.
+    assert order[-4:-1] == ["attention-overflow", "bfloat16-attention", "swiglu-outlier"]
+    # The ending sums the route up, NVFP4 in it.
+    assert order[-1] == "every-format" and ROUTE[-1].sums_up
+    assert [chapter.id for chapter in ROUTE if chapter.sums_up] == ["every-format"]
     assert all(
         CHAPTERS[c].title.startswith("The transformer block")
         for c in ("attention-float16", "attention-bfloat16", "swiglu-outlier")
