@@ -37,7 +37,6 @@ APP_TESTS = pathlib.Path(__file__).resolve().parent / "app"
 COMPILATION_CACHE_BYTES = 2**30
 
 
-
 def pytest_addoption(parser):
     parser.addoption(
         "--full",

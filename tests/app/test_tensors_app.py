@@ -142,6 +142,4 @@ def test_a_4096_square_bfloat16_layer_is_read_sampled_and_said_so(client, tmp_pa
     assert "1 NaN" in reading and "python -m playground inspect PATH" in reading
     # float8_current's underflow of this normal layer, scaled amax -> 448, is tiny; the
     # unscaled float8 cast flushes far more of its small entries.
-    assert row["recipes"]["float8_current"]["underflow"] < (
-        row["formats"]["float8_e4m3fn"]["zero"]
-    )
+    assert row["recipes"]["float8_current"]["underflow"] < (row["formats"]["float8_e4m3fn"]["zero"])

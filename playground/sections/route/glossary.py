@@ -1,7 +1,16 @@
 """The page's glossary: every term of art the page uses, in a sentence or two, linked from the
-page's first words (``LINK``) and from the route's chapters."""
+page's first words (``LINK``) and from the route's chapters.
+
+Rule: ``linked(text)`` links the first appearance of each term of ``MENTIONS`` in ``text`` to
+the glossary, its definition as the link's title (the browser shows it on hover), and sets
+torch's name beside ours where PyTorch has one (kernel (torch: weight); not where the text
+already writes torch's qualified name, torch.autocast); a term already inside a link or code is
+left as it is.
+"""
 
 from __future__ import annotations
+
+import re
 
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.recipes.registry import listed_recipes, recipe
@@ -24,6 +33,9 @@ TERMS = {
     "the exercise": "the reference exercise this playground is built from: one SGD step of a "
     "single linear layer in mixed precision with a fixed loss scale and no overflow check. The "
     "precision preset `exercise` computes exactly that step.",
+    "kernel": "a dense layer's weight matrix (flax's name for what torch calls `weight`).",
+    "autocast": "the precision preset in which each operation computes in the dtype torch's "
+    "`torch.autocast` gives it: matmuls low, reductions, norms and the loss in float32.",
     "compute dtype": "the format the forward and backward pass compute in (bfloat16, float16, "
     "float8, or a block-scaled recipe); the parameters stay float32.",
     "mixed step, float32 twin": "the step with its rounded copies and loss scale, and the very "
@@ -50,6 +62,9 @@ TERMS = {
     "stochastic rounding, Kahan summation": "two remedies for a pure run: round up or down at "
     "random in proportion to the remainder, or keep each rounding error in a second buffer and "
     "add it back.",
+    "dynamic loss scaling": "the loss scale adjusted while training, as "
+    "`torch.amp.GradScaler` does: halved (and the step skipped) when a gradient overflows, "
+    "doubled after a run of good steps.",
     "amax": "the largest magnitude in a tensor. float8 scales a tensor by its own amax "
     "(current scaling) or by the largest of the last steps' amaxes (delayed scaling).",
     "E4M3, E5M2, E2M1": "small formats named by their exponent and mantissa bits: "
@@ -61,3 +76,71 @@ TERMS = {
 }
 GLOSSARY = "## Glossary\n" + "\n".join(f"- **{term}**: {text}" for term, text in TERMS.items())
 GLOSSARY += f"\n\n{PYTORCH_LINE}"
+
+# The words that name a glossary term in the route's text (a regular expression each, matched
+# case-sensitively at word boundaries), the term, and torch's name for it where it has one.
+MENTIONS = (
+    (r"kernel(?:'s)?", "kernel", "weight"),
+    (r"loss scale(?: S)?", "loss scale (S)", "GradScaler's scale"),
+    (r"autocast", "autocast", "torch.autocast"),
+    (r"exercise", "the exercise", None),
+    (r"float32 (?:masters|master weights)", "float32 masters", "your model's own parameters"),
+    (r"binades?", "binade", None),
+    (r"subnormals?", "subnormal", None),
+    (r"flush(?:ed|es)?", "flushed", None),
+    (r"overflows?|overflowed", "overflow, inf, NaN", None),
+    (r"rounded away", "rounded away", None),
+    (r"pure (?:run|bfloat16|float16)", "pure run", None),
+    (
+        r"stochastic(?:ally)? round(?:ing|ed)|rounded stochastically",
+        "stochastic rounding, Kahan summation",
+        None,
+    ),
+    (r"Kahan summation", "stochastic rounding, Kahan summation", None),
+    (r"dynamic loss scaling|GradScaler", "dynamic loss scaling", None),
+    (r"amax|delayed scaling|current scaling", "amax", None),
+    (r"E4M3|E5M2|E2M1", "E4M3, E5M2, E2M1", None),
+    (r"block scaling|per block|MXFP8|NVFP4", "block scaling", None),
+)
+_MENTION = re.compile(r"\b(" + "|".join(f"(?:{words})" for words, _, _ in MENTIONS) + r")\b")
+# Markdown links and code spans: their text is left as it is.
+_KEEP = re.compile(r"\[[^\]]*\]\([^)]*\)|`[^`]*`")
+
+
+def _title(term: str) -> str:
+    """The definition of ``term`` as a Markdown link title (plain, no quotes or backticks)."""
+    return TERMS[term].replace('"', "'").replace("`", "")
+
+
+def linked(text: str, seen: set[str] | None = None) -> str:
+    """``text`` with each glossary term linked where it first appears (see the module rule).
+
+    Args:
+      text: Markdown.
+      seen: the terms already linked earlier in the same view (updated here), so a term links
+        once across several texts; None: a set of this text's own.
+
+    Returns:
+      The Markdown with the links.
+    """
+    seen = set() if seen is None else seen
+
+    def link(found: re.Match[str]) -> str:
+        words = found.group(0)
+        term, torch = next(
+            (term, torch) for pattern, term, torch in MENTIONS if re.fullmatch(pattern, words)
+        )
+        if term in seen:
+            return words
+        seen.add(term)
+        said = torch is not None and "." in torch and torch in text  # torch.autocast, written
+        beside = f" (torch: {torch})" if torch and not said else ""
+        return f'[{words}](#{ANCHOR} "{_title(term)}"){beside}'
+
+    kept = [span.span() for span in _KEEP.finditer(text)]
+    pieces, start = [], 0
+    for begin, end in [*kept, (len(text), len(text))]:
+        pieces.append(_MENTION.sub(link, text[start:begin]))
+        pieces.append(text[begin:end])
+        start = end
+    return "".join(pieces)

@@ -27,6 +27,7 @@ from playground.sections.dynamics.charts import (
 from playground.sections.dynamics.curves import curves_of
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.route import ending, pictures_operations, pictures_step
+from playground.sections.route.glossary import linked
 from playground.sections.step.block_map import block_scale_figure
 from playground.sections.step.charts import gradient_scatter
 from playground.sections.step.operations import operations_markdown
@@ -70,16 +71,20 @@ def counter(number: int) -> str:
     return f"Chapter {number} of {len(ROUTE)}"
 
 
-def question_text(chapter: Chapter, number: int) -> str:
-    """The chapter's heading and question."""
-    return f"### {number}. {chapter.title}\n{chapter.question}"
+def question_text(chapter: Chapter, number: int, seen: set[str] | None = None) -> str:
+    """The chapter's heading and question, its terms linked to the glossary (``seen``: as
+    ``glossary.linked``)."""
+    return f"### {number}. {chapter.title}\n{linked(chapter.question, seen)}"
 
 
-def claim_markdown(label: str, claim: Claim, what: str = "Checked claim") -> str:
+def claim_markdown(
+    label: str, claim: Claim, what: str = "Checked claim", seen: set[str] | None = None
+) -> str:
     """A lesson's claim under its label (its short form where it has one: the picture carries
-    the numbers), or why it is not taught here."""
+    the numbers; its terms linked to the glossary, ``seen`` as ``glossary.linked``), or why it
+    is not taught here."""
     if claim.holds:
-        return f"**{what}** ({label}): {claim.short or claim.sentence}"
+        return f"**{what}** ({label}): {linked(claim.short or claim.sentence, seen)}"
     return (
         f"**{what}** ({label}): not taught here, since this run's numbers do not meet its "
         f"condition ({claim.condition})."
@@ -111,6 +116,9 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
     lesson, run = LESSONS[chapter.lesson], runs[chapter.lesson]
     chart = table = None
     claim = lesson.claim(run)
+    seen: set[str] = set()  # the glossary terms linked so far: the question's, then the claim's
+    question = question_text(chapter, number, seen)
+    claimed = claim_markdown(lesson.label, claim, seen=seen)
     if chapter.chart in PICTURES:
         chart = PICTURES[chapter.chart](chapter, runs, claim)
     elif chapter.chart in TABLES:
@@ -129,6 +137,7 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
                 LESSONS[chapter.payoff].label,
                 LESSONS[chapter.payoff].claim(trained),
                 "What it does to the training",
+                seen,
             )
         )
         payoff_chart = dynamics_loss_figure(trained, pins)
@@ -136,8 +145,8 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
         payoff.append(ending.summary(runs))
     return ChapterView(
         counter=counter(number),
-        question=question_text(chapter, number),
-        claim=claim_markdown(lesson.label, claim),
+        question=question,
+        claim=claimed,
         chart=_sized(chart),
         table=table,
         payoff="\n\n".join(payoff),

@@ -110,7 +110,7 @@ def test_a_conv_weight_is_read_as_its_matmul_and_scaled_fp8_is_not_the_plain_cas
     """A conv weight (16, 8, 3, 3): its recipes' statistics are those of the 16 x 72 matrix its
     matmul multiplies; float8_current (amax to 448) loses far fewer small entries than the
     unscaled float8_e4m3fn cast, and the sentences say which is which."""
-    conv = (RNG.standard_normal((16, 8, 3, 3)) * 2.0 ** RNG.integers(-14, -4, (16, 8, 3, 3)))
+    conv = RNG.standard_normal((16, 8, 3, 3)) * 2.0 ** RNG.integers(-14, -4, (16, 8, 3, 3))
     conv = conv.astype(np.float32)
     report = _one_file({"conv.weight": conv})
     (row,) = tensors_views(report).tensors_json["tensors"]
