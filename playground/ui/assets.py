@@ -104,7 +104,23 @@ CSS = """
   background: var(--background-fill-secondary); }
 #route-intro h2 { margin: 0 0 4px 0; }
 #route-intro p, #route-counter p { margin: 0; }
-#route-nav { align-items: end; }
+/* The route's buttons stay at the top of the window while a chapter is read (Previous and Next
+   within reach, on a phone too); a chapter opens with its place right under them. */
+#route-nav { align-items: end; position: sticky; top: 0; z-index: 20; padding: 6px 0;
+  background: var(--background-fill-secondary); }
+#route-counter { scroll-margin-top: 96px; }
+/* A route button at work: a spinner and "Opening ..." from the click until the chapter opens. */
+.route-busy { position: relative; color: transparent !important; cursor: progress; }
+.route-busy::after { position: absolute; inset: 0; display: flex; align-items: center;
+  justify-content: center; content: "Opening the chapter ...";
+  color: var(--button-primary-text-color, #fff); }
+#route-prev.route-busy::after { content: "Opening ..."; color: var(--body-text-color); }
+.route-busy::before { content: ""; position: absolute; left: 14px; top: calc(50% - 8px);
+  width: 12px; height: 12px; border: 2px solid rgba(255, 255, 255, 0.9);
+  border-top-color: transparent; border-radius: 50%; animation: route-spin 0.8s linear infinite; }
+#route-prev.route-busy::before { border-color: var(--body-text-color);
+  border-top-color: transparent; }
+@keyframes route-spin { to { transform: rotate(360deg); } }
 #route-nav button { white-space: normal; }
 #route-next { font-size: var(--text-lg); min-height: 52px; }
 #route-counter { font-size: var(--text-sm); color: var(--body-text-color-subdued); }
@@ -150,6 +166,14 @@ body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca)
   #results { order: -1; }
   #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
   :is(#operations-table, #route-table) :is(th, td) { padding: 4px 6px; }
+  /* Previous and Next on one line, the chapter picker under them, without its label. */
+  #route-nav { flex-wrap: wrap; gap: 6px; }
+  #route-prev { flex: 0 0 96px !important; min-width: 96px !important; }
+  #route-next { flex: 1 1 0 !important; min-width: 0 !important; font-size: var(--text-md);
+    min-height: 44px; }
+  #route-select { flex: 1 1 100% !important; min-width: 100% !important; }
+  #route-select [data-testid="block-info"] { display: none; }
+  #route-counter { scroll-margin-top: 132px; }
 }
 """.replace("STALE_CLASS", STALE_CLASS).replace("LOST_ID", LOST_ID)
 

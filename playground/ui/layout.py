@@ -1,6 +1,6 @@
-"""The page's layout, top to bottom: intro and lessons; the controls beside the results (the
+"""The page's layout, top to bottom: intro and the route; the controls beside the results (the
 headline and the key figure first, the reading and the operations table, then each
-section's tabs); the JSON, downloads and code.
+section's tabs); every lesson's button; the glossary; the JSON, downloads and code.
 
 Rule: the controls column is read from the settings table (each control with its notice); the
 model accordion holds the fields the model registry names as options, between ``model`` and
@@ -36,14 +36,16 @@ INTRO = f"""
 One training step of a small model in a low-precision format beside the same step in float32.
 New words are explained in the {glossary.LINK}.
 """
-# Above the free exploration: the lesson buttons, every control and every tab.
-EXPLORE = "**Or explore freely**: every lesson, control and tab below."
+# Above the free exploration: every control and every tab.
+EXPLORE = "**Or explore freely**: every control and tab below."
+# Under the results: each lesson's own button (the route's chapter picker opens them in order).
+EVERY_LESSON = "**Every lesson on its own**: each button applies a chapter's settings and runs it."
 LOSS_SCALE_MIN_EXPONENT = math.ceil(math.log2(LOSS_SCALE_MIN))
 LOSS_SCALE_MAX_EXPONENT = math.floor(math.log2(LOSS_SCALE_MAX))
 # The controls that carry the lessons, first in the controls column (beside the headline, and on
-# a phone right above it): the compute dtype, the learning rate and optimizer, then the loss
-# scale with its power-of-two and preset controls.
-KEY_FIELDS = ("compute_dtype", "lr", "optimizer", "loss_scale")
+# a phone right above it): the compute dtype, the learning rate, the loss scale with its preset
+# and power-of-two controls (all three on the first screen at 1400 x 1000), then the optimizer.
+KEY_FIELDS = ("compute_dtype", "lr", "loss_scale", "optimizer")
 # The fields of the "Model" accordion: the model and every model's options.
 MODEL_FIELDS = (
     "model",
@@ -79,7 +81,7 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
         notices[name] = field_notice(name)
 
     with gr.Column(elem_id="key-controls"):
-        for name in KEY_FIELDS:
+        for name in KEY_FIELDS[:3]:
             add(name)
         presets = gr.Radio(
             list(page_events.LOSS_SCALE_PRESETS),
@@ -97,6 +99,8 @@ def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple
             elem_id="loss-scale-exponent",
             elem_classes=["commit-slider"],
         )
+        for name in KEY_FIELDS[3:]:
+            add(name)
     with gr.Column(elem_id="more-controls"):
         with gr.Group():
             add("model_seed")
@@ -136,11 +140,6 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
     gr.Markdown(INTRO, elem_id="intro")
     route_parts = route.build()
     gr.Markdown(EXPLORE, elem_id="explore")
-    with gr.Row(elem_id="examples"):
-        example_buttons = {
-            lesson.id: gr.Button(lesson.label, size="sm", elem_id=button_id(lesson))
-            for lesson in LESSONS
-        }
     controls: dict[str, Any] = {}
     notices: dict[str, Any] = {}
     sections: dict[str, Any] = {}
@@ -168,6 +167,12 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
             for section in SECTIONS:
                 if not section.tabs:  # a section of its own under the tabs
                     sections[section.label] = section.build()
+    gr.Markdown(EVERY_LESSON, elem_id="every-lesson")
+    with gr.Row(elem_id="examples"):
+        example_buttons = {
+            lesson.id: gr.Button(lesson.label, size="sm", elem_id=button_id(lesson))
+            for lesson in LESSONS
+        }
     gr.Markdown(glossary.GLOSSARY, elem_id=glossary.ANCHOR)
     with gr.Accordion("All numbers (JSON, as returned by the API) and downloads", open=False):
         summary = gr.JSON(label="summary")

@@ -36,6 +36,20 @@ BLURB = (
     "run, its chart and a checked claim."
 )
 CHOICES = [f"{number}. {chapter.title}" for number, chapter in enumerate(ROUTE, 1)]
+# The class the route's buttons wear while a chapter opens (a spinner and "Opening ...": the
+# page's CSS), put on as the click lands and taken off once the chapter's header arrives,
+# when the page brings the chapter to the top of the window (under the route's sticky buttons).
+BUSY_CLASS = "route-busy"
+BUSY_JS = (
+    "() => { document.querySelectorAll('#route-next, #route-prev')"
+    f".forEach(b => {{ b.classList.add('{BUSY_CLASS}'); b.setAttribute('aria-busy', 'true'); }}); }}"
+)
+OPENED_JS = (
+    "() => { document.querySelectorAll('#route-next, #route-prev')"
+    f".forEach(b => {{ b.classList.remove('{BUSY_CLASS}'); b.removeAttribute('aria-busy'); }});"
+    + scroll_js("route-counter").removeprefix("() =>")
+    + " }"
+)
 
 
 @dataclass
@@ -48,7 +62,7 @@ class Route:
     select: gr.Dropdown
     prev: gr.Button
     next: gr.Button
-    view: gr.Row
+    view: gr.Column
     claim: gr.Markdown
     payoff: gr.Markdown
     chart: gr.Plot
@@ -75,19 +89,27 @@ def build() -> Route:
             )
         counter_ = gr.Markdown(elem_id="route-counter", visible=False)
         question = gr.Markdown(elem_id="route-chapter", visible=False)
-        with gr.Row(visible=False, equal_height=False, elem_id="route-view") as view:
-            with gr.Column(scale=2, min_width=300):
-                claim = gr.Markdown(elem_id="route-claim")
-                payoff = gr.Markdown(elem_id="route-payoff")
-            with gr.Column(scale=3, min_width=300):
-                chart = gr.Plot(label="the chapter chart", show_label=False, elem_id="route-chart")
-                table = gr.Markdown(visible=False, elem_id="route-table")
-                payoff_chart = gr.Plot(
-                    label="the training it leads to",
-                    show_label=False,
-                    visible=False,
-                    elem_id="route-payoff-chart",
-                )
+        # The claim beside its picture, then the payoff beside its chart (on a phone each text
+        # right above its picture, so a claim and its picture share the screen).
+        with gr.Column(visible=False, elem_id="route-view") as view:
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=2, min_width=300):
+                    claim = gr.Markdown(elem_id="route-claim")
+                with gr.Column(scale=3, min_width=300):
+                    chart = gr.Plot(
+                        label="the chapter chart", show_label=False, elem_id="route-chart"
+                    )
+                    table = gr.Markdown(visible=False, elem_id="route-table")
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=2, min_width=300):
+                    payoff = gr.Markdown(elem_id="route-payoff")
+                with gr.Column(scale=3, min_width=300):
+                    payoff_chart = gr.Plot(
+                        label="the training it leads to",
+                        show_label=False,
+                        visible=False,
+                        elem_id="route-payoff-chart",
+                    )
     return Route(
         gr.State(NOT_STARTED),
         counter_,
@@ -111,18 +133,42 @@ def step_lesson(lesson_id: str) -> StepLesson:
     return lesson if isinstance(lesson, StepLesson) else examples.step_part(lesson_id)
 
 
+def _run_text(lesson_id: str) -> str:
+    """What computing lesson ``lesson_id``'s run is, in a few words."""
+    lesson = LESSONS[lesson_id]
+    config = lesson.config()
+    what = f"{config.compute_dtype}, S = {config.loss_scale:g}"
+    if isinstance(lesson, DynamicsLesson):
+        return f"a training run of {config.steps} steps ({what})"
+    return f"one step ({what})"
+
+
+def working_text(index: int) -> str:
+    """What the chapter's area says while chapter ``index``'s runs compute."""
+    chapter = ROUTE[index]
+    if chapter.sums_up:
+        runs = "one step in each format, and every chapter's runs for the list"
+    else:
+        runs = ", then ".join(_run_text(name) for name in reads(chapter))
+    return f"**{chapter.title}**: computing {runs} ..."
+
+
 def nav(index: int) -> dict[str, Any]:
     """The header of chapter ``index``: where the learner is, the question, previous / next."""
     chapter, number = ROUTE[index], index + 1
-    following = f"Next: {number + 1}. {ROUTE[index + 1].title}" if number < len(ROUTE) else ""
+    following = (
+        f"Next: {number + 1}. {ROUTE[index + 1].title}"
+        if number < len(ROUTE)
+        else f"Start again: 1. {ROUTE[0].title}"
+    )
     return {
         "chapter": index,
         "counter": gr.update(value=counter(number), visible=True),
         "question": gr.update(value=question_text(chapter, number), visible=True),
         "select": CHOICES[index],
         "prev": gr.update(visible=index > 0),
-        "next": gr.update(value=following or "End of the route", interactive=bool(following)),
-        "claim": f"**{chapter.title}**: running ...",
+        "next": following,
+        "claim": working_text(index),
         # The last chapter's payoff and charts go until this one's are drawn.
         "payoff": "",
         "chart": None,
@@ -145,7 +191,7 @@ def view(index: int) -> dict[str, Any]:
     chapter = ROUTE[index]
     shown = chapter_view(chapter, {name: run_of(name) for name in reads(chapter)}, index + 1)
     return {
-        "view": gr.Row(visible=True),
+        "view": gr.update(visible=True),
         "claim": shown.claim,
         "payoff": shown.payoff,
         "chart": gr.update(
@@ -193,7 +239,8 @@ def wire(
 
     def step(by: int) -> Callable[..., Any]:
         def on_step(index: int, last: Any, shown: Any) -> Any:
-            return opened(min(max(index + by, 0), len(ROUTE) - 1), last, shown)
+            # Next after the last chapter starts the route again.
+            return opened((max(index + by, 0)) % len(ROUTE), last, shown)
 
         return on_step
 
@@ -210,10 +257,12 @@ def wire(
         (route.prev.click, step(-1), route.chapter),
         (route.select.input, on_pick, route.select),
     ):
+        # The button shows the work the instant it is clicked, until the chapter opens.
+        trigger(None, None, None, js=BUSY_JS, api_visibility="private", queue=False)
         inputs = [source, page.last_valid, page.notices_shown]
         event = page.gathering(handler, inputs, outputs).after(trigger, **lane)
         then_charts(event)
-        event.then(fn=None, js=scroll_js("route")).then(
+        event.then(fn=None, js=OPENED_JS).then(
             on_view,
             [route.chapter],
             [*view_outputs, route.payoff_chart],

@@ -10,14 +10,29 @@ def test_the_header_says_where_the_learner_is_and_what_comes_next():
     first = route.nav(0)
     assert first["counter"]["value"] == f"Chapter 1 of {len(ROUTE)}"
     assert first["prev"]["visible"] is False
-    assert first["next"]["value"] == f"Next: 2. {ROUTE[1].title}"
+    assert first["next"] == f"Next: 2. {ROUTE[1].title}"
     assert first["select"] == f"1. {ROUTE[0].title}"
     last = route.nav(len(ROUTE) - 1)
     assert last["prev"]["visible"] is True
-    assert last["next"] == {"__type__": "update", "value": "End of the route", "interactive": False}
+    # The last chapter sums the route up; its Next starts again from chapter 1.
+    assert last["next"] == f"Start again: 1. {ROUTE[0].title}"
     # The last chapter's payoff and charts are cleared until this one's are drawn.
     assert last["payoff"] == "" and last["chart"] is None
     assert last["payoff_chart"]["visible"] is False
+
+
+def test_the_chapters_area_says_what_it_computes_while_it_opens():
+    # chapter 3: its step at S = 2^15, the step it is read against, then both training runs
+    shown = route.nav(ROUTE.index(CHAPTERS["float16-loss-scale"]))["claim"]
+    assert shown.startswith(
+        "**float16 with a loss scale**: computing one step (float16, S = 32768)"
+    )
+    steps = LESSONS["train-float16-scaled"].config().steps
+    assert f"a training run of {steps} steps (float16, S = 32768)" in shown
+    assert "one step (float16, S = 1)" in shown
+    # The busy mark goes on as the click lands and off as the chapter opens.
+    assert route.BUSY_CLASS in route.BUSY_JS and "classList.add" in route.BUSY_JS
+    assert "classList.remove" in route.OPENED_JS and "route-counter" in route.OPENED_JS
 
 
 def test_a_chapter_applies_its_lessons_step_settings():
