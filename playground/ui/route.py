@@ -42,7 +42,8 @@ CHOICES = [f"{number}. {chapter.title}" for number, chapter in enumerate(ROUTE, 
 BUSY_CLASS = "route-busy"
 BUSY_JS = (
     "() => { document.querySelectorAll('#route-next, #route-prev')"
-    f".forEach(b => {{ b.classList.add('{BUSY_CLASS}'); b.setAttribute('aria-busy', 'true'); }}); }}"
+    f".forEach(b => {{ b.classList.add('{BUSY_CLASS}');"
+    " b.setAttribute('aria-busy', 'true'); }); }"
 )
 OPENED_JS = (
     "() => { document.querySelectorAll('#route-next, #route-prev')"
