@@ -1,20 +1,26 @@
 """The route ("Start here"): the lessons as one numbered sequence of chapters at the top of the
 page, with previous / next, and the free exploration (every control, every tab) below it.
 
-Rule: opening a chapter (``#route-next``, ``#route-prev``, or picking one in ``#route-select``)
-first applies its lesson's settings as that lesson's button does (every other setting back to
-its default, one step run, the settings written to the URL; a training chapter also sets the
-Training dynamics tab's run inputs), without switching the tab below, and says where the
-learner is (``#route-counter``: chapter k of n; ``#route-chapter``: the question). Then, in the
-``heavy`` concurrency group, it shows the chapter's checked claim (``#route-claim``) beside the
-one chart that answers it (``#route-chart``, or the operations table ``#route-table``) and its
-payoff (``#route-payoff``, ``#route-payoff-chart``): all in the same view. The chapter's runs
-are the page's own (the step report cache, the training lessons' runs), so a chapter opened
-twice, or its lesson's button, never computes again.
+Rule: opening a chapter (``#route-next``, ``#route-prev``, or picking one in ``#route-select``;
+the chapter opened is the one after, before, or picked, from the picker's value, which always
+names the open chapter) does three things from the same click. In the browser, at once: the
+buttons show their work (a spinner, "Opening the chapter ...") and the chapter's area says what
+the chapter computes. On the server, the chapter's step: its lesson's settings applied as that
+lesson's button applies them (every other setting back to its default, one step run, the
+settings written to the URL; a training chapter also sets the Training dynamics tab's run
+inputs), without switching the tab below, and where the learner is (``#route-counter``: chapter
+k of n; ``#route-chapter``: the question), the page then bringing the chapter under the route's
+buttons. And, in the ``heavy`` concurrency group, the chapter's checked claim (``#route-claim``)
+beside the one picture that answers it (``#route-chart``, or the operations table
+``#route-table``), its payoff (``#route-payoff``, ``#route-payoff-chart``) under them; the
+buttons are done once these are drawn. The chapter's runs are the page's own (the step report
+cache, the training lessons' runs), so a chapter opened twice, or its lesson's button, never
+computes again.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +35,7 @@ from playground.ui.assets import scroll_js
 from playground.ui.page_events import cached_report
 from playground.ui.widgets import as_plot
 
-NOT_STARTED = -1
+NOT_STARTED = -1  # the chapter "opened" before the first, or by a cleared picker
 START_LABEL = f"Start here: chapter 1 of {len(ROUTE)}, {ROUTE[0].title.lower()}"
 BLURB = (
     f"## Start here\n{len(ROUTE)} short chapters: each asks one question and answers it with a "
@@ -37,27 +43,31 @@ BLURB = (
 )
 CHOICES = [f"{number}. {chapter.title}" for number, chapter in enumerate(ROUTE, 1)]
 # The class the route's buttons wear while a chapter opens (a spinner and "Opening ...": the
-# page's CSS), put on as the click lands and taken off once the chapter's header arrives,
-# when the page brings the chapter to the top of the window (under the route's sticky buttons).
+# page's CSS): put on as the click lands, with the chapter's area saying what it computes
+# (``OPENING_JS``, in the browser: no wait for the server), and taken off once the chapter's
+# claim and picture are drawn (``OPENED_JS``).
 BUSY_CLASS = "route-busy"
-BUSY_JS = (
-    "() => { document.querySelectorAll('#route-next, #route-prev')"
-    f".forEach(b => {{ b.classList.add('{BUSY_CLASS}');"
-    " b.setAttribute('aria-busy', 'true'); }); }"
-)
+_BUTTONS = "document.querySelectorAll('#route-next, #route-prev')"
 OPENED_JS = (
-    "() => { document.querySelectorAll('#route-next, #route-prev')"
-    f".forEach(b => {{ b.classList.remove('{BUSY_CLASS}'); b.removeAttribute('aria-busy'); }});"
-    + scroll_js("route-counter").removeprefix("() =>")
-    + " }"
+    f"() => {{ {_BUTTONS}.forEach(b => {{ b.classList.remove('{BUSY_CLASS}');"
+    " b.removeAttribute('aria-busy'); }); }"
 )
+
+
+def target(by: int | None, choice: str | None) -> int:
+    """The chapter a route event opens from the picker's ``choice`` (the open chapter's, or
+    None before the first): the next (``by`` = 1; after the last, the first again), the
+    previous (-1), or ``choice`` itself (``by`` None: the picker's own event); -1 for none."""
+    if by is None:
+        return CHOICES.index(choice) if choice in CHOICES else NOT_STARTED
+    index = CHOICES.index(choice) if choice in CHOICES else NOT_STARTED
+    return max(index + by, 0) % len(ROUTE)
 
 
 @dataclass
 class Route:
     """The route's components (see the module rule)."""
 
-    chapter: gr.State  # the open chapter's index in ROUTE, NOT_STARTED before the first
     counter: gr.Markdown
     question: gr.Markdown
     select: gr.Dropdown
@@ -112,7 +122,6 @@ def build() -> Route:
                         elem_id="route-payoff-chart",
                     )
     return Route(
-        gr.State(NOT_STARTED),
         counter_,
         question,
         select,
@@ -154,6 +163,22 @@ def working_text(index: int) -> str:
     return f"**{chapter.title}**: computing {runs} ..."
 
 
+def opening_js(by: int | None) -> str:
+    """The browser's answer to a route button or the picker, the instant it is used: the
+    buttons marked busy, and the chapter's area saying what the chapter to open computes (as
+    ``target`` picks it from the picker's value)."""
+    texts = json.dumps([working_text(index) for index in range(len(ROUTE))])
+    choices = json.dumps(CHOICES)
+    step = "null" if by is None else str(by)
+    return f"""(choice, claim) => {{
+  {_BUTTONS}.forEach(b => {{
+    b.classList.add('{BUSY_CLASS}'); b.setAttribute('aria-busy', 'true'); }});
+  const texts = {texts}, choices = {choices}, by = {step}, index = choices.indexOf(choice);
+  const opened = by === null ? index : (Math.max(index + by, 0) % texts.length);
+  return opened < 0 ? claim : texts[opened];
+}}"""
+
+
 def nav(index: int) -> dict[str, Any]:
     """The header of chapter ``index``: where the learner is, the question, previous / next."""
     chapter, number = ROUTE[index], index + 1
@@ -163,18 +188,11 @@ def nav(index: int) -> dict[str, Any]:
         else f"Start again: 1. {ROUTE[0].title}"
     )
     return {
-        "chapter": index,
         "counter": gr.update(value=counter(number), visible=True),
         "question": gr.update(value=question_text(chapter, number), visible=True),
         "select": CHOICES[index],
         "prev": gr.update(visible=index > 0),
         "next": following,
-        "claim": working_text(index),
-        # The last chapter's payoff and charts go until this one's are drawn.
-        "payoff": "",
-        "chart": None,
-        "table": gr.update(visible=False),
-        "payoff_chart": gr.update(value=None, visible=False),
     }
 
 
@@ -220,7 +238,7 @@ def wire(
     below."""
     dynamics = page.sections["dynamics"]
     run_controls = [dynamics.controls[name] for name in RUN_FIELDS]
-    header = [route.chapter, route.counter, route.question, route.select, route.prev, route.next]
+    header = [route.counter, route.question, route.select, route.prev, route.next]
 
     def opened(index: int, last: Any, shown: Any) -> Any:
         chapter = ROUTE[index]
@@ -233,43 +251,57 @@ def wire(
             answer |= {dynamics.controls[n]: v for n, v in lesson.run_inputs.items()}
         return answer | {getattr(route, name): value for name, value in nav(index).items()}
 
-    def on_view(index: int) -> Any:
-        if not 0 <= index < len(ROUTE):  # no chapter open yet
-            return gr.skip()
-        return {getattr(route, name): value for name, value in view(index).items()}
+    def on_view(by: int | None) -> Callable[[Any], Any]:
+        def view_of(choice: Any) -> Any:
+            index = target(by, choice)
+            if index == NOT_STARTED:  # the picker cleared: no chapter to show
+                return gr.skip()
+            return {getattr(route, name): value for name, value in view(index).items()}
 
-    def step(by: int) -> Callable[..., Any]:
-        def on_step(index: int, last: Any, shown: Any) -> Any:
-            # Next after the last chapter starts the route again.
-            return opened((max(index + by, 0)) % len(ROUTE), last, shown)
+        return view_of
 
-        return on_step
+    def on_open(by: int | None) -> Callable[..., Any]:
+        def open_of(choice: Any, last: Any, shown: Any) -> Any:
+            index = target(by, choice)
+            if index == NOT_STARTED:  # the picker cleared: no chapter to open
+                return gr.skip()
+            return opened(index, last, shown)
 
-    def on_pick(choice: str, last: Any, shown: Any) -> Any:
-        if choice not in CHOICES:  # the picker cleared: no chapter to open
-            return gr.skip()
-        return opened(CHOICES.index(choice), last, shown)
+        return open_of
 
-    outputs = [*step_outputs, *run_controls, *header, route.claim, route.payoff, route.chart]
-    outputs += [route.table, route.payoff_chart]
+    outputs = [*step_outputs, *run_controls, *header]
     view_outputs = [route.view, route.claim, route.payoff, route.chart, route.table]
-    for trigger, handler, source in (
-        (route.next.click, step(1), route.chapter),
-        (route.prev.click, step(-1), route.chapter),
-        (route.select.input, on_pick, route.select),
+    view_outputs.append(route.payoff_chart)
+    for trigger, by, name in (
+        (route.next.click, 1, "next"),
+        (route.prev.click, -1, "previous"),
+        (route.select.input, None, "pick"),
     ):
-        # The button shows the work the instant it is clicked, until the chapter opens.
-        trigger(None, None, None, js=BUSY_JS, api_visibility="private", queue=False)
-        inputs = [source, page.last_valid, page.notices_shown]
+        # At once, in the browser: the buttons busy, the chapter's area saying what it computes.
+        trigger(
+            None,
+            [route.select, route.claim],
+            [route.claim],
+            js=opening_js(by),
+            api_visibility="private",
+        )
+        # The chapter's step (its settings in the controls, the results below) and header ...
+        handler = on_open(by)
+        handler.__name__ = f"on_{name}"
+        inputs = [route.select, page.last_valid, page.notices_shown]
         event = page.gathering(handler, inputs, outputs).after(trigger, **lane)
         then_charts(event)
-        event.then(fn=None, js=OPENED_JS).then(
-            on_view,
-            [route.chapter],
-            [*view_outputs, route.payoff_chart],
+        event.then(fn=None, js=scroll_js("route-counter"))
+        # ... and, from the same click, its claim and picture.
+        shown = on_view(by)
+        shown.__name__ = f"on_view_{name}"
+        trigger(
+            shown,
+            [route.select],
+            view_outputs,
             concurrency_limit=1,
             concurrency_id="heavy",  # the sweep's and the training runs' concurrency group
             api_visibility="private",
-            show_progress="full",
+            show_progress="minimal",
             show_progress_on=[route.claim],
-        )
+        ).then(fn=None, js=OPENED_JS)

@@ -1,6 +1,8 @@
 """The route's header and the settings a chapter applies (playground.ui.route), without a
 server: where the learner is, previous / next at both ends, a training chapter's step part."""
 
+import json
+
 from playground.core.lessons import LESSONS, RUN_FIELDS
 from playground.core.lessons.route import CHAPTERS, ROUTE
 from playground.ui import route
@@ -16,23 +18,21 @@ def test_the_header_says_where_the_learner_is_and_what_comes_next():
     assert last["prev"]["visible"] is True
     # The last chapter sums the route up; its Next starts again from chapter 1.
     assert last["next"] == f"Start again: 1. {ROUTE[0].title}"
-    # The last chapter's payoff and charts are cleared until this one's are drawn.
-    assert last["payoff"] == "" and last["chart"] is None
-    assert last["payoff_chart"]["visible"] is False
 
 
 def test_the_chapters_area_says_what_it_computes_while_it_opens():
     # chapter 3: its step at S = 2^15, the step it is read against, then both training runs
-    shown = route.nav(ROUTE.index(CHAPTERS["float16-loss-scale"]))["claim"]
+    shown = route.working_text(ROUTE.index(CHAPTERS["float16-loss-scale"]))
     assert shown.startswith(
         "**float16 with a loss scale**: computing one step (float16, S = 32768)"
     )
     steps = LESSONS["train-float16-scaled"].config().steps
     assert f"a training run of {steps} steps (float16, S = 32768)" in shown
     assert "one step (float16, S = 1)" in shown
-    # The busy mark goes on as the click lands and off as the chapter opens.
-    assert route.BUSY_CLASS in route.BUSY_JS and "classList.add" in route.BUSY_JS
-    assert "classList.remove" in route.OPENED_JS and "route-counter" in route.OPENED_JS
+    # In the browser, at once: the busy mark, and the text of the chapter the button opens.
+    opening = route.opening_js(1)
+    assert route.BUSY_CLASS in opening and "classList.add" in opening
+    assert json.dumps(shown) in opening and "classList.remove" in route.OPENED_JS
 
 
 def test_a_chapter_applies_its_lessons_step_settings():
@@ -50,12 +50,15 @@ def test_a_cleared_chapter_picker_opens_nothing_and_changes_no_result():
     from playground.ui.page import build_demo
 
     demo = build_demo()
-    pick = next(fn for fn in dict(demo.fns).values() if fn.api_name == "on_pick")
+    pick = next(fn for fn in dict(demo.fns).values() if fn.name == "on_pick")
     gathered = pick.fn.gathered
     values = [None if c is gathered.inputs[0] else getattr(c, "value", None) for c in gathered.sent]
     answer = pick.fn({"values": values}, *[None] * len(gathered.kept))
     ids = {getattr(component, "elem_id", None) for component in answer}
     assert not ids & {"route-counter", "route-chapter", "route-claim", "headline", "lr"}
     assert all(update == {"__type__": "update"} or "value" in update for update in answer.values())
-    view = next(fn for fn in dict(demo.fns).values() if fn.name == "on_view")
-    assert view.fn(route.NOT_STARTED) == {"__type__": "update"}
+    view = next(fn for fn in dict(demo.fns).values() if fn.name == "on_view_pick")
+    assert view.fn(None) == {"__type__": "update"}
+    # Next before the first chapter opens chapter 1; after the last, chapter 1 again.
+    assert route.target(1, None) == 0 and route.target(1, route.CHOICES[-1]) == 0
+    assert route.target(-1, route.CHOICES[1]) == 0 and route.target(None, None) == -1
