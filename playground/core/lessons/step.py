@@ -132,8 +132,10 @@ def _overflow(report: StepReport) -> Claim:
     scaled = _scaled(report)
     nan, inf, total = int(np.isnan(scaled).sum()), int(np.isinf(scaled).sum()), scaled.size
     scale = report.config.loss_scale
-    # S and the largest power of two below it, as the exercise's float16 loss holds them.
-    held = {s: _in_dtype(s, dtype) for s in (scale / 2, scale)}
+    # S and the power of two below it as the exercise's float16 loss holds them, and S as
+    # torch's GradScaler holds it (float32): (S, dtype, the value held).
+    held = [(s, dtype, _in_dtype(s, dtype)) for s in (scale / 2, scale)]
+    held.append((scale, "float32", _in_dtype(scale, "float32")))
     sentence = (
         f"float16's largest value is {largest:g}, so S = {scale:g} does not fit in float16 "
         f"at all: {nan + inf:,} of {total:,} scaled gradient entries of the default batch are "

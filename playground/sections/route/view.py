@@ -24,7 +24,6 @@ from playground.sections.dynamics.charts import (
     lost_update_figure,
     scale_figure,
 )
-from playground.sections.dynamics.curves import curves_of
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.route import pictures_operations, pictures_step
 from playground.sections.step.block_map import block_scale_figure
@@ -119,19 +118,17 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
         chart = {**STEP_CHARTS, **TRAINING_CHARTS}[chapter.chart](run)
     payoff: list[str] = []
     payoff_chart = None
-    if chapter.contrast:
+    if chapter.contrast and isinstance(run, StepReport):
         payoff.append(_changed(runs[chapter.contrast], run))
     if chapter.payoff:
         trained = runs[chapter.payoff]
-        pins = [curves_of(runs[chapter.payoff_contrast])] if chapter.payoff_contrast else []
+        payoff_claim = LESSONS[chapter.payoff].claim(trained)
         payoff.append(
             claim_markdown(
-                LESSONS[chapter.payoff].label,
-                LESSONS[chapter.payoff].claim(trained),
-                "What it does to the training",
+                LESSONS[chapter.payoff].label, payoff_claim, "What it does to the training"
             )
         )
-        payoff_chart = dynamics_loss_figure(trained, pins)
+        payoff_chart = pictures_step.payoff_picture(chapter, runs, payoff_claim)
     return ChapterView(
         counter=counter(number),
         question=question_text(chapter, number),
