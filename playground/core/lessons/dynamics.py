@@ -218,9 +218,9 @@ def _bfloat16_unscaled(dynamics: DynamicsReport) -> Claim:
             (f"mean flushed share {share} <= 0.1%", flushed <= 0.001),
         ],
         short=(
-            "bfloat16 has float32's exponent range, so at S = 1 its gradients never flush to "
-            "zero: it trains like float32 where float16 at S = 1 stalls. torch.autocast in "
-            "bfloat16 needs no GradScaler."
+            "bfloat16 has float32's exponent range, so at S = 1 almost none of its gradients "
+            "flush to zero: it trains like float32 where float16 at S = 1 stalls. torch.autocast "
+            "in bfloat16 needs no GradScaler."
         ),
         figures={"ratio": _said(dynamics, "mixed"), "flushed_share": share},
     )
@@ -283,7 +283,7 @@ def _pure_remedy(dynamics: DynamicsReport) -> Claim:
         ),
         "kahan": (
             "Kahan summation keeps each weight's rounding error in a second bfloat16 buffer and "
-            "adds it back at the next step: almost no update is lost, and pure bfloat16 trains "
+            "adds it back at the next step, so small updates add up and pure bfloat16 trains "
             "like float32 where round-to-nearest stalls."
         ),
     }[dynamics.pure_rounding]

@@ -52,8 +52,8 @@ def _agree(report: StepReport) -> Claim:
             (f"new losses' relative difference {relative:.2e} <= 1e-2", relative <= 1e-2),
         ],
         short=(
-            "bfloat16 keeps only a few significant digits, yet this step follows float32: every "
-            "gradient entry lands near the diagonal where bfloat16 equals float32, and the new "
+            "bfloat16 keeps only a few significant digits, yet this step follows float32: the "
+            "gradient entries land near the diagonal where bfloat16 equals float32, and the new "
             "loss barely differs."
         ),
         figures={"kernel_error": error, "loss_difference": difference, "loss_relative": relative},
