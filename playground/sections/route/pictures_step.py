@@ -31,7 +31,6 @@ from playground.views.plotly import (
     MIXED_COLOR,
     OVERFLOW_COLOR,
     TEXT_COLOR,
-    WARNING_TEXT_COLOR,
     Figure,
     base_layout,
     line_trace,
@@ -79,19 +78,21 @@ def note(text: str, x: float, y: float, **extra: Any) -> dict[str, Any]:
     }
 
 
-def corner_note(text: str, warning: bool = False) -> dict[str, Any]:
-    """An annotation in the plot's top left corner."""
+def corner_note(text: str, right: bool = False, y: float = 0.98) -> dict[str, Any]:
+    """An annotation in the plot's top left corner (top right where ``right``; lower where
+    ``y``, a share of the plot's height, is smaller), where the picture draws no data."""
+    side = "right" if right else "left"
     return {
-        "x": 0.02,
-        "y": 0.98,
+        "x": 0.98 if right else 0.02,
+        "y": y,
         "xref": "paper",
         "yref": "paper",
-        "xanchor": "left",
+        "xanchor": side,
         "yanchor": "top",
-        "align": "left",
+        "align": side,
         "text": text,
         "showarrow": False,
-        "font": {"size": 11, "color": WARNING_TEXT_COLOR if warning else TEXT_COLOR},
+        "font": {"size": 11, "color": TEXT_COLOR},
         "bgcolor": "rgba(255, 255, 255, 0.8)",
     }
 
@@ -131,7 +132,7 @@ def agreement(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
 def _zeros_note(figure: Figure, text: str, trace: int = 0) -> dict[str, Any]:
     """A note on the magnitude chart's "zeros" bar of the ``trace``-th series."""
     data = figure["data"][trace]
-    return note(text, data["x"][0], math.log10(max(data["y"][0], 1)), xanchor="left", ax=40)
+    return note(text, data["x"][0], math.log10(max(data["y"][0], 1)), xanchor="left", ax=50, ay=40)
 
 
 @picture("flushed")
@@ -150,7 +151,8 @@ def flushed(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
         _zeros_note(figure, f"{_share(figures['flushed'], figures['total'])}<br>flushed to 0"),
         corner_note(
             f"float32's median |gradient| {figures['median']:.3g}<br>below half of {dtype}'s "
-            f"smallest subnormal, {figures['half_subnormal']:.3g}"
+            f"smallest subnormal, {figures['half_subnormal']:.3g}",
+            right=True,
         ),
     )
 
@@ -190,7 +192,8 @@ def rescued(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
         corner_note(
             f"S = {scale}: {_share(figures['normal'], figures['total'])} scaled entries normal, "
             f"{figures['subnormal']:,} subnormal,<br>{figures['flushed']:,} flushed to 0 after "
-            "unscaling"
+            "unscaling",
+            right=True,
         )
     ]
     if "flushed" in lost:
@@ -199,7 +202,8 @@ def rescued(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
             stall["x"][0],
             math.log10(max(stall["y"][0], 1)),
             xanchor="left",
-            ax=40,
+            ax=50,
+            ay=40,
         )
         notes.append(zero)
     return _annotate(figure, *notes)
@@ -212,11 +216,9 @@ def scale_overflow(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
     report = runs[chapter.lesson]
     dtype = report.config.compute_dtype
     figures = claim.figures
-    layout = base_layout(
-        f"The loss scale S in {dtype} and in float32", "log2 of the value held", ""
-    )
+    title = f"The loss scale S in {dtype} and in float32"
+    layout = base_layout(title, "log2 of the value held", "")
     if "held" not in figures:
-        layout["annotations"] = [corner_note(claim.condition, warning=True)]
         return {"data": [], "layout": layout}
     largest = figures["largest"]
     edge = math.log2(largest)
@@ -252,13 +254,10 @@ def scale_overflow(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
     ]
     layout["xaxis"].update(range=[edge - 4, reach])
     nan, inf, total = figures["nan"], figures["inf"], figures["total"]
-    layout["annotations"] = [
-        corner_note(
-            f"at S = {scale_text(report.config.loss_scale)}: {nan + inf:,} of {total:,} scaled "
-            f"gradient entries not finite ({nan:,} NaN, {inf:,} inf)",
-            warning=nan + inf > 0,
-        )
-    ]
+    layout["title"]["text"] = (
+        f"{title}<br><sup>at S = {scale_text(report.config.loss_scale)}: {nan + inf:,} of "
+        f"{total:,} scaled gradient entries not finite ({nan:,} NaN, {inf:,} inf)</sup>"
+    )
     return {"data": data, "layout": layout}
 
 
@@ -379,7 +378,8 @@ def lost_updates(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
         corner_note(
             f"pure {dynamics.config.compute_dtype}: {figures['lost_share']:.0%} of the updates "
             f"per step rounded away (mean);<br>its loss ends at {figures['kept']:.0%} of its "
-            f"start, float32's at {figures['float32_kept']:.0%} of its own"
+            f"start, float32's at {figures['float32_kept']:.0%} of its own",
+            y=0.6,
         ),
     )
 

@@ -113,7 +113,8 @@ def test_scale_too_large_draws_s_in_float16_beside_float32_and_the_largest_value
     assert held["S = 2^16 in float32<br>(GradScaler's scale)"] == f"{np.float32(2**16):g}"
     scaled = _flat(run("float16-overflow"), "scaled_grads")
     nan = int(np.isnan(scaled).sum())
-    assert any(f"({nan:,} NaN, 0 inf)" in note for note in _notes(figure))
+    said = f"{nan:,} of {scaled.size:,} scaled gradient entries not finite ({nan:,} NaN, 0 inf)"
+    assert said in figure["layout"]["title"]["text"]
 
 
 def test_dynamic_scaling_annotates_each_skip_with_its_scale_and_the_final_one():
