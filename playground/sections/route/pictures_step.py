@@ -113,8 +113,11 @@ def agreement(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
     report = runs[chapter.lesson]
     figure = gradient_scatter(report)
     for trace in figure["data"]:
-        if trace.get("name") == "y = x":
+        name = trace.get("name", "")
+        if name == "y = x":
             trace["name"] = f"y = x ({report.config.compute_dtype} equals float32)"
+        elif name.startswith("kernel ("):  # torch's nn.Linear calls it weight
+            trace["name"] = name.replace("kernel (", "kernel (torch's weight; ", 1)
     figures = claim.figures
     if "kernel_error" not in figures:
         return figure
@@ -267,6 +270,7 @@ def scale_steps(chapter: Chapter, runs: Runs, claim: Claim) -> Figure:
     overflowed at, under float16's largest value; the final S written at the end."""
     dynamics = runs[chapter.lesson]
     figure = scale_figure(dynamics)
+    figure["data"][0]["name"] = "log2 loss scale S (GradScaler's scale)"
     figures = claim.figures
     if "largest" not in figures:
         return figure

@@ -7,7 +7,7 @@ is computed here. A claim is shown only when its condition holds; otherwise the 
 and gives the condition with its numbers. A one-step chapter with a contrast says what changed
 between the two steps (the kernel gradient's relative error against float32, in norm), since
 in one step the loss itself barely moves; a payoff is its training lesson's claim and loss
-curves, the payoff's contrast drawn beside as a pinned run.
+curves, the payoff's contrast drawn beside (``pictures_step.payoff_picture``).
 """
 
 from __future__ import annotations

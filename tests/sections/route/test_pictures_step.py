@@ -73,6 +73,8 @@ def test_range_precision_writes_the_kernel_gradients_error_on_the_scatter():
     error = np.linalg.norm(mixed - exact) / np.linalg.norm(exact)
     (said,) = [t for t in _notes(shown("range-precision").chart) if "relative error" in t]
     assert f"(in norm): {error:.2e}" in said
+    # torch's name beside ours: nn.Linear's weight is the kernel.
+    assert _names(shown("range-precision").chart)[0].startswith("kernel (torch's weight; ")
 
 
 def test_float16_no_scale_writes_the_share_flushed_and_names_its_payoffs_lines():
@@ -127,6 +129,7 @@ def test_dynamic_scaling_annotates_each_skip_with_its_scale_and_the_final_one():
     notes = _notes(shown("dynamic-scaling").chart)
     assert [note for note in notes if ": skipped" in note] == expected
     assert f"ends at S = 2^{int(np.log2(dynamics.mixed_scale[-1]))}" in notes
+    assert "log2 loss scale S (GradScaler's scale)" in _names(shown("dynamic-scaling").chart)
 
 
 def _ratio(name: str) -> float:
