@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -146,3 +147,10 @@ def expected_headline(**changes: Any) -> str:
     from playground.core.settings.settings import defaults
 
     return f"{step_report(StepConfig(**(defaults() | changes))).mixed_new_loss:.7g}"
+
+
+def unlinked(markdown: str) -> str:
+    """``markdown`` without the glossary's links (their words kept) and torch's names beside
+    them (``sections.route.glossary.linked`` adds both)."""
+    words = re.sub(r'\[([^\]]+)\]\(#glossary "[^"]*"\)', r"\1", markdown)
+    return re.sub(r" \(torch: [^)]*\)", "", words)

@@ -122,6 +122,12 @@ def _float16_unscaled(dynamics: DynamicsReport) -> Claim:
             (f"late flushed share {flushed:.2f} >= 0.5", flushed >= 0.5),
             (f"late rounded-away share {lost:.3f} <= 0.01", lost <= 0.01),
         ],
+        short=(
+            "The float16 run at S = 1 follows float32 while its gradients are large, then "
+            "stalls: once they shrink below float16's smallest subnormal they round to zero, and "
+            "most updates are zero."
+        ),
+        figures={"ratio": said, "stall_step": _stall_step(mixed), "flushed_share": flushed},
     )
 
 
@@ -142,6 +148,11 @@ def _float16_scaled(dynamics: DynamicsReport) -> Claim:
             _like_float32(dynamics, "mixed", 0.1),
             (f"mean flushed share {share} <= 1%", flushed <= 0.01),
         ],
+        short=(
+            "With the loss scaled by S = 2^15 the same float16 run keeps its gradients to the "
+            "end and trains like float32, where the run at S = 1 stalls."
+        ),
+        figures={"ratio": _said(dynamics, "mixed"), "flushed_share": share},
     )
 
 
@@ -173,6 +184,18 @@ def _float16_dynamic(dynamics: DynamicsReport) -> Claim:
             (f"final S {final_scale:g} <= {largest:g}", final_scale <= largest),
             _like_float32(dynamics, "mixed", 0.1),
         ],
+        short=(
+            "GradScaler starts at S = 2^16, which float16 cannot hold: it skips each step whose "
+            "gradients overflow and halves S, doubles S after a run of finite steps, and so "
+            "settles where float16 holds it, training like float32."
+        ),
+        figures={
+            "largest": largest,
+            "skipped_steps": said,
+            "skipped_scales": [float(s) for s in scales[skipped]],
+            "final_scale": final_scale,
+            "ratio": _said(dynamics, "mixed"),
+        },
     )
 
 
@@ -194,6 +217,12 @@ def _bfloat16_unscaled(dynamics: DynamicsReport) -> Claim:
             _like_float32(dynamics, "mixed", 0.1),
             (f"mean flushed share {share} <= 0.1%", flushed <= 0.001),
         ],
+        short=(
+            "bfloat16 has float32's exponent range, so at S = 1 almost none of its gradients "
+            "flush to zero: it trains like float32 where float16 at S = 1 stalls. torch.autocast "
+            "in bfloat16 needs no GradScaler."
+        ),
+        figures={"ratio": _said(dynamics, "mixed"), "flushed_share": share},
     )
 
 
@@ -215,6 +244,16 @@ def _pure_nearest(dynamics: DynamicsReport) -> Claim:
             (f"pure final / pure start = {kept:.3f} >= 0.9", kept >= 0.9),
             (f"pure rounded-away share {lost:.3f} >= 0.5", lost >= 0.5),
         ],
+        short=(
+            "A pure run stores the weights in bfloat16 itself, with no float32 master copy. Most "
+            "updates are under half the spacing between bfloat16 numbers near the weight, so they "
+            "round away and the loss barely moves."
+        ),
+        figures={
+            "lost_share": lost,
+            "kept": kept,
+            "float32_kept": float(dynamics.float32_loss[-1] / dynamics.float32_loss[0]),
+        },
     )
 
 
@@ -236,8 +275,23 @@ def _pure_remedy(dynamics: DynamicsReport) -> Claim:
         f"The pure run goes {loss_path(dynamics.pure_loss)}, {_said(dynamics, 'pure')} "
         f"float32's final loss ({loss_path(dynamics.float32_loss)})."
     )
+    short = {
+        "stochastic": (
+            "Stochastic rounding rounds each updated weight up or down at random, in proportion "
+            "to the remainder: on average no update is lost, and pure bfloat16 trains like "
+            "float32 where round-to-nearest stalls."
+        ),
+        "kahan": (
+            "Kahan summation keeps each weight's rounding error in a second bfloat16 buffer and "
+            "adds it back at the next step, so small updates add up and pure bfloat16 trains "
+            "like float32 where round-to-nearest stalls."
+        ),
+    }[dynamics.pure_rounding]
     return checked(
-        sentence, [_float32_trains(dynamics, 0.5), _like_float32(dynamics, "pure", 0.05)]
+        sentence,
+        [_float32_trains(dynamics, 0.5), _like_float32(dynamics, "pure", 0.05)],
+        short=short,
+        figures={"lost_share": lost, "ratio": _said(dynamics, "pure")},
     )
 
 
@@ -282,6 +336,16 @@ def _float8_spike(dynamics: DynamicsReport) -> Claim:
             ),
             _like_float32(dynamics, "mixed", 0.1),
         ],
+        short=(
+            "Delayed scaling takes each float8 scale from the previous step's amax. Each time the "
+            "loss scale doubles, the gradients jump past that history and that one step clips; "
+            "the next fits again, and training follows float32."
+        ),
+        figures={
+            "saturated_steps": chart_steps(saturated),
+            "saturated_shares": shares[saturated].tolist(),
+            "ratio": _said(dynamics, "mixed"),
+        },
     )
 
 

@@ -14,9 +14,12 @@ chapter that ``sums_up`` the route reads every chapter's run).
 
 Charts (drawn by ``sections.route``): ``scatter`` (the gradient entries, mixed against float32),
 ``magnitudes`` (the gradient magnitudes over the dtype's ranges), ``block_map`` (the block
-scales), ``operations`` (the operations table), ``formats`` (every format's gradient error on
-one step), and for a training run ``loss`` (the loss
-curves), ``scale`` (the loss scale per step) and ``lost_updates`` (the lost-update meter).
+scales), ``operations`` (the operations table), and for a training run ``loss`` (the loss
+curves), ``scale`` (the loss scale per step) and ``lost_updates`` (the lost-update meter); or
+a chapter's own picture of its claim, by the name it is registered under
+(``sections.route.pictures_step``, ``pictures_operations``, ``ending``: ``formats``, every
+format's gradient error on one step). A training chapter's contrast is a training run too: the
+run that stalls without the chapter's remedy.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ ROUTE = (
         "bfloat16 has float32's range but keeps only about 2 to 3 significant digits. Does one "
         "training step in bfloat16 still follow the same step in float32?",
         "bfloat16-agrees",
-        "scatter",
+        "agreement",
     ),
     Chapter(
         "float16-no-scale",
@@ -54,7 +57,7 @@ ROUTE = (
         "float16 keeps more digits than bfloat16 but has a much smaller range. With small data, "
         "what happens to its gradients, and to the training?",
         "float16-flush",
-        "magnitudes",
+        "flushed",
         payoff="train-float16-unscaled",
     ),
     Chapter(
@@ -63,7 +66,7 @@ ROUTE = (
         "Multiply the loss by S = 2^15 before differentiating, divide the gradients by S after: "
         "do the gradients come back, and does the run train?",
         "float16-scaled",
-        "magnitudes",
+        "rescued",
         payoff="train-float16-scaled",
         contrast="float16-flush",
         payoff_contrast="train-float16-unscaled",
@@ -73,7 +76,7 @@ ROUTE = (
         "A scale too large",
         "What if S itself does not fit in float16?",
         "float16-overflow",
-        "magnitudes",
+        "scale_overflow",
     ),
     Chapter(
         "dynamic-scaling",
@@ -81,14 +84,15 @@ ROUTE = (
         "PyTorch's GradScaler starts at S = 2^16, which float16 cannot hold. How does it find a "
         "scale that works?",
         "train-float16-dynamic",
-        "scale",
+        "scale_steps",
     ),
     Chapter(
         "bfloat16-no-scale",
         "bfloat16 needs no scale",
         "The same batch that stalls float16 at S = 1: does bfloat16 need a loss scale?",
         "train-bfloat16-unscaled",
-        "loss",
+        "stall_beside",
+        contrast="train-float16-unscaled",
     ),
     Chapter(
         "masters-pure",
@@ -96,21 +100,23 @@ ROUTE = (
         "Why keep a float32 copy of the weights? Store them in bfloat16 itself (a pure run) "
         "with a small learning rate and watch the updates.",
         "train-pure-nearest",
-        "lost_updates",
+        "lost_updates_pure",
     ),
     Chapter(
         "stochastic-rounding",
         "Pure bfloat16, rounded stochastically",
         "Can pure bfloat16 train if the weights are rounded up or down at random instead?",
         "train-pure-stochastic",
-        "loss",
+        "remedy_beside",
+        contrast="train-pure-nearest",
     ),
     Chapter(
         "kahan-summation",
         "Pure bfloat16 with Kahan summation",
         "Or if each rounding error is kept in a second bfloat16 buffer and added back?",
         "train-pure-kahan",
-        "loss",
+        "remedy_beside",
+        contrast="train-pure-nearest",
     ),
     Chapter(
         "float8-delayed",
@@ -118,7 +124,7 @@ ROUTE = (
         "float8 scales each tensor by its amax (largest magnitude). Under delayed scaling that "
         "amax comes from the step before: what happens when the gradients jump?",
         "train-float8-delayed",
-        "lost_updates",
+        "clipped_steps",
     ),
     Chapter(
         "block-scaling",

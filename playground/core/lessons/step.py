@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from playground.core.formats.dtypes import classify, dtype_facts
+from playground.core.formats.dtypes import classify, dtype_facts, numpy_dtype
 from playground.core.lessons.blocks import ONE_OUTLIER, outlier_claim
 from playground.core.lessons.claim import Claim, StepLesson, checked
 from playground.core.step.report import StepReport
@@ -51,6 +51,12 @@ def _agree(report: StepReport) -> Claim:
             (f"kernel gradient's relative error {error:.2e} <= 1e-2", error <= 1e-2),
             (f"new losses' relative difference {relative:.2e} <= 1e-2", relative <= 1e-2),
         ],
+        short=(
+            "bfloat16 keeps only a few significant digits, yet this step follows float32: the "
+            "gradient entries land near the diagonal where bfloat16 equals float32, and the new "
+            "loss barely differs."
+        ),
+        figures={"kernel_error": error, "loss_difference": difference, "loss_relative": relative},
     )
 
 
@@ -74,6 +80,12 @@ def _flush(report: StepReport) -> Claim:
             (f"median float32 gradient {median:.3g} < {half:.3g}", median < half),
             (f"{flushed} of {total} entries flushed, at least 90%", flushed >= 0.9 * total),
         ],
+        short=(
+            "With data this small, float16's gradients fall below its smallest subnormal and "
+            "round to zero, so the optimizer receives almost nothing: what torch.autocast in "
+            "float16 without a GradScaler meets."
+        ),
+        figures={"flushed": flushed, "total": total, "median": median, "half_subnormal": half},
     )
 
 
@@ -99,7 +111,19 @@ def _come_back(report: StepReport) -> Claim:
             (f"{flushed} of {total} entries flushed, at most 1%", flushed <= 0.01 * total),
             (f"{normal} of {total} scaled entries normal, at least half", 2 * normal >= total),
         ],
+        short=(
+            "Multiplying the loss by S = 2^15 before the backward pass, as GradScaler's scale "
+            "does, lifts the same gradients into float16's range; dividing by S afterwards "
+            "gives them back, almost none lost to zero."
+        ),
+        figures={"flushed": flushed, "total": total, "normal": normal, "subnormal": subnormal},
     )
+
+
+def _in_dtype(value: float, dtype: str) -> float:
+    """``value`` cast to ``dtype`` (inf past its largest value)."""
+    with np.errstate(over="ignore"):
+        return float(np.asarray(value, np.float64).astype(numpy_dtype(dtype)))
 
 
 def _overflow(report: StepReport) -> Claim:
@@ -108,6 +132,10 @@ def _overflow(report: StepReport) -> Claim:
     scaled = _scaled(report)
     nan, inf, total = int(np.isnan(scaled).sum()), int(np.isinf(scaled).sum()), scaled.size
     scale = report.config.loss_scale
+    # S and the power of two below it as the exercise's float16 loss holds them, and S as
+    # torch's GradScaler holds it (float32): (S, dtype, the value held).
+    held = [(s, dtype, _in_dtype(s, dtype)) for s in (scale / 2, scale)]
+    held.append((scale, "float32", _in_dtype(scale, "float32")))
     sentence = (
         f"float16's largest value is {largest:g}, so S = {scale:g} does not fit in float16 "
         f"at all: {nan + inf:,} of {total:,} scaled gradient entries of the default batch are "
@@ -125,6 +153,12 @@ def _overflow(report: StepReport) -> Claim:
                 not np.isfinite(report.mixed_new_loss),
             ),
         ],
+        short=(
+            "The exercise computes the loss in float16, so S = 2^16 itself becomes inf there and "
+            "every gradient is inf or NaN. torch.autocast keeps the loss, and GradScaler its "
+            "scale, in float32."
+        ),
+        figures={"largest": largest, "held": held, "nan": nan, "inf": inf, "total": total},
     )
 
 

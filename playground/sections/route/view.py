@@ -7,7 +7,7 @@ is computed here. A claim is shown only when its condition holds; otherwise the 
 and gives the condition with its numbers. A one-step chapter with a contrast says what changed
 between the two steps (the kernel gradient's relative error against float32, in norm), since
 in one step the loss itself barely moves; a payoff is its training lesson's claim and loss
-curves, the payoff's contrast drawn beside as a pinned run.
+curves, the payoff's contrast drawn beside (``pictures_step.payoff_picture``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from playground.sections.dynamics.charts import (
     lost_update_figure,
     scale_figure,
 )
-from playground.sections.dynamics.curves import curves_of
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.route import ending, pictures_operations, pictures_step
 from playground.sections.route.glossary import linked
@@ -127,20 +126,17 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
         chart = {**STEP_CHARTS, **TRAINING_CHARTS}[chapter.chart](run)
     payoff: list[str] = []
     payoff_chart = None
-    if chapter.contrast:
+    if chapter.contrast and isinstance(run, StepReport):
         payoff.append(_changed(runs[chapter.contrast], run))
     if chapter.payoff:
         trained = runs[chapter.payoff]
-        pins = [curves_of(runs[chapter.payoff_contrast])] if chapter.payoff_contrast else []
+        payoff_claim = LESSONS[chapter.payoff].claim(trained)
         payoff.append(
             claim_markdown(
-                LESSONS[chapter.payoff].label,
-                LESSONS[chapter.payoff].claim(trained),
-                "What it does to the training",
-                seen,
+                LESSONS[chapter.payoff].label, payoff_claim, "What it does to the training", seen
             )
         )
-        payoff_chart = dynamics_loss_figure(trained, pins)
+        payoff_chart = pictures_step.payoff_picture(chapter, runs, payoff_claim)
     if chapter.sums_up:
         payoff.append(ending.summary(runs))
     return ChapterView(
