@@ -46,13 +46,18 @@ SHORT = (
 )
 
 
-def scale_figures(per_tensor_stats: OperandStats, mxfp8_stats: OperandStats) -> dict:
-    """The figures of one tensor's two scalings (see the module rule): ``per_tensor_log2``,
-    ``block_log2`` (rows by blocks), ``outlier_block`` ((row, block) of the largest block
-    scale), ``per_tensor_lost`` and ``mxfp8_normal`` (shares of the nonzero entries)."""
+def scale_figures(
+    per_tensor_stats: OperandStats, mxfp8_stats: OperandStats, tensor: str = "x"
+) -> dict:
+    """The figures of one tensor's two scalings (see the module rule): the ``tensor``'s name,
+    ``per_tensor_log2``, ``block_log2`` (rows by blocks of ``block`` values), ``outlier_block``
+    ((row, block) of the largest block scale), ``per_tensor_lost`` and ``mxfp8_normal``
+    (shares of the nonzero entries)."""
     block_log2 = np.asarray(mxfp8_stats.scale_log2, np.float64)
     row, block = np.unravel_index(int(np.nanargmax(block_log2)), block_log2.shape)
     return {
+        "tensor": tensor,
+        "block": MXFP8.block,
         "per_tensor_log2": float(np.asarray(per_tensor_stats.scale_log2).item()),
         "block_log2": block_log2,
         "outlier_block": (int(row), int(block)),

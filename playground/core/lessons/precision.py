@@ -102,7 +102,13 @@ def layernorm_overflow(report: StepReport) -> Claim:
             ),
         ],
         short=short,
-        figures={"largest_activation": activation, "bound": bound, "contrast": autocast.operations},
+        figures={
+            "largest_activation": activation,
+            "bound": bound,
+            "largest_value": largest,
+            "contrast": autocast.operations,
+            "contrast_first": autocast.first_nonfinite["forward"],
+        },
     )
 
 
@@ -200,7 +206,16 @@ def loss_steps(report: StepReport) -> Claim:
             f"{dtype} values: a staircase. Computed in float32 from the same {dtype} outputs, "
             "as under torch.autocast, it falls smoothly."
         ),
-        figures={"exercise": exercise, "autocast": autocast, "jump": jump, "spacing": spacing},
+        figures={
+            "exercise": exercise,
+            "autocast": autocast,
+            "levels": levels,
+            "moves": moves,
+            "jump": jump,
+            # The step (counting from 1) whose loss is the largest jump from the step before.
+            "jump_step": int(np.argmax(np.abs(np.diff(exercise)))) + 2,
+            "spacing": spacing,
+        },
     )
 
 

@@ -162,7 +162,12 @@ def attention_overflow(report: StepReport) -> Claim:
             ),
         ],
         short=short,
-        figures={"largest_score": score, "contrast": autocast.operations},
+        figures={
+            "largest_score": score,
+            "largest_value": largest,
+            "contrast": autocast.operations,
+            "contrast_first": then,
+        },
     )
 
 
@@ -204,9 +209,12 @@ def bfloat16_attention(report: StepReport) -> Claim:
         ),
         figures={
             "largest_score": score,
+            "largest_value": dtype_facts(dtype).max,
             "contrast": float16.operations,
+            "contrast_first": first16,
             "loss": report.mixed_initial_loss,
             "float32_loss": report.float32_initial_loss,
+            "relative": relative,
         },
     )
 
@@ -254,7 +262,8 @@ def swiglu_outlier(report: StepReport) -> Claim:
             "mlp.down's input, squares it: one scale per tensor flushes most of that input to "
             "zero, while MXFP8's scale per block keeps nearly all."
         ),
-        figures=scale_figures(per_tensor, mxfp8) | {"x_lost": x_lost},
+        figures=scale_figures(per_tensor, mxfp8, "mlp.down's input m = silu(g) * u")
+        | {"x_lost": x_lost},
     )
 
 
