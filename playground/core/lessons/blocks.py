@@ -13,7 +13,7 @@ step whose recipe is not block-scaled has no block report, and the claim does no
 
 Its figures (``scale_figures``) are the two scales of the same tensor: the per-tensor one and
 the map of per-block ones (log2 of the factor an element is multiplied by to give the value),
-the outlier's block (the one of the largest scale), and the two shares the sentence quotes.
+the outlier's blocks (the ones of the largest scales), and the two shares the sentence quotes.
 """
 
 from __future__ import annotations
@@ -50,17 +50,18 @@ def scale_figures(
     per_tensor_stats: OperandStats, mxfp8_stats: OperandStats, tensor: str = "x"
 ) -> dict:
     """The figures of one tensor's two scalings (see the module rule): the ``tensor``'s name,
-    ``per_tensor_log2``, ``block_log2`` (rows by blocks of ``block`` values), ``outlier_block``
-    ((row, block) of the largest block scale), ``per_tensor_lost`` and ``mxfp8_normal``
-    (shares of the nonzero entries)."""
+    ``per_tensor_log2``, ``block_log2`` (rows by blocks of ``block`` values), ``outlier_blocks``
+    ((row, block) pairs: the blocks the outlier scales, those whose log2 scale is past the
+    midpoint between the median block's and the largest), ``per_tensor_lost`` and
+    ``mxfp8_normal`` (shares of the nonzero entries)."""
     block_log2 = np.asarray(mxfp8_stats.scale_log2, np.float64)
-    row, block = np.unravel_index(int(np.nanargmax(block_log2)), block_log2.shape)
+    midpoint = (np.nanmedian(block_log2) + np.nanmax(block_log2)) / 2
     return {
         "tensor": tensor,
         "block": MXFP8.block,
         "per_tensor_log2": float(np.asarray(per_tensor_stats.scale_log2).item()),
         "block_log2": block_log2,
-        "outlier_block": (int(row), int(block)),
+        "outlier_blocks": tuple(map(tuple, np.argwhere(block_log2 > midpoint).tolist())),
         "per_tensor_lost": lost_share(per_tensor_stats),
         "mxfp8_normal": normal_share(mxfp8_stats),
     }

@@ -83,12 +83,13 @@ def block_scales(chapter: Chapter, runs: Mapping, claim: Claim) -> Figure:
     scales = figures["block_log2"]
     rows, columns = scales.shape
     per_tensor = figures["per_tensor_log2"]
-    row, column = figures["outlier_block"]
-    outlier = row * columns + column
+    outliers = figures["outlier_blocks"]
+    outlier_x = [row * columns + column for row, column in outliers]
+    outlier_y = [float(scales[row, column]) for row, column in outliers]
     count = rows * columns
     layout = base_layout(
         f"{tensor}: one scale per tensor against one per block of {block}",
-        f"block of {block} ({columns} per row of {tensor.split(' ')[0]}, row by row)",
+        f"block of {block}, row by row ({columns} per row)",
         "scale, log2",
         margin=MARGIN,
     )
@@ -117,23 +118,25 @@ def block_scales(chapter: Chapter, runs: Mapping, claim: Claim) -> Figure:
         {
             "type": "scatter",
             "mode": "markers",
-            "x": [outlier],
-            "y": [float(scales[row, column])],
-            "name": f"the outlier's block (row {row}, block {column})",
+            "x": outlier_x,
+            "y": outlier_y,
+            "name": _outliers_named(outliers),
             "marker": {
                 "color": "rgba(0,0,0,0)",
                 "size": 14,
                 "line": {"color": WARNING_TEXT_COLOR, "width": 2},
             },
-            "hovertemplate": f"row {row}, block {column}: scale 2^%{{y}}<extra></extra>",
+            "hoverinfo": "skip",
         },
     ]
+    top = max(range(len(outliers)), key=outlier_y.__getitem__)
+    what = "block: scale" if len(outliers) == 1 else f"{len(outliers)} blocks: scales up to"
     notes = [
         _note(
-            f"the outlier's block: scale 2^{scales[row, column]:g}",
-            x=outlier,
-            y=float(scales[row, column]),
-            ax=-60 if outlier > count / 2 else 60,
+            f"the outlier's {what} 2^{outlier_y[top]:g}",
+            x=outlier_x[top],
+            y=outlier_y[top],
+            ax=-60 if outlier_x[top] > count / 2 else 60,
             ay=30,
         ),
         _note(
@@ -160,6 +163,15 @@ def block_scales(chapter: Chapter, runs: Mapping, claim: Claim) -> Figure:
         )
     layout["annotations"] = notes
     return {"data": data, "layout": layout}
+
+
+def _outliers_named(outliers: Sequence[tuple[int, int]]) -> str:
+    """The legend's name of the outlier's blocks, by row and block."""
+    if len(outliers) == 1:
+        ((row, column),) = outliers
+        return f"the outlier's block (row {row}, block {column})"
+    rows = ", ".join(str(row) for row in dict.fromkeys(row for row, _ in outliers))
+    return f"the outlier's blocks ({len(outliers)}, in rows {rows})"
 
 
 # -- operations --------------------------------------------------------------------------------
@@ -413,7 +425,7 @@ def loss_staircase(chapter: Chapter, runs: Mapping, claim: Claim) -> Figure:
     jump_step = figures["jump_step"]
     layout["annotations"] = [
         _note(
-            f"jumps by {figures['jump']:.3g}; {dtype} values here are {figures['spacing']:g} apart",
+            f"jumps by {figures['jump']:g}; {dtype} values here are {figures['spacing']:g} apart",
             x=jump_step,
             y=float(exercise[jump_step - 1]),
             ax=40,
