@@ -212,9 +212,12 @@ def operations_figure(
 ) -> Figure:
     """The ``operations`` picture: ``rows`` ((label, operations), from the top down) and
     ``notes`` ((row label, operation name, text): a label pointing at that operation's marker,
-    in the warning colour where the operation's result is not finite)."""
+    from its right on the row's left half and from its left on the right half, in the warning
+    colour where the operation's result is not finite)."""
     labels = [label for label, _ in rows]
     finite = {(label, op.name): op.forward_finite for label, ops in rows for op in ops}
+    # A label on the right half of the row reads leftwards, so it stays inside the figure.
+    right = {op.name: 2 * index > len(ops) for _, ops in rows for index, op in enumerate(ops)}
     layout = base_layout(title, "", "", margin=MARGIN)
     layout["xaxis"] |= {"type": "category", "tickangle": -35, "title": {"text": ""}}
     layout["yaxis"] |= {
@@ -229,9 +232,9 @@ def operations_figure(
             text,
             x=name,
             y=label,
-            ax=30,
+            ax=-30 if right[name] else 30,
             ay=-24,
-            xanchor="left",
+            xanchor="right" if right[name] else "left",
             font={
                 "size": NOTE_SIZE,
                 "color": TEXT_COLOR if finite[label, name] else WARNING_TEXT_COLOR,
