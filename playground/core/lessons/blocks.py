@@ -41,8 +41,8 @@ MXFP8_NORMAL_MIN = 0.9
 # The route's form of the claim (no figures: the picture carries them).
 SHORT = (
     "One outlier sets the single scale of per-tensor float8 (torchao's tensorwise recipe), so "
-    "most of x falls to zero or to subnormals. MXFP8 gives every block its own scale: only the "
-    "outlier's block pays."
+    "most of x falls to zero or to subnormals. MXFP8 gives each block its own scale and keeps "
+    "nearly all of x as normal numbers."
 )
 
 

@@ -130,9 +130,9 @@ def attention_overflow(report: StepReport) -> Claim:
             "has no float32 rule for it)"
         )
     short = (
-        f"Without the norms, attention scores grow with the square of the activations: "
-        f"computed in {dtype} they pass its largest value, the first inf. torch.autocast "
-        "computes attention in float32, which holds them"
+        "Attention scores grow with the square of the activations: in "
+        f"{dtype} they pass its largest value, the first inf. Autocast computes attention in "
+        "float32, as torch's scaled_dot_product_attention does inside, and holds them"
     )
     short += (
         "." if then is None else f", but {then}, still {_row(autocast, then).dtype}, overflows."
