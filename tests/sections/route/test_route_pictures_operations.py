@@ -6,6 +6,7 @@ from the runs' own arrays."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 
 import ml_dtypes
@@ -17,7 +18,9 @@ from playground.core.data.synthetic import make_batch
 from playground.core.lessons import lesson
 from playground.core.lessons.route import CHAPTERS
 from playground.core.lessons.transformer import block_tensors
+from playground.core.step.report import run_report
 from playground.sections.route.view import chapter_view
+from playground.views.plotly import DARK_PALETTE
 
 LATE = (
     "block-scaling",
@@ -65,6 +68,12 @@ def test_each_short_claim_is_plain_words_and_every_line_is_named(chapter_id):
     assert not re.search(r"\d", re.sub(FORMAT_NAMES, "", claim.short)), claim.short
     assert view.table is None and view.chart["data"]
     assert all(t["name"] for t in view.chart["data"])
+    # As every chart of the app: strict JSON, exponents not SI suffixes, and labels in the
+    # palette's text colours, which the dark theme swaps for its own.
+    json.dumps(view.chart, allow_nan=False)
+    layout = view.chart["layout"]
+    assert layout["xaxis"]["exponentformat"] == layout["yaxis"]["exponentformat"] == "e"
+    assert {note["font"]["color"] for note in layout["annotations"]} <= set(DARK_PALETTE)
 
 
 def scalings(tensor: np.ndarray, block: int = 32) -> dict:
@@ -245,3 +254,14 @@ def test_a_picture_whose_claim_does_not_hold_shows_the_condition():
     condition = "bfloat16 is not a block-scaled recipe"
     assert condition in view.claim and condition in notes(view.chart)
     assert view.chart["data"] == []
+
+
+def test_an_operations_picture_on_a_run_without_an_overflow_labels_no_inf():
+    # The layer-norm chapter read on activations that fit: the claim shows its condition, and
+    # the picture, drawn from that run, marks no operation as inf.
+    report = run_report(lesson("layernorm-overflow").config().replace(input_scale=1.0))
+    view = chapter_view(CHAPTERS["layernorm-float16"], {"layernorm-overflow": report})
+    claim = lesson("layernorm-overflow").claim(report)
+    assert not claim.holds and claim.condition in view.claim
+    assert "first inf" not in notes(view.chart)
+    assert all(t["name"].endswith(": finite") for t in view.chart["data"])
