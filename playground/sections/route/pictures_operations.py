@@ -321,8 +321,8 @@ def operations_bfloat16(chapter: Chapter, runs: Mapping, claim: Claim) -> Figure
     first16 = figures["contrast_first"]
     rows = [(dtype, report.operations), ("float16", figures["contrast"])]
     fits = (
-        f"scores reach {figures['largest_score']:.3g}, under {dtype}'s "
-        f"{figures['largest_value']:.3g}; loss {figures['loss']:.4g}<br>against "
+        f"scores reach {figures['largest_score']:.3g},<br>under {dtype}'s "
+        f"{figures['largest_value']:.3g};<br>loss {figures['loss']:.4g}, "
         f"float32's {figures['float32_loss']:.4g} ({figures['relative']:.2%} apart)"
     )
     notes = [(dtype, SCORES, fits)]
