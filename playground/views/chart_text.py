@@ -6,7 +6,8 @@ Rule: ``describe(figure)`` reads only the figure dict, so it says what the chart
     per trace but guides (no hover), its name and
       bars             how many, their total and the tallest (height and place);
       lines            how many finite points, the range of y and the last finite point;
-      markers          how many finite points and the ranges of x and y;
+      markers          how many finite points and the ranges of x and y (with a category
+                       axis: each point, "x (y)");
       heatmaps         the grid, the range of its finite cells and where the largest is
                        (at x0 + column dx, y0 + row dy, as the map places it);
     the annotations' text (a note such as "no finite points: ..." is part of the message).
@@ -72,6 +73,10 @@ def _trace(trace: dict[str, Any]) -> str:
     if trace.get("type") == "heatmap":
         return _heatmap(name, trace)
     x, y = list(trace.get("x", [])), list(trace.get("y", []))
+    if any(values and all(isinstance(v, str) for v in values) for values in (x, y)):
+        # A category axis: each point by its place
+        places = [f"{number(a)} ({number(b)})" for a, b in zip(x, y, strict=False)]
+        return f"{name}: " + ", ".join(places)
     points = _finite(y)
     if not points:
         return f"{name}: no finite values"

@@ -45,6 +45,22 @@ def test_a_scatters_description_gives_its_points_and_ranges(report):
     assert "y = x:" not in text  # the guide is no data
 
 
+def test_a_category_charts_description_names_each_point():
+    # The route's pictures: operations along x and runs along y; a loss on a run's row.
+    operations = {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "float16: inf or NaN",
+        "x": ["norms.0", "mse"],
+        "y": ["exercise", "exercise"],
+    }
+    loss = operations | {"name": "float32 loss", "x": [13.40211], "y": ["float32"]}
+    text = describe({"layout": {"title": {"text": "Operations"}}, "data": [operations, loss]})
+    assert "float16: inf or NaN: norms.0 (exercise), mse (exercise)." in text
+    assert "float32 loss: 13.4 (float32)." in text
+    assert "no finite values" not in text
+
+
 def test_the_description_rides_in_the_layout_meta_without_changing_the_figure(report):
     figure = magnitude_histogram(report)
     described = with_description(figure)

@@ -10,6 +10,10 @@ entries,
 
 On a step, x's statistics are the ones its block report measured (``StepReport.blocks``); a
 step whose recipe is not block-scaled has no block report, and the claim does not hold there.
+
+Its figures (``scale_figures``) are the two scales of the same tensor: the per-tensor one and
+the map of per-block ones (log2 of the factor an element is multiplied by to give the value),
+the outlier's blocks (the ones of the largest scales), and the two shares the sentence quotes.
 """
 
 from __future__ import annotations
@@ -34,6 +38,35 @@ PER_TENSOR_LOST_MIN = 0.5
 MXFP8_NORMAL_MIN = 0.9
 
 
+# The route's form of the claim (no figures: the picture carries them).
+SHORT = (
+    "One outlier sets the single scale of per-tensor float8 (torchao's tensorwise recipe), so "
+    "most of x falls to zero or to subnormals. MXFP8 gives each block its own scale and keeps "
+    "nearly all of x as normal numbers."
+)
+
+
+def scale_figures(
+    per_tensor_stats: OperandStats, mxfp8_stats: OperandStats, tensor: str = "x"
+) -> dict:
+    """The figures of one tensor's two scalings (see the module rule): the ``tensor``'s name,
+    ``per_tensor_log2``, ``block_log2`` (rows by blocks of ``block`` values), ``outlier_blocks``
+    ((row, block) pairs: the blocks the outlier scales, those whose log2 scale is past the
+    midpoint between the median block's and the largest), ``per_tensor_lost`` and
+    ``mxfp8_normal`` (shares of the nonzero entries)."""
+    block_log2 = np.asarray(mxfp8_stats.scale_log2, np.float64)
+    midpoint = (np.nanmedian(block_log2) + np.nanmax(block_log2)) / 2
+    return {
+        "tensor": tensor,
+        "block": MXFP8.block,
+        "per_tensor_log2": float(np.asarray(per_tensor_stats.scale_log2).item()),
+        "block_log2": block_log2,
+        "outlier_blocks": tuple(map(tuple, np.argwhere(block_log2 > midpoint).tolist())),
+        "per_tensor_lost": lost_share(per_tensor_stats),
+        "mxfp8_normal": normal_share(mxfp8_stats),
+    }
+
+
 def claim_from(per_tensor_stats: OperandStats, mxfp8_stats: OperandStats) -> Claim:
     """The claim from x's statistics under per-tensor float8
     (``block_stats.per_tensor_float8_stats``) and as MXFP8 quantizes an input."""
@@ -56,6 +89,8 @@ def claim_from(per_tensor_stats: OperandStats, mxfp8_stats: OperandStats) -> Cla
                 mxfp8 >= MXFP8_NORMAL_MIN,
             ),
         ],
+        short=SHORT,
+        figures=scale_figures(per_tensor_stats, mxfp8_stats),
     )
 
 

@@ -14,7 +14,10 @@
 Each is a ``StepLesson`` (``core.lessons.claim``): settings overriding the defaults and a
 function of the lesson's step report returning the claim sentence, written from the numbers,
 and the condition it rests on; a lesson whose condition fails is not taught. A lesson that
-compares presets runs the other preset itself, from the report's own config.
+compares presets runs the other preset itself, from the report's own config. Each claim's
+``figures`` hold what the route's picture draws: the layer norm's autocast operations
+(``contrast``) and the sizes compared; the bfloat16 values around the two losses (``grid``);
+the two loss curves.
 """
 
 from __future__ import annotations
@@ -83,6 +86,11 @@ def layernorm_overflow(report: StepReport) -> Claim:
         " Under autocast the same norm computes in float32 (as torch's CPU layer_norm does "
         "inside) and every operation of the step stays finite."
     )
+    short = (
+        f"Activations past the square root of {dtype}'s largest value overflow when squared, so "
+        f"a layer norm's variance computed in {dtype} is the first inf. torch.autocast runs "
+        "layer_norm in float32, and every operation stays finite."
+    )
     return checked(
         sentence,
         [
@@ -93,7 +101,23 @@ def layernorm_overflow(report: StepReport) -> Claim:
                 autocast.first_nonfinite == {"forward": None, "backward": None},
             ),
         ],
+        short=short,
+        figures={
+            "largest_activation": activation,
+            "bound": bound,
+            "largest_value": largest,
+            "contrast": autocast.operations,
+            "contrast_first": autocast.first_nonfinite["forward"],
+        },
     )
+
+
+def neighbours(low: float, high: float, dtype: str, margin: int = 2) -> np.ndarray:
+    """Every ``dtype`` value from ``margin`` below min(low, high) to ``margin`` above the max,
+    in float64 (both positive: the values are consecutive bit patterns)."""
+    bits = np.asarray([min(low, high), max(low, high)], numpy_dtype(dtype)).view(np.uint16)
+    patterns = np.arange(int(bits[0]) - margin, int(bits[1]) + margin + 1, dtype=np.uint16)
+    return patterns.view(numpy_dtype(dtype)).astype(np.float64)
 
 
 def classification_rounding(report: StepReport) -> Claim:
@@ -116,6 +140,16 @@ def classification_rounding(report: StepReport) -> Claim:
             (f"both losses finite ({low}, {high})", math.isfinite(low) and math.isfinite(high)),
             (f"relative difference {relative:.2e} >= 1e-3", relative >= 1e-3),
         ],
+        short=(
+            f"The same logits give a different cross-entropy in {dtype} than in float32. Nothing "
+            f"overflows: the loss itself rounds to a {dtype} value. Under torch.autocast the "
+            "loss is computed in float32."
+        ),
+        figures={
+            "grid": neighbours(low, high, dtype),
+            "spacing": spacing,
+            "relative": relative,
+        },
     )
 
 
@@ -167,6 +201,21 @@ def loss_steps(report: StepReport) -> Claim:
             (f"exercise: {levels} distinct of {steps} <= {steps // 2}", levels <= steps // 2),
             (f"autocast: {moves} distinct of {steps} >= {steps - 1}", moves >= steps - 1),
         ],
+        short=(
+            f"Computed in {dtype}, the loss over small steps sits still, then jumps between "
+            f"{dtype} values: a staircase. Computed in float32 from the same {dtype} outputs, "
+            "as under torch.autocast, it falls smoothly."
+        ),
+        figures={
+            "exercise": exercise,
+            "autocast": autocast,
+            "levels": levels,
+            "moves": moves,
+            "jump": jump,
+            # The step (counting from 1) whose loss is the largest jump from the step before.
+            "jump_step": int(np.argmax(np.abs(np.diff(exercise)))) + 2,
+            "spacing": spacing,
+        },
     )
 
 

@@ -16,10 +16,14 @@ Charts (drawn by ``sections.route``): ``scatter`` (the gradient entries, mixed a
 ``magnitudes`` (the gradient magnitudes over the dtype's ranges), ``block_map`` (the block
 scales), ``operations`` (the operations table), and for a training run ``loss`` (the loss
 curves), ``scale`` (the loss scale per step) and ``lost_updates`` (the lost-update meter); or
-a chapter's own picture of its claim, by the name it is registered under
-(``sections.route.pictures_step``, ``pictures_operations``, ``ending``: ``formats``, every
-format's gradient error on one step). A training chapter's contrast is a training run too: the
-run that stalls without the chapter's remedy.
+a chapter's own picture of its claim, by the name it is registered under: for chapters 1-10
+``sections.route.pictures_step``'s; for 11-17 ``sections.route.pictures_operations``'s:
+``block_scales`` (one scale per tensor beside one per block, on the same tensor),
+``operations_layernorm``, ``operations_attention`` and ``operations_bfloat16`` (the operations
+in order against the run they are read against), ``loss_grid`` (the loss on the compute dtype's
+values) and ``loss_staircase`` (the loss over the steps, in bfloat16 against float32); and
+``sections.route.ending``'s ``formats`` (every format's gradient error on one step). A training
+chapter's contrast is a training run too: the run that stalls without the chapter's remedy.
 """
 
 from __future__ import annotations
@@ -132,28 +136,28 @@ ROUTE = (
         "One outlier in the input: what does one scale per tensor cost, against one scale per "
         "block of 32 values (MXFP8)?",
         "block-outlier",
-        "block_map",
+        "block_scales",
     ),
     Chapter(
         "layernorm-float16",
         "Precision per operation: a layer norm",
         "Which operation breaks first when a float16 model's activations grow past 256?",
         "layernorm-overflow",
-        "operations",
+        "operations_layernorm",
     ),
     Chapter(
         "loss-rounds",
         "Precision per operation: the loss",
         "Does it matter in which dtype the loss itself is computed?",
         "classification-rounds",
-        "operations",
+        "loss_grid",
     ),
     Chapter(
         "loss-steps",
         "Precision per operation: a loss that moves in steps",
         "What does a loss computed in bfloat16 look like over a few small steps?",
         "bfloat16-loss-steps",
-        "operations",
+        "loss_staircase",
     ),
     Chapter(
         "attention-float16",
@@ -161,14 +165,14 @@ ROUTE = (
         "In a transformer block without its norms, activations 256 times larger reach the "
         "attention. Which operation overflows first in float16, and does autocast save it?",
         "attention-overflow",
-        "operations",
+        "operations_attention",
     ),
     Chapter(
         "attention-bfloat16",
         "The transformer block: bfloat16 attention",
         "The same block and batch in bfloat16: do the same scores fit?",
         "bfloat16-attention",
-        "operations",
+        "operations_bfloat16",
     ),
     Chapter(
         "swiglu-outlier",
@@ -176,7 +180,7 @@ ROUTE = (
         "One entry of x 2^10 times the rest, which per-tensor float8 still holds in x. What "
         "does the SwiGLU's gated product make of it, per tensor and per block of 32 (MXFP8)?",
         "swiglu-outlier",
-        "block_map",
+        "block_scales",
     ),
     Chapter(
         "every-format",

@@ -23,7 +23,10 @@ activations, so q and k stay near the size of their weights whatever x's scale; 
 the raw residual stream reaches the attention, and a score, a sum of products of q and k,
 grows with the square of the activations (as the gated product does). The settings are the
 spec's (``core.model.transformer``); everything a claim compares is computed from the lesson's
-own config: the block's initial parameters, its batch, and its step reports.
+own config: the block's initial parameters, its batch, and its step reports. Each claim's
+``figures`` hold what the route's picture draws: the largest score and the operations of the
+run it is read against (``contrast``: autocast, or float16), or the gated product's two
+scalings (``core.lessons.blocks.scale_figures``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import numpy as np
 
 from playground.core.data.synthetic import make_batch
 from playground.core.formats.dtypes import dtype_facts
+from playground.core.lessons.blocks import scale_figures
 from playground.core.lessons.claim import Claim, StepLesson, checked
 from playground.core.model.models import initial_state, rebuilt
 from playground.core.model.op_policy import EXERCISE_OPS, OpRun
@@ -125,6 +129,14 @@ def attention_overflow(report: StepReport) -> Claim:
             " (the gated product silu(g) * u grows with the same square, and torch's autocast "
             "has no float32 rule for it)"
         )
+    short = (
+        "Attention scores grow with the square of the activations: in "
+        f"{dtype} they pass its largest value, the first inf. Autocast computes attention in "
+        "float32, as torch's scaled_dot_product_attention does inside, and holds them"
+    )
+    short += (
+        "." if then is None else f", but {then}, still {_row(autocast, then).dtype}, overflows."
+    )
     sentence = (
         f"Without the block's norms (norm = none) the attention sees the raw residual stream, "
         f"and at input_scale {report.config.input_scale:g} its scores (q / sqrt(d_head)) . k "
@@ -149,6 +161,13 @@ def attention_overflow(report: StepReport) -> Claim:
                 scores.dtype == "float32" and scores.forward_finite and softmax.forward_finite,
             ),
         ],
+        short=short,
+        figures={
+            "largest_score": score,
+            "largest_value": largest,
+            "contrast": autocast.operations,
+            "contrast_first": then,
+        },
     )
 
 
@@ -183,6 +202,20 @@ def bfloat16_attention(report: StepReport) -> Claim:
             (f"initial loss {relative:.2e} from float32's <= 5e-2", relative <= 5e-2),
             (f"new loss {new_relative:.2e} from float32's <= 5e-2", new_relative <= 5e-2),
         ],
+        short=(
+            f"The same block in {dtype}: with float32's range it holds the scores that overflow "
+            "float16, every operation stays finite, forward and backward, and the loss only "
+            "rounds."
+        ),
+        figures={
+            "largest_score": score,
+            "largest_value": dtype_facts(dtype).max,
+            "contrast": float16.operations,
+            "contrast_first": first16,
+            "loss": report.mixed_initial_loss,
+            "float32_loss": report.float32_initial_loss,
+            "relative": relative,
+        },
     )
 
 
@@ -224,6 +257,13 @@ def swiglu_outlier(report: StepReport) -> Claim:
             ),
             (f"MXFP8 kept {kept:.1%} of m >= {MXFP8_NORMAL_MIN:.0%}", kept >= MXFP8_NORMAL_MIN),
         ],
+        short=(
+            "Per-tensor float8 still holds x with its one outlier. The SwiGLU's gated product, "
+            "mlp.down's input, squares it: one scale per tensor flushes most of that input to "
+            "zero, while MXFP8's scale per block keeps nearly all."
+        ),
+        figures=scale_figures(per_tensor, mxfp8, "mlp.down's input m = silu(g) * u")
+        | {"x_lost": x_lost},
     )
 
 

@@ -14,6 +14,7 @@ from playground.core.lessons.route import CHAPTERS, ROUTE
 from playground.core.settings.settings import StepConfig
 from playground.core.step.report import run_report
 from playground.sections.route.view import CHART_HEIGHT, chapter_view
+from playground.sections.step.operations import operations_markdown
 from playground.sections.step.tab import headline
 
 
@@ -45,13 +46,15 @@ def test_a_claim_the_run_does_not_show_is_not_taught():
     assert "does not fit in float16 at all" not in shown.claim
 
 
-def test_a_chapter_on_the_operations_shows_the_table():
+def test_a_chapter_on_the_operations_draws_a_picture_and_its_table_stays_in_the_tab():
     chapter = CHAPTERS["loss-rounds"]
     shown = chapter_view(chapter, {"classification-rounds": run("classification-rounds")})
-    assert shown.chart is None and "| operation | kind | dtype |" in shown.table
-    # The table's loss line quotes the run's two losses of the same logits.
+    assert shown.table is None and shown.chart["layout"]["height"] == CHART_HEIGHT
+    # The tab's table (the lesson's target) quotes the run's two losses of the same logits.
     report = run("classification-rounds")
-    assert f"{report.mixed_initial_loss_in_compute_dtype:.7g} computed in bfloat16" in shown.table
+    table = operations_markdown(report)
+    assert "| operation | kind | dtype |" in table
+    assert f"{report.mixed_initial_loss_in_compute_dtype:.7g} computed in bfloat16" in table
 
 
 def test_the_loss_scale_chapter_shows_what_changed_and_the_training_it_leads_to():
@@ -115,10 +118,11 @@ def test_the_dynamic_scaling_chapter_counts_its_skipped_steps_as_its_chart_does(
     assert said == (np.flatnonzero(runs["train-float16-dynamic"].mixed_skipped) + 1).tolist()
 
 
-def test_the_layer_norm_chapter_quotes_its_table_and_says_why_later_rows_are_finite():
-    shown, runs = _shown("layernorm-float16")
-    report = runs["layernorm-overflow"]
-    rows = {line.split(" | ")[0].strip("| "): line for line in shown.table.splitlines()}
+def test_the_layer_norm_lesson_quotes_its_table_and_says_why_later_rows_are_finite():
+    report = run("layernorm-overflow")
+    sentence = lesson("layernorm-overflow").claim(report).sentence
+    table = operations_markdown(report)
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()}
     norm = next(op.name for op in report.operations if op.kind == "normalisation")
     assert "**inf/NaN**" in rows[norm]
     after = [op.name for op in report.operations][
@@ -126,12 +130,12 @@ def test_the_layer_norm_chapter_quotes_its_table_and_says_why_later_rows_are_fin
     ]
     assert after and all("inf/NaN" not in rows[name] for name in after)
     # The table says why, and the claim's loss is the one the table shows.
-    assert f"{norm} is marked for its variance, which is inf" in shown.table
+    assert f"{norm} is marked for its variance, which is inf" in table
     loss = f"{report.mixed_initial_loss_in_compute_dtype:.7g}"
-    assert f"The loss of the same outputs: {loss} computed in float16" in shown.table
-    assert f"the loss ({loss} in float16) stay finite" in shown.claim
-    numbers = set(re.findall(r"\d+\.\d+", shown.claim))
-    assert numbers <= set(re.findall(r"\d+\.\d+", shown.table)) | {
+    assert f"The loss of the same outputs: {loss} computed in float16" in table
+    assert f"the loss ({loss} in float16) stay finite" in sentence
+    numbers = set(re.findall(r"\d+\.\d+", sentence))
+    assert numbers <= set(re.findall(r"\d+\.\d+", table)) | {
         f"{np.sqrt(float(np.finfo(np.float16).max)):.1f}"
     }, numbers
 
