@@ -70,9 +70,9 @@ STALE_BANNERS = {
 
 CSS = """
 #headline table, #inspection table, #magnitudes table, #operations-table table,
-#route-table table, #note-block-scaling table { display: block; overflow-x: auto; }
+#note-block-scaling table { display: block; overflow-x: auto; }
 #headline td, #inspection td, #magnitudes td, #operations-table :is(td, th),
-#route-table :is(td, th), #note-block-scaling td { white-space: nowrap; }
+#note-block-scaling td { white-space: nowrap; }
 #note-block-scaling th { overflow-wrap: normal; word-break: normal; }
 /* The comparison's tables: a recipe's name and every number on one line, scrolling sideways
    in their own box when the column is narrower than they are. */
@@ -165,7 +165,7 @@ body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca)
   #key-controls { order: -2; }
   #results { order: -1; }
   #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
-  :is(#operations-table, #route-table) :is(th, td) { padding: 4px 6px; }
+  #operations-table :is(th, td) { padding: 4px 6px; }
   /* Previous and Next on one line, the chapter picker under them, without its label. */
   #route-nav { flex-wrap: wrap; gap: 6px; }
   #route-prev { flex: 0 0 96px !important; min-width: 96px !important; }

@@ -11,11 +11,10 @@ settings written to the URL; a training chapter also sets the Training dynamics 
 inputs), without switching the tab below, and where the learner is (``#route-counter``: chapter
 k of n; ``#route-chapter``: the question), the page then bringing the chapter under the route's
 buttons. And, in the ``heavy`` concurrency group, the chapter's checked claim (``#route-claim``)
-beside the one picture that answers it (``#route-chart``, or the operations table
-``#route-table``), its payoff (``#route-payoff``, ``#route-payoff-chart``) under them; the
-buttons are done once these are drawn. The chapter's runs are the page's own (the step report
-cache, the training lessons' runs), so a chapter opened twice, or its lesson's button, never
-computes again.
+beside the one picture that answers it (``#route-chart``), its payoff (``#route-payoff``,
+``#route-payoff-chart``) under them; the buttons are done once these are drawn. The chapter's
+runs are the page's own (the step report cache, the training lessons' runs), so a chapter
+opened twice, or its lesson's button, never computes again.
 """
 
 from __future__ import annotations
@@ -77,7 +76,6 @@ class Route:
     claim: gr.Markdown
     payoff: gr.Markdown
     chart: gr.Plot
-    table: gr.Markdown
     payoff_chart: gr.Plot
 
 
@@ -110,7 +108,6 @@ def build() -> Route:
                     chart = gr.Plot(
                         label="the chapter chart", show_label=False, elem_id="route-chart"
                     )
-                    table = gr.Markdown(visible=False, elem_id="route-table")
             with gr.Row(equal_height=False):
                 with gr.Column(scale=2, min_width=300):
                     payoff = gr.Markdown(elem_id="route-payoff")
@@ -131,7 +128,6 @@ def build() -> Route:
         claim,
         payoff,
         chart,
-        table,
         payoff_chart,
     )
 
@@ -216,7 +212,6 @@ def view(index: int) -> dict[str, Any]:
         "chart": gr.update(
             value=as_plot(shown.chart) if shown.chart else None, visible=shown.chart is not None
         ),
-        "table": gr.update(value=shown.table or "", visible=shown.table is not None),
         "payoff_chart": gr.update(
             value=as_plot(shown.payoff_chart) if shown.payoff_chart else None,
             visible=shown.payoff_chart is not None,
@@ -270,7 +265,7 @@ def wire(
         return open_of
 
     outputs = [*step_outputs, *run_controls, *header]
-    view_outputs = [route.view, route.claim, route.payoff, route.chart, route.table]
+    view_outputs = [route.view, route.claim, route.payoff, route.chart]
     view_outputs.append(route.payoff_chart)
     for trigger, by, name in (
         (route.next.click, 1, "next"),

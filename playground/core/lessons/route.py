@@ -12,18 +12,16 @@ operation, the transformer block (float16 and bfloat16 attention, a SwiGLU outli
 ending: every format on one step, NVFP4 last, beside the list of what each chapter showed (a
 chapter that ``sums_up`` the route reads every chapter's run).
 
-Charts (drawn by ``sections.route``): ``scatter`` (the gradient entries, mixed against float32),
-``magnitudes`` (the gradient magnitudes over the dtype's ranges), ``block_map`` (the block
-scales), ``operations`` (the operations table), and for a training run ``loss`` (the loss
-curves), ``scale`` (the loss scale per step) and ``lost_updates`` (the lost-update meter); or
-a chapter's own picture of its claim, by the name it is registered under: for chapters 1-10
-``sections.route.pictures_step``'s; for 11-17 ``sections.route.pictures_operations``'s:
-``block_scales`` (one scale per tensor beside one per block, on the same tensor),
-``operations_layernorm``, ``operations_attention`` and ``operations_bfloat16`` (the operations
-in order against the run they are read against), ``loss_grid`` (the loss on the compute dtype's
-values) and ``loss_staircase`` (the loss over the steps, in bfloat16 against float32); and
-``sections.route.ending``'s ``formats`` (every format's gradient error on one step). A training
-chapter's contrast is a training run too: the run that stalls without the chapter's remedy.
+Pictures (``chart``: the name a chapter's picture of its claim is registered under, in
+``sections.route``): for chapters 1-10 ``pictures_step``'s (``agreement``, ``flushed``,
+``rescued``, ``scale_overflow``, ``scale_steps``, ``stall_beside``, ``lost_updates_pure``,
+``remedy_beside``, ``clipped_steps``); for 11-17 ``pictures_operations``'s: ``block_scales``
+(one scale per tensor beside one per block, on the same tensor), ``operations_layernorm``,
+``operations_attention`` and ``operations_bfloat16`` (the operations in order against the run
+they are read against), ``loss_grid`` (the loss on the compute dtype's values) and
+``loss_staircase`` (the loss over the steps, in bfloat16 against float32); and ``ending``'s
+``formats`` (every format's gradient error on one step). A training chapter's contrast is a
+training run too: the run that stalls without the chapter's remedy.
 """
 
 from __future__ import annotations

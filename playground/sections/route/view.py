@@ -19,34 +19,12 @@ from playground.core.lessons import LESSONS, Claim
 from playground.core.lessons.route import ROUTE, Chapter
 from playground.core.runs.train import DynamicsReport
 from playground.core.step.report import StepReport
-from playground.sections.dynamics.charts import (
-    dynamics_loss_figure,
-    lost_update_figure,
-    scale_figure,
-)
-from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.route import ending, pictures_operations, pictures_step
 from playground.sections.route.glossary import linked
-from playground.sections.step.block_map import block_scale_figure
-from playground.sections.step.charts import gradient_scatter
-from playground.sections.step.operations import operations_markdown
 
 Run = StepReport | DynamicsReport
-# The chart of each name (``core.lessons.route``), from the chapter's run.
-STEP_CHARTS = {
-    "scatter": gradient_scatter,
-    "magnitudes": magnitude_histogram,
-    "block_map": block_scale_figure,
-}
-TRAINING_CHARTS = {
-    "loss": dynamics_loss_figure,
-    "scale": scale_figure,
-    "lost_updates": lost_update_figure,
-}
-# The chapters' own pictures, by chart name: picture(chapter, runs, claim) -> figure dict.
+# The chapters' pictures, by chart name: picture(chapter, runs, claim) -> figure dict.
 PICTURES = {**pictures_step.PICTURES, **pictures_operations.PICTURES, **ending.PICTURES}
-# The chart drawn as a table (Markdown) instead of a figure.
-TABLES = {"operations": operations_markdown}
 # A chart's height in the route (px): a chapter's chart and its payoff's fit on one screen
 # beside the chapter's text at 1400 x 1000.
 CHART_HEIGHT = 330
@@ -59,8 +37,7 @@ class ChapterView:
     counter: str
     question: str
     claim: str
-    chart: dict[str, Any] | None
-    table: str | None
+    chart: dict[str, Any]
     payoff: str
     payoff_chart: dict[str, Any] | None
 
@@ -113,17 +90,11 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
     None)."""
     number = number or ROUTE.index(chapter) + 1
     lesson, run = LESSONS[chapter.lesson], runs[chapter.lesson]
-    chart = table = None
     claim = lesson.claim(run)
     seen: set[str] = set()  # the glossary terms linked so far: the question's, then the claim's
     question = question_text(chapter, number, seen)
     claimed = claim_markdown(lesson.label, claim, seen=seen)
-    if chapter.chart in PICTURES:
-        chart = PICTURES[chapter.chart](chapter, runs, claim)
-    elif chapter.chart in TABLES:
-        table = TABLES[chapter.chart](run)
-    else:
-        chart = {**STEP_CHARTS, **TRAINING_CHARTS}[chapter.chart](run)
+    chart = PICTURES[chapter.chart](chapter, runs, claim)
     payoff: list[str] = []
     payoff_chart = None
     if chapter.contrast and isinstance(run, StepReport):
@@ -144,7 +115,6 @@ def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = No
         question=question,
         claim=claimed,
         chart=_sized(chart),
-        table=table,
         payoff="\n\n".join(payoff),
         payoff_chart=_sized(payoff_chart),
     )

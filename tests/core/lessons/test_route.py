@@ -3,7 +3,7 @@ the story's order, and every id a chapter names is a lesson's."""
 
 from playground.core.lessons import LESSONS, DynamicsLesson
 from playground.core.lessons.route import CHAPTERS, ROUTE, taught
-from playground.sections.route.view import PICTURES, STEP_CHARTS, TABLES, TRAINING_CHARTS
+from playground.sections.route.view import PICTURES
 
 
 def test_every_lesson_is_taught_once():
@@ -15,8 +15,7 @@ def test_every_lesson_is_taught_once():
 def test_each_chapter_names_lessons_of_the_right_kind_and_a_chart_for_its_run():
     for chapter in ROUTE:
         lesson = LESSONS[chapter.lesson]
-        charts = TRAINING_CHARTS if isinstance(lesson, DynamicsLesson) else STEP_CHARTS | TABLES
-        assert chapter.chart in charts | PICTURES, chapter.id
+        assert chapter.chart in PICTURES, chapter.id
         assert chapter.question.endswith(("?", ".")), chapter.id
         if chapter.payoff:
             assert isinstance(LESSONS[chapter.payoff], DynamicsLesson)

