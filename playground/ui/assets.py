@@ -105,10 +105,13 @@ CSS = """
 #route-intro h2 { margin: 0 0 4px 0; }
 #route-intro p, #route-counter p { margin: 0; }
 /* The route's buttons stay at the top of the window while a chapter is read (Previous and Next
-   within reach, on a phone too); a chapter opens with its place right under them. */
-#route-nav { align-items: end; position: sticky; top: 0; z-index: 20; padding: 6px 0;
+   within reach, on a phone too); a chapter opens with its place right under them. Gradio's
+   container hides its overflow, which would make it the sticky row's scroll box (one that never
+   scrolls): it clips instead, the same to the eye, and the row sticks to the window. */
+.gradio-container { overflow: clip !important; }
+#route-nav { align-items: end; position: sticky; top: 0; z-index: 20; padding: 10px 0 6px 0;
   background: var(--background-fill-secondary); }
-#route-counter { scroll-margin-top: 96px; }
+#route-chapter { scroll-margin-top: 150px; }
 /* A route button at work: a spinner and "Opening ..." from the click until the chapter opens. */
 .route-busy { position: relative; color: transparent !important; cursor: progress; }
 .route-busy::after { position: absolute; inset: 0; display: flex; align-items: center;
@@ -167,13 +170,15 @@ body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca)
   #headline th, #headline td, #magnitudes th, #magnitudes td { padding: 4px 6px; }
   #operations-table :is(th, td) { padding: 4px 6px; }
   /* Previous and Next on one line, the chapter picker under them, without its label. */
-  #route-nav { flex-wrap: wrap; gap: 6px; }
+  #route-nav { flex-wrap: wrap; gap: 6px; padding-top: 4px; }
   #route-prev { flex: 0 0 96px !important; min-width: 96px !important; }
   #route-next { flex: 1 1 0 !important; min-width: 0 !important; font-size: var(--text-md);
-    min-height: 44px; }
+    min-height: 44px; white-space: nowrap !important; overflow: hidden;
+    text-overflow: ellipsis; display: block; }
   #route-select { flex: 1 1 100% !important; min-width: 100% !important; }
   #route-select [data-testid="block-info"] { display: none; }
-  #route-counter { scroll-margin-top: 132px; }
+  /* The chapter's heading right under the buttons (its counter scrolled under them). */
+  #route-chapter { scroll-margin-top: 124px; }
 }
 """.replace("STALE_CLASS", STALE_CLASS).replace("LOST_ID", LOST_ID)
 

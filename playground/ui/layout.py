@@ -33,11 +33,11 @@ from playground.ui.widgets import DEFAULTS, control, field_notice
 # The page's first words: what it is, and where the terms are explained (the route follows).
 INTRO = f"""
 # Mixed-Precision Step Playground
-One training step of a small model in a low-precision format beside the same step in float32.
-New words are explained in the {glossary.LINK}.
+One training step of a small model in low precision beside the same step in float32. New
+words: see the {glossary.LINK}.
 """
 # Above the free exploration: every control and every tab.
-EXPLORE = "**Or explore freely**: every control and tab below."
+EXPLORE = "**Or explore freely** below."
 # Under the results: each lesson's own button (the route's chapter picker opens them in order).
 EVERY_LESSON = "**Every lesson on its own**: each button applies a chapter's settings and runs it."
 LOSS_SCALE_MIN_EXPONENT = math.ceil(math.log2(LOSS_SCALE_MIN))

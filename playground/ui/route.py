@@ -37,8 +37,7 @@ from playground.ui.widgets import as_plot
 NOT_STARTED = -1  # the chapter "opened" before the first, or by a cleared picker
 START_LABEL = f"Start here: chapter 1 of {len(ROUTE)}, {ROUTE[0].title.lower()}"
 BLURB = (
-    f"## Start here\n{len(ROUTE)} short chapters: each asks one question and answers it with a "
-    "run, its chart and a checked claim."
+    f"## Start here\n{len(ROUTE)} short chapters: a question, a run, its picture, a checked claim."
 )
 CHOICES = [f"{number}. {chapter.title}" for number, chapter in enumerate(ROUTE, 1)]
 # The class the route's buttons wear while a chapter opens (a spinner and "Opening ...": the
@@ -286,7 +285,7 @@ def wire(
         inputs = [route.select, page.last_valid, page.notices_shown]
         event = page.gathering(handler, inputs, outputs).after(trigger, **lane)
         then_charts(event)
-        event.then(fn=None, js=scroll_js("route-counter"))
+        event.then(fn=None, js=scroll_js("route-chapter"))
         # ... and, from the same click, its claim and picture.
         shown = on_view(by)
         shown.__name__ = f"on_view_{name}"

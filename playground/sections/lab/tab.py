@@ -34,9 +34,8 @@ from playground.views import downloads
 from playground.views.numbers import bullets, factor_text
 
 PRECISION_LAB = """
-Bars: the scaled gradients as the low-precision backward pass holds them. Outline: the same
-gradients after dividing by the loss scale (in float32); for a block recipe, float32's gradient
-at S = 1. Shaded: the ranges of the compute format (a block recipe's in its blocks' units).
+Bars: the scaled gradients the backward pass holds. Outline: the same divided by S, in float32
+(a block recipe: float32's at S = 1). Shaded: the format's ranges.
 """
 # What the shaded bands mean for a plain format.
 PLAIN_BANDS_TEXT = (

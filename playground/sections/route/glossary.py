@@ -102,7 +102,10 @@ MENTIONS = (
     (r"E4M3|E5M2|E2M1", "E4M3, E5M2, E2M1", None),
     (r"block scaling|per block|MXFP8|NVFP4", "block scaling", None),
 )
-_MENTION = re.compile(r"\b(" + "|".join(f"(?:{words})" for words, _, _ in MENTIONS) + r")\b")
+# A mention is whole words, not part of a dotted name (torch.autocast stays as written).
+_MENTION = re.compile(
+    r"(?<![\w.])(" + "|".join(f"(?:{words})" for words, _, _ in MENTIONS) + r")\b"
+)
 # Markdown links and code spans: their text is left as it is.
 _KEEP = re.compile(r"\[[^\]]*\]\([^)]*\)|`[^`]*`")
 

@@ -27,7 +27,7 @@ Run = StepReport | DynamicsReport
 PICTURES = {**pictures_step.PICTURES, **pictures_operations.PICTURES, **ending.PICTURES}
 # A chart's height in the route (px): a chapter's chart and its payoff's fit on one screen
 # beside the chapter's text at 1400 x 1000.
-CHART_HEIGHT = 330
+CHART_HEIGHT = 300
 
 
 @dataclass(frozen=True)

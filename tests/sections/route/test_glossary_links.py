@@ -29,3 +29,5 @@ def test_terms_link_once_across_a_view_and_never_inside_code_or_a_link():
     assert "`flushed`" in second and "[amax](#x)" in second
     # torch's qualified name already in the text is not repeated beside ours
     assert "(torch: torch.autocast)" not in linked("autocast, as torch.autocast does")
+    # a dotted name is not a mention
+    assert linked("torch.autocast keeps it") == "torch.autocast keeps it"
