@@ -1,6 +1,6 @@
 """The route as a learner walks it: each chapter's answer time after Next, fresh and warm.
 
-Usage: ``python bench/bench_route.py [--read 20] [--chapters 17]``
+Usage: ``python bench/bench_route.py [--read 20] [--chapters 18]``
 
 Launches ``python app.py`` (tests/app_server.py) with its start-up warm-up on and an empty
 compilation cache of its own (a fresh server: nothing compiled, nothing on disk), and Debian's
@@ -14,7 +14,8 @@ Chromium (/usr/bin/chromium) at 1400 x 1000. Then:
           target: each chapter answers within 1 s of Next
 
 A chapter's answer time runs from the click to the moment its counter, its checked claim
-("Checked claim ...") and its picture (its chart or table, drawn) are all on the page. Prints one
+("Checked claim ...") and its picture (drawn) are all on the page; the time until the chapter's
+area says what it computes ("computing ...", from the browser itself) is printed too. Prints one
 line per chapter and the counts within target, with the machine's load average; it never fails
 on a time. The server is always stopped.
 """
@@ -50,18 +51,41 @@ ANSWERED = """([number, total, answer]) => {
 }"""
 
 
-def walk(page, chapters: int, read: float) -> list[float]:
-    """Click Next ``chapters`` times; each answer's seconds after its click, reading ``read``
-    seconds between answers."""
-    times = []
-    for number, chapter in enumerate(ROUTE[:chapters], 1):
-        answer = "route-table" if chapter.chart == "operations" else "route-chart"
+# Milliseconds, measured in the browser, from Next's click to its busy mark and to the chapter's
+# area saying what it computes (null until seen): a click listener and a mutation observer.
+WATCH = """() => { const w = window.__routeWatch = {click: null, busy: null, said: null};
+  document.addEventListener('click', e => { if (e.target.closest('#route-next'))
+    w.click = performance.now(); }, {capture: true, once: true});
+  const seen = () => { if (w.click === null) return;
+    const now = performance.now() - w.click;
+    if (w.busy === null && document.querySelector('#route-next.route-busy')) w.busy = now;
+    if (w.said === null && (document.getElementById('route-claim')?.innerText || '')
+        .includes('computing')) w.said = now;
+    if (w.busy !== null && w.said !== null) observer.disconnect(); };
+  const observer = new MutationObserver(seen);
+  observer.observe(document.getElementById('route'),
+    {subtree: true, childList: true, attributes: true, characterData: true}); }"""
+SEEN = "() => window.__routeWatch"
+
+
+def walk(page, chapters: int, read: float) -> tuple[list[float], list[float]]:
+    """Click Next ``chapters`` times; each answer's seconds after its click, and the larger of
+    the seconds (in the browser) until the button showed its work and the chapter's area said
+    what it computes, reading ``read`` seconds between answers."""
+    times, working = [], []
+    for number in range(1, chapters + 1):
+        page.evaluate(WATCH)
         started = time.perf_counter()
         page.locator("#route-next").click()
-        page.wait_for_function(ANSWERED, arg=[number, len(ROUTE), answer], timeout=TIMEOUT_MS)
+        page.wait_for_function(
+            ANSWERED, arg=[number, len(ROUTE), "route-chart"], timeout=TIMEOUT_MS
+        )
         times.append(time.perf_counter() - started)
+        seen = page.evaluate(SEEN)
+        marks = [seen[key] for key in ("busy", "said")]
+        working.append(max(m if m is not None else float("inf") for m in marks) / 1000)
         time.sleep(read)
-    return times
+    return times, working
 
 
 def opened(browser, url: str):
@@ -92,11 +116,11 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 server.start()
-                fresh = walk(opened(browser, server.url), args.chapters, args.read)
+                fresh, said = walk(opened(browser, server.url), args.chapters, args.read)
                 deadline = time.monotonic() + WARM_UP_TIMEOUT_S
                 while WARM_UP_DONE not in server.log_text() and time.monotonic() < deadline:
                     time.sleep(2)
-                warm = walk(opened(browser, server.url), args.chapters, 0.5)
+                warm, _ = walk(opened(browser, server.url), args.chapters, 0.5)
             finally:
                 browser.close()
                 server.stop()
@@ -111,6 +135,11 @@ def main() -> None:
         f"within target: fresh {within[0]} of {len(fresh)}, warm {within[1]} of {len(warm)}; "
         f"reading {args.read:g} s a chapter on the fresh walk; load average "
         f"{os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"Next showed its work and the chapter's area what it computes within "
+        f"{max(said) * 1000:.0f} ms of the click (median {sorted(said)[len(said) // 2] * 1000:.0f}"
+        " ms, in the browser), on the fresh walk"
     )
 
 

@@ -160,8 +160,9 @@ def working_text(index: int) -> str:
 
 def opening_js(by: int | None) -> str:
     """The browser's answer to a route button or the picker, the instant it is used: the
-    buttons marked busy, and the chapter's area saying what the chapter to open computes (as
-    ``target`` picks it from the picker's value)."""
+    buttons marked busy, and the chapter's area shown (before the first chapter it is hidden),
+    saying what the chapter to open computes (as ``target`` picks it from the picker's
+    value)."""
     texts = json.dumps([working_text(index) for index in range(len(ROUTE))])
     choices = json.dumps(CHOICES)
     step = "null" if by is None else str(by)
@@ -170,7 +171,8 @@ def opening_js(by: int | None) -> str:
     b.classList.add('{BUSY_CLASS}'); b.setAttribute('aria-busy', 'true'); }});
   const texts = {texts}, choices = {choices}, by = {step}, index = choices.indexOf(choice);
   const opened = by === null ? index : (Math.max(index + by, 0) % texts.length);
-  return opened < 0 ? claim : texts[opened];
+  const shown = {{__type__: 'update', visible: true}};  // the chapter's area, from the first
+  return opened < 0 ? [claim, shown] : [texts[opened], shown];
 }}"""
 
 
@@ -275,7 +277,7 @@ def wire(
         trigger(
             None,
             [route.select, route.claim],
-            [route.claim],
+            [route.claim, route.view],
             js=opening_js(by),
             api_visibility="private",
         )
