@@ -32,7 +32,7 @@ from playground.sections.route.view import chapter_view, counter, question_text
 from playground.ui import examples
 from playground.ui.assets import scroll_js
 from playground.ui.page_events import cached_report
-from playground.ui.widgets import as_plot
+from playground.ui.widgets import as_plot, quiet_progress
 
 NOT_STARTED = -1  # the chapter "opened" before the first, or by a cleared picker
 START_LABEL = f"Start here: chapter 1 of {len(ROUTE)}, {ROUTE[0].title.lower()}"
@@ -280,6 +280,7 @@ def wire(
             [route.claim, route.view],
             js=opening_js(by),
             api_visibility="private",
+            **quiet_progress(page.notices_shown),
         )
         # The chapter's step (its settings in the controls, the results below) and header ...
         handler = on_open(by)

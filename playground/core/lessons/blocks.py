@@ -50,20 +50,22 @@ def scale_figures(
     per_tensor_stats: OperandStats, mxfp8_stats: OperandStats, tensor: str = "x"
 ) -> dict:
     """The figures of one tensor's two scalings (see the module rule): the ``tensor``'s name,
-    ``per_tensor_log2``, ``block_log2`` (rows by blocks of ``block`` values), ``outlier_blocks``
+    the block ``recipe``'s (as the page writes it), ``per_tensor_log2``, ``block_log2`` (rows
+    by blocks of ``block`` values), ``outlier_blocks``
     ((row, block) pairs: the blocks the outlier scales, those whose log2 scale is past the
     midpoint between the median block's and the largest), ``per_tensor_lost`` and
-    ``mxfp8_normal`` (shares of the nonzero entries)."""
+    ``block_normal`` (shares of the nonzero entries)."""
     block_log2 = np.asarray(mxfp8_stats.scale_log2, np.float64)
     midpoint = (np.nanmedian(block_log2) + np.nanmax(block_log2)) / 2
     return {
         "tensor": tensor,
+        "recipe": MXFP8.name.upper(),
         "block": MXFP8.block,
         "per_tensor_log2": float(np.asarray(per_tensor_stats.scale_log2).item()),
         "block_log2": block_log2,
         "outlier_blocks": tuple(map(tuple, np.argwhere(block_log2 > midpoint).tolist())),
         "per_tensor_lost": lost_share(per_tensor_stats),
-        "mxfp8_normal": normal_share(mxfp8_stats),
+        "block_normal": normal_share(mxfp8_stats),
     }
 
 

@@ -211,6 +211,7 @@ def bfloat16_attention(report: StepReport) -> Claim:
             "largest_score": score,
             "largest_value": dtype_facts(dtype).max,
             "contrast": float16.operations,
+            "contrast_dtype": float16.config.compute_dtype,
             "contrast_first": first16,
             "loss": report.mixed_initial_loss,
             "float32_loss": report.float32_initial_loss,

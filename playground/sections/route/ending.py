@@ -2,9 +2,10 @@
 
 Rule: the picture draws the ending lesson's figures (``core.lessons.ending``): one bar per
 format, its height the kernel gradient's relative error against float32 (log axis), labelled
-with the error and the format's significant bits; the float8 recipes share a colour, NVFP4 has
-its own. The summary lists each chapter by its title with its short claim, written from that
-chapter's run, or says the chapter's claim does not hold here; nothing is computed here.
+with the error and the format's significant bits, coloured by them (8 or more, 4 or more,
+fewer: the 16-bit formats, the float8 recipes, the 4-bit one). The summary lists each chapter
+by its title with its short claim, written from that chapter's run, or says the chapter's
+claim does not hold here; nothing is computed here.
 """
 
 from __future__ import annotations
@@ -22,15 +23,10 @@ from playground.views.plotly import (
     base_layout,
 )
 
-# The bars' colours: 16-bit formats, the float8 recipes, NVFP4.
-FORMAT_COLORS = {
-    "float16": FLOAT32_COLOR,
-    "bfloat16": FLOAT32_COLOR,
-    "float8": MIXED_COLOR,
-    "mxfp8": MIXED_COLOR,
-    "fp8_block": MIXED_COLOR,
-    "nvfp4": OVERFLOW_COLOR,
-}
+
+def bits_color(bits: int) -> str:
+    """A bar's colour by its format's significant bits (see the module rule)."""
+    return FLOAT32_COLOR if bits >= 8 else MIXED_COLOR if bits >= 4 else OVERFLOW_COLOR
 
 
 def formats_figure(chapter: Chapter, runs: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
@@ -43,7 +39,7 @@ def formats_figure(chapter: Chapter, runs: Mapping[str, Any], claim: Claim) -> d
                 "type": "bar",
                 "x": names,
                 "y": [errors[name] for name in names],
-                "marker": {"color": [FORMAT_COLORS.get(name, MIXED_COLOR) for name in names]},
+                "marker": {"color": [bits_color(bits[name]) for name in names]},
                 "text": [f"{errors[name]:.2g}<br>{bits[name]} bits" for name in names],
                 "textposition": "outside",
                 "cliponaxis": False,

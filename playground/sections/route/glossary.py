@@ -100,7 +100,11 @@ MENTIONS = (
     (r"dynamic loss scaling|GradScaler", "dynamic loss scaling", None),
     (r"amax|delayed scaling|current scaling", "amax", None),
     (r"E4M3|E5M2|E2M1", "E4M3, E5M2, E2M1", None),
-    (r"block scaling|per block|MXFP8|NVFP4", "block scaling", None),
+    (
+        "block scaling|per block|" + "|".join(name.upper() for name in listed_recipes()),
+        "block scaling",
+        None,
+    ),
 )
 # A mention is whole words, not part of a dotted name (torch.autocast stays as written).
 _MENTION = re.compile(

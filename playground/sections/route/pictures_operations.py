@@ -109,7 +109,8 @@ def block_scales(chapter: Chapter, runs: Mapping, claim: Claim) -> Figure:
             "x": list(range(count)),
             "y": [float(v) for v in scales.ravel()],
             "customdata": [[r, c] for r in range(rows) for c in range(columns)],
-            "name": f"one scale per block (MXFP8): keeps {figures['mxfp8_normal']:.1%} as "
+            "name": f"one scale per block ({figures['recipe']}): keeps "
+            f"{figures['block_normal']:.1%} as "
             "normal E4M3",
             "marker": {"color": FLOAT32_COLOR, "size": 4},
             "hovertemplate": "row %{customdata[0]}, block %{customdata[1]}: scale 2^%{y}"
@@ -315,11 +316,12 @@ def operations_bfloat16(chapter: Chapter, runs: Mapping, claim: Claim) -> Figure
     figures = claim.figures
     report = runs[chapter.lesson]
     dtype = report.config.compute_dtype
-    title = f"Operations in order: {dtype} against float16"
+    against = figures.get("contrast_dtype", "")
+    title = f"Operations in order: {dtype} against {against}"
     if "contrast" not in figures:
         return _not_drawn(title, claim)
     first16 = figures["contrast_first"]
-    rows = [(dtype, report.operations), ("float16", figures["contrast"])]
+    rows = [(dtype, report.operations), (against, figures["contrast"])]
     fits = (
         f"scores reach {figures['largest_score']:.3g},<br>under {dtype}'s "
         f"{figures['largest_value']:.3g};<br>loss {figures['loss']:.4g}, "
@@ -327,7 +329,7 @@ def operations_bfloat16(chapter: Chapter, runs: Mapping, claim: Claim) -> Figure
     )
     notes = [(dtype, SCORES, fits)]
     if first16 is not None:
-        notes.append(("float16", first16, f"float16's first inf: {first16}"))
+        notes.append((against, first16, f"{against}'s first inf: {first16}"))
     return operations_figure(title, rows, notes)
 
 

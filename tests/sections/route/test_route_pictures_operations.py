@@ -99,7 +99,7 @@ def scalings(tensor: np.ndarray, block: int = 32) -> dict:
         "per_tensor_log2": float(-np.log2(np.float64(s))),
         "block_log2": exponents,
         "per_tensor_lost": lost[nonzero].mean(),
-        "mxfp8_normal": normal.reshape(values.shape)[nonzero].mean(),
+        "block_normal": normal.reshape(values.shape)[nonzero].mean(),
     }
 
 
@@ -120,7 +120,7 @@ def test_a_block_scaling_chapter_draws_both_scalings_of_the_same_tensor(chapter_
     assert np.array_equal(blocks["y"], expected["block_log2"].ravel())
     # The shares in the legend, computed here by casting with ml_dtypes.
     assert f"loses {expected['per_tensor_lost']:.1%}" in per_tensor["name"]
-    assert f"keeps {expected['mxfp8_normal']:.1%}" in blocks["name"]
+    assert f"keeps {expected['block_normal']:.1%}" in blocks["name"]
     # The outlier's blocks (past the midpoint between the median block's log2 scale and the
     # largest), ringed and labelled: markers of their own, so they show among a thousand.
     scales = expected["block_log2"]
