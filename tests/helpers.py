@@ -19,6 +19,7 @@ names; tests/test_test_helpers.py checks it).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -154,3 +155,23 @@ def unlinked(markdown: str) -> str:
     them (``sections.route.glossary.linked`` adds both)."""
     words = re.sub(r'\[([^\]]+)\]\(#glossary "[^"]*"\)', r"\1", markdown)
     return re.sub(r" \(torch: [^)]*\)", "", words)
+
+
+def one_line_legends(view):
+    """A route chapter's view (``sections.route.view.ChapterView``) with each legend entry on
+    one line, as written before the route broke long ones (``view.legend_name``)."""
+
+    def joined(figure):
+        if figure is None:
+            return None
+        data = [
+            trace | {"name": trace["name"].replace("<br>", " ")}
+            if isinstance(trace.get("name"), str)
+            else trace
+            for trace in figure["data"]
+        ]
+        return figure | {"data": data}
+
+    return dataclasses.replace(
+        view, chart=joined(view.chart), payoff_chart=joined(view.payoff_chart)
+    )

@@ -22,6 +22,7 @@ A claim without its figures (its run is not the lesson's kind) gets a note with 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -62,6 +63,16 @@ def _not_drawn(title: str, claim: Claim) -> Figure:
     layout = base_layout(title, "", "", margin=MARGIN)
     layout["annotations"] = [empty_note(f"Not drawn: {claim.condition}")]
     return {"data": [], "layout": layout}
+
+
+# Characters a note's line holds: a note stays inside a chart a phone draws 290 px wide.
+NOTE_LINE = 34
+
+
+def _wrapped(text: str) -> str:
+    """``text`` in lines of at most NOTE_LINE characters (its own line breaks kept)."""
+    lines = [part for line in text.split("<br>") for part in textwrap.wrap(line, NOTE_LINE)]
+    return "<br>".join(lines)
 
 
 def _note(text: str, **place: Any) -> dict[str, Any]:
@@ -220,7 +231,13 @@ def operations_figure(
     # A label on the right half of the row reads leftwards, so it stays inside the figure.
     right = {op.name: 2 * index > len(ops) for _, ops in rows for index, op in enumerate(ops)}
     layout = base_layout(title, "", "", margin=MARGIN)
-    layout["xaxis"] |= {"type": "category", "tickangle": -35, "title": {"text": ""}}
+    layout["xaxis"] |= {
+        "type": "category",
+        "categoryorder": "array",  # the forward pass's order, as the title says
+        "categoryarray": [op.name for op in rows[0][1]],
+        "tickangle": -35,
+        "title": {"text": ""},
+    }
     layout["yaxis"] |= {
         "type": "category",
         "categoryorder": "array",
@@ -230,7 +247,7 @@ def operations_figure(
     }
     layout["annotations"] = [
         _note(
-            text,
+            _wrapped(text),
             x=name,
             y=label,
             ax=-30 if right[name] else 30,

@@ -12,6 +12,7 @@ curves, the payoff's contrast drawn beside (``pictures_step.payoff_picture``).
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,8 @@ PICTURES = {**pictures_step.PICTURES, **pictures_operations.PICTURES, **ending.P
 # A chart's height in the route (px): a chapter's chart and its payoff's fit on one screen
 # beside the chapter's text at 1400 x 1000.
 CHART_HEIGHT = 300
+# Characters of a legend entry's line (``legend_name``).
+LEGEND_LINE = 40
 
 
 @dataclass(frozen=True)
@@ -77,11 +80,30 @@ def _changed(contrast: StepReport, report: StepReport) -> str:
     )
 
 
+def legend_name(name: str) -> str:
+    """A legend entry longer than LEGEND_LINE characters on two lines, broken after its first
+    colon or semicolon (else at a space): a horizontal legend clips what passes its chart's
+    width, and a phone draws the route's charts 290 px wide."""
+    if len(name) <= LEGEND_LINE or "<br>" in name:
+        return name
+    for mark in (": ", "; "):
+        head, found, tail = name.partition(mark)
+        if found and len(head) < LEGEND_LINE:
+            return f"{head}{found.rstrip()}<br>{tail}"
+    return "<br>".join(textwrap.wrap(name, LEGEND_LINE))
+
+
 def _sized(figure: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``figure`` at the route's height."""
+    """``figure`` at the route's height, its legend's long entries on two lines."""
     if figure is None:
         return None
-    return figure | {"layout": figure["layout"] | {"height": CHART_HEIGHT}}
+    data = [
+        trace | {"name": legend_name(trace["name"])}
+        if isinstance(trace.get("name"), str)
+        else trace
+        for trace in figure["data"]
+    ]
+    return figure | {"data": data, "layout": figure["layout"] | {"height": CHART_HEIGHT}}
 
 
 def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = None) -> ChapterView:

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from helpers import unlinked
+from helpers import one_line_legends, unlinked
 from playground.core.lessons import lesson
 from playground.core.lessons.route import CHAPTERS, ROUTE
 from playground.sections.route.view import chapter_view
@@ -34,7 +34,7 @@ def _runs(chapter_id: str) -> dict:
 
 @functools.cache
 def shown(chapter_id: str):
-    return chapter_view(CHAPTERS[chapter_id], _runs(chapter_id))
+    return one_line_legends(chapter_view(CHAPTERS[chapter_id], _runs(chapter_id)))
 
 
 def _names(figure) -> list[str]:

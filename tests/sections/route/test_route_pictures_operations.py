@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from helpers import unlinked
+from helpers import one_line_legends, unlinked
 from playground.core.data.synthetic import make_batch
 from playground.core.lessons import lesson
 from playground.core.lessons.route import CHAPTERS
@@ -46,7 +46,7 @@ def run(lesson_id: str):
 def shown(chapter_id: str):
     chapter = CHAPTERS[chapter_id]
     names = {chapter.lesson, chapter.payoff, chapter.contrast, chapter.payoff_contrast} - {None}
-    view = chapter_view(chapter, {name: run(name) for name in names})
+    view = one_line_legends(chapter_view(chapter, {name: run(name) for name in names}))
     go.Figure(view.chart)  # a valid Plotly figure
     return view
 
@@ -57,7 +57,8 @@ def trace(figure, name_start: str):
 
 
 def notes(figure) -> str:
-    return "\n".join(note["text"] for note in figure["layout"]["annotations"])
+    """The figure's notes, one a line, each note's own line breaks read as spaces."""
+    return "\n".join(note["text"].replace("<br>", " ") for note in figure["layout"]["annotations"])
 
 
 @pytest.mark.parametrize("chapter_id", LATE)
@@ -176,7 +177,7 @@ def test_the_layer_norm_chapter_draws_the_norm_as_exercises_first_inf_and_autoca
     reach = np.abs(x.astype(np.float64) @ kernel + bias).max()
     bound = np.sqrt(float(np.finfo(np.float16).max))
     assert reach > bound
-    assert f"Outputs reach {reach:.0f},<br>past sqrt(65504) = {bound:.1f}" in notes(chart)
+    assert f"Outputs reach {reach:.0f}, past sqrt(65504) = {bound:.1f}" in notes(chart)
 
 
 def test_the_float16_attention_chapter_draws_the_scores_first_and_what_autocast_moves():
@@ -192,7 +193,7 @@ def test_the_float16_attention_chapter_draws_the_scores_first_and_what_autocast_
     scores = block_tensors(run("attention-overflow").config)["scores"].astype(np.float64)
     largest = np.abs(scores).max()
     assert largest > np.finfo(np.float16).max
-    assert f"scores reach {largest:.3g},<br>past float16's 65504" in notes(chart)
+    assert f"scores reach {largest:.3g}, past float16's 65504" in notes(chart)
 
 
 def test_the_bfloat16_attention_chapter_draws_every_operation_finite_beside_float16():

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from helpers import unlinked
+from helpers import one_line_legends, unlinked
 from playground.core.lessons import lesson
 from playground.core.lessons.route import CHAPTERS, ROUTE
 from playground.core.settings.settings import StepConfig
@@ -82,7 +82,7 @@ def _shown(chapter_id: str):
     chapter = CHAPTERS[chapter_id]
     names = {chapter.lesson, chapter.payoff, chapter.contrast, chapter.payoff_contrast} - {None}
     runs = {name: run(name) for name in names}
-    return chapter_view(chapter, runs), runs
+    return one_line_legends(chapter_view(chapter, runs)), runs
 
 
 def _steps_noted(figure, after: str) -> list[int]:

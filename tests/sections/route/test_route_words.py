@@ -1,6 +1,6 @@
 """The route's words, chapter by chapter, from runs computed here: each claim holds and is at
 most 40 words in its short form, no text points at a place that differs between the desktop
-and the phone ("the figure above"), and each chapter links its terms of art once."""
+and the phone ("the figure above"), and every legend line fits a phone's chart."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from playground.core.lessons.route import ROUTE, reads
 from playground.sections.route.view import chapter_view
 
 MAX_CLAIM_WORDS = 40
+LEGEND_LINE = 44  # characters: about 290 px at the legend's 12 px
 # Words that place the picture: right on one layout, wrong on the other.
 PLACES = re.compile(
     r"\b(?:figure|chart|picture|plot|bars?) (?:above|below)\b"
@@ -38,3 +39,8 @@ def test_each_chapter_claims_in_at_most_40_words_and_never_places_its_picture(ch
     for text in (shown.question, shown.claim, shown.payoff):
         assert not PLACES.search(unlinked(text)), text
     assert shown.chart["data"], chapter.id
+    # Each legend line fits a chart a phone draws 290 px wide (a horizontal legend clips).
+    for figure in filter(None, (shown.chart, shown.payoff_chart)):
+        for trace in figure["data"]:
+            lines = str(trace.get("name", "")).split("<br>")
+            assert max(len(line) for line in lines) <= LEGEND_LINE, trace["name"]
