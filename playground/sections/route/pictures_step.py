@@ -27,6 +27,7 @@ from playground.sections.dynamics.summary import ROUNDING_NAMES
 from playground.sections.lab.charts import magnitude_histogram
 from playground.sections.step.charts import gradient_scatter
 from playground.views.plotly import (
+    CHART_BACKGROUND,
     FLOAT32_COLOR,
     MIXED_COLOR,
     OVERFLOW_COLOR,
@@ -73,7 +74,8 @@ def note(text: str, x: float, y: float, **extra: Any) -> dict[str, Any]:
         "ax": 0,
         "ay": -30,
         "font": {"size": 11, "color": TEXT_COLOR},
-        "bgcolor": "rgba(255, 255, 255, 0.8)",
+        # The chart's own paper colour, which the dark theme swaps with the text's.
+        "bgcolor": CHART_BACKGROUND,
         **extra,
     }
 
@@ -93,7 +95,8 @@ def corner_note(text: str, right: bool = False, y: float = 0.98) -> dict[str, An
         "text": text,
         "showarrow": False,
         "font": {"size": 11, "color": TEXT_COLOR},
-        "bgcolor": "rgba(255, 255, 255, 0.8)",
+        # The chart's own paper colour, which the dark theme swaps with the text's.
+        "bgcolor": CHART_BACKGROUND,
     }
 
 

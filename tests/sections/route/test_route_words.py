@@ -1,6 +1,7 @@
 """The route's words, chapter by chapter, from runs computed here: each claim holds and is at
 most 40 words in its short form, no text points at a place that differs between the desktop
-and the phone ("the figure above"), and every legend line fits a phone's chart."""
+and the phone ("the figure above"), every legend line fits a phone's chart, and every note's
+background turns dark with the theme."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from helpers import unlinked
 from playground.core.lessons import LESSONS
 from playground.core.lessons.route import ROUTE, reads
 from playground.sections.route.view import chapter_view
+from playground.views.plotly import CHART_BACKGROUND, DARK_PALETTE
 
 MAX_CLAIM_WORDS = 40
 LEGEND_LINE = 44  # characters: about 290 px at the legend's 12 px
@@ -44,3 +46,7 @@ def test_each_chapter_claims_in_at_most_40_words_and_never_places_its_picture(ch
         for trace in figure["data"]:
             lines = str(trace.get("name", "")).split("<br>")
             assert max(len(line) for line in lines) <= LEGEND_LINE, trace["name"]
+        # A note's background is the chart's paper, which the dark theme swaps with its text
+        # (a fixed white box would hold the dark theme's light text unread).
+        for note in figure["layout"].get("annotations", ()):
+            assert note.get("bgcolor", CHART_BACKGROUND) in DARK_PALETTE, note
