@@ -172,7 +172,7 @@ body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca)
   /* Previous and Next on one line, the chapter picker under them, without its label. */
   #route-nav { flex-wrap: wrap; gap: 6px; padding-top: 4px; }
   #route-prev { flex: 0 0 96px !important; min-width: 96px !important; }
-  #route-next { flex: 1 1 0 !important; min-width: 0 !important; font-size: var(--text-md);
+  #route-next { flex: 1 1 180px !important; min-width: 180px !important; font-size: var(--text-md);
     min-height: 44px; white-space: nowrap !important; overflow: hidden;
     text-overflow: ellipsis; display: block; }
   #route-select { flex: 1 1 100% !important; min-width: 100% !important; }

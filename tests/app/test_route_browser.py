@@ -221,6 +221,15 @@ def test_on_a_phone_each_chapter_shares_one_screen_with_its_picture_in_the_dark(
     page.set_default_timeout(TIMEOUT_MS)
     try:
         _open(page, app_url + "?__theme=dark")
+        # The first action is a button a thumb finds: the start takes its own line.
+        start = page.evaluate(PLACE, "route-next")
+        assert start["bottom"] - start["top"] >= 40, start
+        assert (
+            page.evaluate(
+                "() => document.getElementById('route-next').getBoundingClientRect().width"
+            )
+            >= PHONE["width"] / 2
+        )
         for number, chapter in enumerate(ROUTE, 1):
             page.locator("#route-next").click()
             _wait_for_chapter(page, number)
