@@ -10,12 +10,13 @@ claim does not hold here; nothing is computed here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from playground.core.lessons import LESSONS
 from playground.core.lessons.claim import Claim
 from playground.core.lessons.route import ROUTE, Chapter
+from playground.sections.route.pictures import picture
 from playground.views.plotly import (
     FLOAT32_COLOR,
     MIXED_COLOR,
@@ -29,6 +30,7 @@ def bits_color(bits: int) -> str:
     return FLOAT32_COLOR if bits >= 8 else MIXED_COLOR if bits >= 4 else OVERFLOW_COLOR
 
 
+@picture("formats")
 def formats_figure(chapter: Chapter, runs: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
     """One bar per format: the kernel gradient's relative error against float32 on one step."""
     errors, bits = claim.figures["errors"], claim.figures["bits"]
@@ -55,9 +57,6 @@ def formats_figure(chapter: Chapter, runs: Mapping[str, Any], claim: Claim) -> d
             showlegend=False,
         ),
     }
-
-
-PICTURES: dict[str, Callable[..., dict[str, Any]]] = {"formats": formats_figure}
 
 
 def summary(runs: Mapping[str, Any]) -> str:

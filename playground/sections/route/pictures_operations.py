@@ -23,13 +23,14 @@ A claim without its figures (its run is not the lesson's kind) gets a note with 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from playground.core.lessons import Claim
 from playground.core.lessons.route import Chapter
 from playground.core.lessons.transformer import SCORES
 from playground.core.step.operations_report import OperationReport
+from playground.sections.route.pictures import picture
 from playground.views.plotly import (
     FLOAT32_COLOR,
     MIXED_COLOR,
@@ -42,20 +43,9 @@ from playground.views.plotly import (
     line_trace,
 )
 
-PICTURES: dict[str, Callable[..., dict[str, Any]]] = {}
 # One line of title: the route's charts are short (``view.CHART_HEIGHT``).
 MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 NOTE_SIZE = 11
-
-
-def picture(name: str) -> Callable:
-    """Register the decorated function as the picture ``name``."""
-
-    def register(function: Callable[..., Figure]) -> Callable[..., Figure]:
-        PICTURES[name] = function
-        return function
-
-    return register
 
 
 def _not_drawn(title: str, claim: Claim) -> Figure:

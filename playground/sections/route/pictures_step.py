@@ -25,6 +25,7 @@ from playground.core.step.report import StepReport
 from playground.sections.dynamics.charts import loss_ticks, lost_update_figure, scale_figure
 from playground.sections.dynamics.summary import ROUNDING_NAMES
 from playground.sections.lab.charts import magnitude_histogram
+from playground.sections.route.pictures import picture
 from playground.sections.step.charts import gradient_scatter
 from playground.views.plotly import (
     CHART_BACKGROUND,
@@ -40,19 +41,8 @@ from playground.views.plotly import (
 
 Runs = dict[str, StepReport | DynamicsReport]
 Picture = Callable[[Chapter, Runs, Claim], Figure]
-PICTURES: dict[str, Picture] = {}
 # The line of the run a chapter argues against (its contrast): red, as the stalled run.
 STALLED_COLOR = OVERFLOW_COLOR
-
-
-def picture(name: str) -> Callable[[Picture], Picture]:
-    """Register a picture under the chart ``name`` a chapter gives (``Chapter.chart``)."""
-
-    def register(function: Picture) -> Picture:
-        PICTURES[name] = function
-        return function
-
-    return register
 
 
 def scale_text(scale: float) -> str:

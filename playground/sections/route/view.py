@@ -20,12 +20,13 @@ from playground.core.lessons import LESSONS, Claim
 from playground.core.lessons.route import ROUTE, Chapter
 from playground.core.runs.train import DynamicsReport
 from playground.core.step.report import StepReport
-from playground.sections.route import ending, pictures_operations, pictures_step
+
+# Each picture module registers its pictures as it is imported (``pictures``).
+from playground.sections.route import ending, pictures_operations, pictures_step  # noqa: F401
 from playground.sections.route.glossary import linked
+from playground.sections.route.pictures import PICTURES
 
 Run = StepReport | DynamicsReport
-# The chapters' pictures, by chart name: picture(chapter, runs, claim) -> figure dict.
-PICTURES = {**pictures_step.PICTURES, **pictures_operations.PICTURES, **ending.PICTURES}
 # A chart's height in the route (px): a chapter's chart and its payoff's fit on one screen
 # beside the chapter's text at 1400 x 1000.
 CHART_HEIGHT = 300
