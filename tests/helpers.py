@@ -157,20 +157,35 @@ def unlinked(markdown: str) -> str:
     return re.sub(r" \(torch: [^)]*\)", "", words)
 
 
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks (and the ``<sup>`` each line of a subtitle is set in) as
+    spaces."""
+    flat = text.replace("</sup><br><sup>", " ").replace("<br>", " ")
+    return re.sub(r" +", " ", flat)
+
+
 def one_line_legends(view):
-    """A route chapter's view (``sections.route.view.ChapterView``) with each legend entry on
-    one line, as written before the route broke long ones (``view.legend_name``)."""
+    """A route chapter's view (``sections.route.view.ChapterView``) with each legend entry, its
+    title and each note on one line, as written before the route broke long ones to fit a
+    phone (``view.legend_name``, ``view.wrapped``)."""
 
     def joined(figure):
         if figure is None:
             return None
         data = [
-            trace | {"name": trace["name"].replace("<br>", " ")}
+            trace | {"name": _one_line(trace["name"])}
             if isinstance(trace.get("name"), str)
             else trace
             for trace in figure["data"]
         ]
-        return figure | {"data": data}
+        layout = dict(figure["layout"])
+        title = layout.get("title")
+        if isinstance(title, dict) and isinstance(title.get("text"), str):
+            layout["title"] = title | {"text": _one_line(title["text"])}
+        layout["annotations"] = [
+            note | {"text": _one_line(note["text"])} for note in layout.get("annotations", [])
+        ]
+        return figure | {"data": data, "layout": layout}
 
     return dataclasses.replace(
         view, chart=joined(view.chart), payoff_chart=joined(view.payoff_chart)

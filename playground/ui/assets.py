@@ -177,6 +177,9 @@ body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca)
     text-overflow: ellipsis; display: block; }
   #route-select { flex: 1 1 100% !important; min-width: 100% !important; }
   #route-select [data-testid="block-info"] { display: none; }
+  /* The route's charts as wide as the phone allows (its box's padding halved). */
+  #route { padding: 8px 6px; }
+  :is(#route-chart, #route-payoff-chart) { padding: 4px; }
   /* The chapter's heading right under the buttons (its counter scrolled under them). */
   #route-chapter { scroll-margin-top: 124px; }
 }

@@ -46,6 +46,17 @@ PLACE = """id => { const e = document.getElementById(id); if (!e || e.offsetPare
     const plot = e.querySelector('.js-plotly-plot');
     return {top: r.top, bottom: r.bottom, height: r.height,
             title: plot && plot.layout ? String(plot.layout.title?.text ?? '') : null}; }"""
+# The text a chart draws (its notes, legend, title, axis titles) that crosses its own edge,
+# where the browser clips it: [chart's id, part, px inside the left edge, px inside the right,
+# its text's start], for each of the route's charts on the screen.
+CLIPPED = """() => [...document.querySelectorAll('#route-chart, #route-payoff-chart')]
+    .filter(e => e.offsetParent !== null && e.querySelector('.main-svg')).flatMap(e => {
+    const b = e.querySelector('.main-svg').getBoundingClientRect();
+    return [...e.querySelectorAll('.annotation, .legend, .gtitle, .g-xtitle, .g-ytitle')]
+        .map(a => [a, a.getBoundingClientRect()]).filter(([a, r]) => r.width > 0
+            && (r.left < b.left - 1 || r.right > b.right + 1))
+        .map(([a, r]) => [e.id, a.getAttribute('class'), Math.round(r.left - b.left),
+                          Math.round(b.right - r.right), a.textContent.slice(0, 40)]); })"""
 FLAT = "id => (document.getElementById(id)?.innerText || '').replace(/\\s+/g, ' ').trim()"
 
 
@@ -203,6 +214,7 @@ def test_the_route_walks_every_chapter_with_its_claim_beside_its_picture(browser
                 page.locator("#compute_dtype").get_by_role("radio", name=dtype, exact=True)
             ).to_be_checked()
             page.screenshot(path=str(ARTIFACTS / f"route_1400x1000_{number:02d}.png"))
+            assert page.evaluate(CLIPPED) == [], chapter.id
         # The ending sums the route up; its Next starts again, its Previous goes back.
         assert "What the route showed" in page.evaluate(f"() => ({FLAT})('route-payoff')")
         expect(page.locator("#route-next")).to_have_text(f"Start again: 1. {ROUTE[0].title}")
@@ -230,6 +242,7 @@ def test_on_a_phone_each_chapter_shares_one_screen_with_its_picture_in_the_dark(
             )
             >= PHONE["width"] / 2
         )
+        clipped = []  # every chapter's, so one run names them all
         for number, chapter in enumerate(ROUTE, 1):
             page.locator("#route-next").click()
             _wait_for_chapter(page, number)
@@ -243,10 +256,12 @@ def test_on_a_phone_each_chapter_shares_one_screen_with_its_picture_in_the_dark(
             assert said["top"] >= nav["bottom"] - 1, (chapter.id, said, nav)
             assert drawn["bottom"] <= PHONE["height"], (chapter.id, drawn)
             page.screenshot(path=str(ARTIFACTS / f"route_390x844_{number:02d}.png"))
+            clipped += [[chapter.id, *part] for part in page.evaluate(CLIPPED)]
             if chapter.id == "float16-loss-scale":
                 assert number == 3
                 text = page.evaluate(f"() => ({FLAT})('route-payoff')")
                 assert "What changed in this one step" in text and "trains like float32" in text
+        assert clipped == []
         assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     finally:
         page.close()

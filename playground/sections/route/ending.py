@@ -51,7 +51,7 @@ def formats_figure(chapter: Chapter, runs: Mapping[str, Any], claim: Claim) -> d
         ],
         "layout": base_layout(
             "Every format on one step: the gradient's distance from float32",
-            "compute format (significant bits of its values)",
+            "format (its significant bits)",
             "relative error (log)",
             yaxis={"type": "log", "title": {"text": "relative error (log)"}, "automargin": True},
             showlegend=False,

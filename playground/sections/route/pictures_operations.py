@@ -55,8 +55,9 @@ def _not_drawn(title: str, claim: Claim) -> Figure:
     return {"data": [], "layout": layout}
 
 
-# Characters a note's line holds: a note stays inside a chart a phone draws 290 px wide.
-NOTE_LINE = 34
+# Characters a note's line holds: a note beside a point stays inside a chart a phone draws
+# 300 px wide, its rows' labels taking a third of it.
+NOTE_LINE = 24
 
 
 def _wrapped(text: str) -> str:

@@ -7,11 +7,14 @@ is computed here. A claim is shown only when its condition holds; otherwise the 
 and gives the condition with its numbers. A one-step chapter with a contrast says what changed
 between the two steps (the kernel gradient's relative error against float32, in norm), since
 in one step the loss itself barely moves; a payoff is its training lesson's claim and loss
-curves, the payoff's contrast drawn beside (``pictures_step.payoff_picture``).
+curves, the payoff's contrast drawn beside (``pictures_step.payoff_picture``). Every chart is
+fitted to a phone's width before it is shown (``_sized``): its title, notes, legend entries and
+rows' labels on short lines, and its notes on the data reaching inwards from their points.
 """
 
 from __future__ import annotations
 
+import math
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -25,13 +28,20 @@ from playground.core.step.report import StepReport
 from playground.sections.route import ending, pictures_operations, pictures_step  # noqa: F401
 from playground.sections.route.glossary import linked
 from playground.sections.route.pictures import PICTURES
+from playground.sections.route.pictures_step import scale_text
 
 Run = StepReport | DynamicsReport
 # A chart's height in the route (px): a chapter's chart and its payoff's fit on one screen
 # beside the chapter's text at 1400 x 1000.
 CHART_HEIGHT = 300
-# Characters of a legend entry's line (``legend_name``).
+# Characters of a legend entry's line (``legend_name``), of a title's and of a note's
+# (``wrapped``): a phone draws the route's charts about 300 px wide.
 LEGEND_LINE = 40
+TITLE_LINE = 42
+NOTE_LINE = 30
+CATEGORY_LINE = 20
+# A note of at most this many characters labels a region and stays centred on its point.
+LABEL_CHARS = 16
 
 
 @dataclass(frozen=True)
@@ -72,12 +82,20 @@ def claim_markdown(
 
 
 def _changed(contrast: StepReport, report: StepReport) -> str:
-    """What one step changes though its loss barely moves: the kernel gradient against float32."""
+    """What one step changes though its loss barely moves: how far the kernel's gradient lands
+    from float32's (relative error, in norm) at the contrast's scale and at this one."""
     before, after = contrast.kernel.norm_rel_error, report.kernel.norm_rel_error
+    if after > 0 and before > after:
+        moved = f"{before / after:.3g} times closer to float32's"
+    elif after > before:
+        moved = "further from float32's"
+    else:
+        moved = "as far from float32's"
     return (
-        "**What changed in this one step**: not the loss, but the gradient. The kernel's "
-        f"gradient differs from float32's by {before:.3g} (relative, in norm) at S = "
-        f"{contrast.config.loss_scale:g} and by {after:.3g} at S = {report.config.loss_scale:g}."
+        "**What changed in this one step**: not the loss, but the gradient: at S = "
+        f"{scale_text(report.config.loss_scale)} it lands {moved} than at S = "
+        f"{scale_text(contrast.config.loss_scale)} (relative error {after:.2g} against "
+        f"{before:.2g})."
     )
 
 
@@ -94,8 +112,76 @@ def legend_name(name: str) -> str:
     return "<br>".join(textwrap.wrap(name, LEGEND_LINE))
 
 
+def wrapped(text: str, width: int) -> str:
+    """``text`` in lines of at most ``width`` characters, broken at spaces (its own ``<br>``
+    kept; a line set in ``<sup>`` stays in it on each of its lines)."""
+    lines = []
+    for line in text.split("<br>"):
+        sup = line.startswith("<sup>") and line.endswith("</sup>")
+        inner = line[5:-6] if sup else line
+        parts = textwrap.wrap(inner, width, break_long_words=False, break_on_hyphens=False) or [""]
+        lines += [f"<sup>{part}</sup>" if sup else part for part in parts]
+    return "<br>".join(lines)
+
+
+def _where(figure: dict[str, Any], x: Any) -> float | None:
+    """Where ``x`` sits along the x axis's drawn values (0 left, 1 right), or None."""
+    if isinstance(x, str):
+        order = figure["layout"].get("xaxis", {}).get("categoryarray")
+        if order and x in order:
+            return list(order).index(x) / max(1, len(order) - 1)
+        for trace in figure["data"]:
+            values = list(trace.get("x") or [])
+            if x in values:
+                return values.index(x) / max(1, len(values) - 1)
+        return None
+    xs = [
+        v
+        for trace in figure["data"]
+        for v in (trace.get("x") or [])
+        if isinstance(v, int | float) and math.isfinite(v)
+    ]
+    if not xs or max(xs) == min(xs) or not isinstance(x, int | float):
+        return None
+    return (x - min(xs)) / (max(xs) - min(xs))
+
+
+def _fitted_note(figure: dict[str, Any], note: dict[str, Any]) -> dict[str, Any]:
+    """A note in lines of at most NOTE_LINE characters; one on the data that is longer than a
+    label and names no side reaches inwards from its point (left of a point in the right
+    third, right of one in the left third; centred on one between), so its text stays within
+    a phone's chart."""
+    text = note.get("text", "")
+    fitted = note | {"text": wrapped(text, NOTE_LINE)}
+    if note.get("xref") == "paper" or "xanchor" in note or len(text) <= LABEL_CHARS:
+        return fitted
+    where = _where(figure, note.get("x"))
+    if where is None or 1 / 3 <= where <= 2 / 3:
+        return fitted
+    inwards = -1 if where > 2 / 3 else 1
+    return fitted | {
+        "xanchor": "right" if inwards < 0 else "left",
+        "ax": inwards * abs(note.get("ax", 0)),
+    }
+
+
+def _short_categories(axis: dict[str, Any]) -> dict[str, Any]:
+    """A category axis's labels in lines of at most CATEGORY_LINE characters (the plot keeps
+    its width on a phone)."""
+    order = axis.get("categoryarray")
+    if axis.get("type") != "category" or not order or "ticktext" in axis:
+        return axis
+    return axis | {
+        "tickmode": "array",
+        "tickvals": list(order),
+        "ticktext": [wrapped(str(name), CATEGORY_LINE) for name in order],
+    }
+
+
 def _sized(figure: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``figure`` at the route's height, its legend's long entries on two lines."""
+    """``figure`` at the route's height, fitted to a phone's width: its legend's long entries
+    on two lines, its title in lines of at most TITLE_LINE characters (the top margin grown to
+    hold them), its y axis's categories on short lines, its notes fitted (``_fitted_note``)."""
     if figure is None:
         return None
     data = [
@@ -104,7 +190,20 @@ def _sized(figure: dict[str, Any] | None) -> dict[str, Any] | None:
         else trace
         for trace in figure["data"]
     ]
-    return figure | {"data": data, "layout": figure["layout"] | {"height": CHART_HEIGHT}}
+    layout = figure["layout"] | {"height": CHART_HEIGHT}
+    title = layout.get("title")
+    if isinstance(title, dict) and isinstance(title.get("text"), str):
+        text = wrapped(title["text"], TITLE_LINE)
+        margin = layout.get("margin", {})
+        lines = text.count("<br>") + 1
+        font = title.get("font", {}) | {"size": 13}
+        layout["title"] = title | {"text": text, "font": font}
+        layout["margin"] = margin | {"t": max(margin.get("t", 0), 24 + 20 * lines)}
+    if "yaxis" in layout:
+        layout["yaxis"] = _short_categories(layout["yaxis"])
+    if layout.get("annotations"):
+        layout["annotations"] = [_fitted_note(figure, n) for n in layout["annotations"]]
+    return figure | {"data": data, "layout": layout}
 
 
 def chapter_view(chapter: Chapter, runs: dict[str, Run], number: int | None = None) -> ChapterView:

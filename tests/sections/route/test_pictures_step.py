@@ -82,7 +82,7 @@ def test_float16_no_scale_writes_the_share_flushed_and_names_its_payoffs_lines()
     report = run("float16-flush")
     mixed, exact = _flat(report, "mixed_grads"), _flat(report, "float32_grads")
     flushed = int(np.sum((mixed == 0) & (exact != 0)))
-    said = f"{flushed:,} of {mixed.size:,} ({flushed / mixed.size:.0%})<br>flushed to 0"
+    said = f"{flushed:,} of {mixed.size:,} ({flushed / mixed.size:.0%}) flushed to 0"
     assert said in _notes(shown("float16-no-scale").chart)
     # The payoff draws float32 and the float16 run at S = 1, and no pure run (chapter 7's).
     payoff = shown("float16-no-scale").payoff_chart
