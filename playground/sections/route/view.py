@@ -86,7 +86,9 @@ def _changed(contrast: StepReport, report: StepReport) -> str:
     from float32's (relative error, in norm) at the contrast's scale and at this one."""
     before, after = contrast.kernel.norm_rel_error, report.kernel.norm_rel_error
     if after > 0 and before > after:
-        moved = f"{before / after:.3g} times closer to float32's"
+        ratio = before / after
+        moved = f"{ratio:,.0f} times" if ratio >= 10 else f"{ratio:.2g} times"
+        moved += " closer to float32's"
     elif after > before:
         moved = "further from float32's"
     else:

@@ -71,7 +71,7 @@ def test_the_loss_scale_chapter_shows_what_changed_and_the_training_it_leads_to(
         errors.append(np.linalg.norm(mixed - exact) / np.linalg.norm(exact.astype(np.float64)))
     assert errors[1] < errors[0]
     assert (
-        f"at S = 2^15 it lands {errors[0] / errors[1]:.3g} times closer to float32's than at "
+        f"at S = 2^15 it lands {errors[0] / errors[1]:,.0f} times closer to float32's than at "
         f"S = 1 (relative error {errors[1]:.2g} against {errors[0]:.2g})"
     ) in shown.payoff
     trained = lesson("train-float16-scaled").claim(runs["train-float16-scaled"])
