@@ -9,7 +9,8 @@ views.
 
 The executables are kept in two tables, by one key::
 
-    key       (program, every argument's shape and dtype, the static keywords)
+    key       (program, every argument's shape, dtype and whether it is a Python scalar,
+              which JAX types weakly, the static keywords)
     pinned    the programs run inside ``pinned()`` (the start-up warm-up's: every endpoint x
               model x recipe at the page's defaults, and the route's runs): kept for the
               process's life, whatever shapes visitors try
@@ -22,9 +23,10 @@ The executables are kept in two tables, by one key::
               is kept: its trace and lowering go as the compile ends; past MAX_PROGRAMS the
               least recently used visitors' entry is dropped, alone, and its executable with it
 
-so a public server's memory grows by at most MAX_PROGRAMS programs however many shapes its
-visitors try, the warm-up's programs never compile again, and a workload cycling fewer programs
-than MAX_PROGRAMS never recompiles.
+so a public server keeps at most MAX_PROGRAMS visitors' programs however many shapes they try
+(JAX's own per-shape caches, of traces and abstract values, are bounded apart by JAX), the
+warm-up's programs never compile again, and a workload cycling fewer programs than MAX_PROGRAMS
+never recompiles.
 
 Example::
 
