@@ -6,11 +6,10 @@ and the reports its picture reads: ``route_requests``), then one request of each
 user can pick without touching a number (every endpoint x model x recipe at the page's
 defaults: the other steps, the training runs, the sweeps; then the comparison of every recipe
 at the defaults, whose steps are compiled by then), then compiles the tensors tab's
-quantizers, freezes what is alive (``settle``), and ends. Their programs stay compiled (they
-run inside ``core.step.compiled``'s ``pinned()``, so visitors' new shapes never evict them;
-``core.step.compile_cache`` saves them on disk, so a restarted server reads them back), along
-with what every shape shares (scalar casts, each recipe's statistics, the charts' code, lazily
-imported modules).
+quantizers, and ends. Their programs stay compiled (they run inside ``core.step.compiled``'s
+``pinned()``, so visitors' new shapes never evict them; ``core.step.compile_cache`` saves them
+on disk, so a restarted server reads them back), along with what every shape shares (scalar
+casts, each recipe's statistics, the charts' code, lazily imported modules).
 ``PLAYGROUND_WARM_UP=0`` turns it off (the tests' servers, which share a small CPU with their
 browsers).
 
@@ -30,7 +29,6 @@ thread's nice value is its own), so the user's work takes the cores first.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import threading
@@ -191,15 +189,6 @@ def _run_logged(kind: str, config: StepConfig) -> None:
         logging.getLogger(__name__).exception("warm-up %s failed", kind)
 
 
-def settle() -> None:
-    """Collect the warm-up's garbage, then move every object still alive (the page, the pinned
-    programs, JAX's and the modules' caches) to the collector's permanent generation
-    (``gc.freeze``): a full collection while visitors are served then scans only what their
-    requests made, instead of stopping every request while it walks the whole heap."""
-    gc.collect()
-    gc.freeze()
-
-
 def _warm(traffic: Traffic, listed: list[tuple[str, StepConfig]] | None = None) -> None:
     """Each of ``listed`` (default: every request) once the server is quiet, then the
     tensors tab's quantizers."""
@@ -208,7 +197,6 @@ def _warm(traffic: Traffic, listed: list[tuple[str, StepConfig]] | None = None) 
         wait_quiet(traffic)
         _run_logged(kind, config)
     warm_tensors()  # the block recipes' quantizers of the tensors tab: one program each
-    settle()
     pinned = len(compiled.kept_pinned())
     print(f"{DONE} in {time.perf_counter() - began:.1f} s ({pinned} programs pinned)", flush=True)
 

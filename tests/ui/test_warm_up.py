@@ -11,8 +11,6 @@ import threading
 import time
 from types import SimpleNamespace
 
-import pytest
-
 from playground.core.model.models import MODELS
 from playground.core.recipes.registry import COMPUTE_DTYPES
 from playground.core.runs.sweep import _curves_over_scales
@@ -64,24 +62,6 @@ def test_the_warm_up_covers_every_default_combination_and_runs_them(monkeypatch)
         run_report(small[0][1].replace(n=n))
     assert compiled.kept_pinned() == pinned
     assert len(compiled.kept()) == 2
-
-
-@pytest.fixture(autouse=True)
-def frozen(monkeypatch):
-    """The warm-up's gc.freeze, recorded instead of freezing this test process's objects."""
-    calls = []
-    monkeypatch.setattr(warm_up.gc, "freeze", lambda: calls.append("freeze"))
-    return calls
-
-
-def test_the_warm_up_ends_by_freezing_what_is_alive(monkeypatch, frozen):
-    done = frozen
-    monkeypatch.setattr(warm_up, "run", lambda kind, config: done.append(kind))
-    monkeypatch.setattr(warm_up, "warm_tensors", lambda: done.append("tensors"))
-    monkeypatch.setattr(warm_up.gc, "collect", lambda: done.append("collect"))
-    warm_up.start(grace=0).join(timeout=10)
-    kinds = [kind for kind, _ in warm_up.requests()]
-    assert done == [*kinds, "tensors", "collect", "freeze"]
 
 
 def test_a_failing_request_leaves_the_others_running(monkeypatch):
