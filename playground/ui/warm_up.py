@@ -6,11 +6,12 @@ and the reports its picture reads: ``route_requests``), then one request of each
 user can pick without touching a number (every endpoint x model x recipe at the page's
 defaults: the other steps, the training runs, the sweeps; then the comparison of every recipe
 at the defaults, whose steps are compiled by then), then compiles the tensors tab's
-quantizers, and ends. Their programs stay compiled (``core.step.compiled`` keeps the most
-recently used; ``core.step.compile_cache`` saves them on disk, so a restarted server reads them
-back), along with what every shape shares (scalar casts, each recipe's statistics, the charts'
-code, lazily imported modules). ``PLAYGROUND_WARM_UP=0`` turns it off (the tests' servers,
-which share a small CPU with their browsers).
+quantizers, and ends. Their programs stay compiled (they run inside ``core.step.compiled``'s
+``pinned()``, so visitors' new shapes never evict them; ``core.step.compile_cache`` saves them
+on disk, so a restarted server reads them back), along with what every shape shares (scalar
+casts, each recipe's statistics, the charts' code, lazily imported modules).
+``PLAYGROUND_WARM_UP=0`` turns it off (the tests' servers, which share a small CPU with their
+browsers).
 
 Ready first: the page's own step (the first request) runs in ``start``, before the server
 serves, at the caller's priority: a server is ready when the page it serves answers its first
@@ -41,6 +42,7 @@ from playground.core.recipes.registry import COMPUTE_DTYPES
 from playground.core.runs.sweep import run_sweep
 from playground.core.runs.train import run_dynamics
 from playground.core.settings.settings import StepConfig
+from playground.core.step import compiled
 from playground.core.tensors.report import warm_up as warm_tensors
 from playground.ui import endpoints, route
 from playground.ui.arguments import STEP
@@ -181,7 +183,8 @@ def lowest_priority() -> bool:
 
 def _run_logged(kind: str, config: StepConfig) -> None:
     try:
-        run(kind, config)
+        with compiled.pinned():
+            run(kind, config)
     except Exception:  # a failed warm-up only leaves that program cold
         logging.getLogger(__name__).exception("warm-up %s failed", kind)
 
@@ -194,7 +197,8 @@ def _warm(traffic: Traffic, listed: list[tuple[str, StepConfig]] | None = None) 
         wait_quiet(traffic)
         _run_logged(kind, config)
     warm_tensors()  # the block recipes' quantizers of the tensors tab: one program each
-    print(f"{DONE} in {time.perf_counter() - began:.1f} s", flush=True)
+    pinned = len(compiled.kept_pinned())
+    print(f"{DONE} in {time.perf_counter() - began:.1f} s ({pinned} programs pinned)", flush=True)
 
 
 def start(

@@ -232,7 +232,7 @@ def test_every_endpoint_by_keyword(client, app_url, row):
     for a file but the app's own files. A summary's string under ``path``
     (``recipe_comparison.path``, before it was named ``kernel``) was one: the client tried to
     download it and failed with 403. One test per row, so its programs stay compiled for all
-    its calls (the server clears them all past PLAYGROUND_MAX_PROGRAMS)."""
+    its calls (the server evicts the least recently used past PLAYGROUND_MAX_PROGRAMS)."""
     _step_and_downloads(client, row)
     _sweep_and_dynamics(client, row)
     for framework in FRAMEWORKS:

@@ -5,6 +5,7 @@ flight over HTTP, event streams excepted, or an event in Gradio's queue)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 import threading
 import time
@@ -12,7 +13,11 @@ from types import SimpleNamespace
 
 from playground.core.model.models import MODELS
 from playground.core.recipes.registry import COMPUTE_DTYPES
+from playground.core.runs.sweep import _curves_over_scales
+from playground.core.runs.train import _three_runs
 from playground.core.settings.settings import StepConfig
+from playground.core.step import compiled
+from playground.core.step.report import _both_steps, run_report
 from playground.ui import warm_up
 
 
@@ -42,9 +47,21 @@ def test_the_warm_up_covers_every_default_combination_and_runs_them(monkeypatch)
     ran = []
     real = warm_up.run
     monkeypatch.setattr(warm_up, "run", lambda kind, config: ran.append(real(kind, config)))
+    # their programs are pinned: kept apart from visitors' (empty tables, at most 2 visitors')
+    monkeypatch.setattr(compiled, "_table", collections.OrderedDict())
+    monkeypatch.setattr(compiled, "_pinned", {})
+    monkeypatch.setattr(compiled, "MAX_PROGRAMS", 2)
     thread = warm_up.start(grace=0)
     thread.join(timeout=300)
     assert not thread.is_alive() and len(ran) == len(small) == 3
+    pinned = compiled.kept_pinned()
+    assert compiled.kept() == []
+    assert {_both_steps, _three_runs, _curves_over_scales} <= {program for program, *_ in pinned}
+    # a visitor's new shapes evict only visitors' programs
+    for n in range(9, 13):
+        run_report(small[0][1].replace(n=n))
+    assert compiled.kept_pinned() == pinned
+    assert len(compiled.kept()) == 2
 
 
 def test_a_failing_request_leaves_the_others_running(monkeypatch):

@@ -7,17 +7,26 @@ static keywords (the dtype, ...) compile anew. Results come back to the host, on
 per output array, and are made read-only, so no JAX state and no mutable array leaks into the
 views.
 
-The executables are kept in one table, least recently used first out::
+The executables are kept in two tables, by one key::
 
-    key       (program, every argument's shape and dtype, the static keywords)
-    hit       the key's executable runs, and becomes the most recently used
-    miss      the program is jitted afresh for this key alone (a new function object, which
-              JAX's own caches hold weakly) and compiled by its first call; past MAX_PROGRAMS
-              the least recently used entry is dropped, alone, and its executable, trace and
-              lowering go with it
+    key       (program, every argument's shape, dtype and whether it is a Python scalar,
+              which JAX types weakly, the static keywords)
+    pinned    the programs run inside ``pinned()`` (the start-up warm-up's: every endpoint x
+              model x recipe at the page's defaults, and the route's runs): kept for the
+              process's life, whatever shapes visitors try
+    visitors' every other program, least recently used first out, at most MAX_PROGRAMS
+              (PLAYGROUND_MAX_PROGRAMS when set)
+    hit       the key's executable runs; a visitors' one becomes the most recently used, and
+              one run inside ``pinned()`` moves to the pinned table
+    miss      the program is lowered and compiled for this key alone, ahead of time (a new
+              jit of the function, which JAX's own caches hold weakly), and only the executable
+              is kept: its trace and lowering go as the compile ends; past MAX_PROGRAMS the
+              least recently used visitors' entry is dropped, alone, and its executable with it
 
-so a public server's memory stays within about MAX_PROGRAMS programs however many shapes its
-users try, and a workload cycling fewer programs than that never recompiles.
+so a public server keeps at most MAX_PROGRAMS visitors' programs however many shapes they try
+(JAX's own per-shape caches, of traces and abstract values, are bounded apart by JAX), the
+warm-up's programs never compile again, and a workload cycling fewer programs than MAX_PROGRAMS
+never recompiles.
 
 Example::
 
@@ -31,10 +40,12 @@ Example::
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import functools
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import jax
@@ -44,16 +55,19 @@ from playground.core.data.synthetic import make_batch
 from playground.core.frozen import freeze
 from playground.core.settings.settings import StepConfig
 
-# The cap is sized by memory: kept programs may hold PROGRAM_MEMORY of the server's memory (a
-# Space's 16 GB holds it beside the requests' 1 GB each), and one holds at most PROGRAM_BYTES
-# (its executable, trace and lowering, with a margin over what bench/bench_load.py's soak
-# prints), so the programs the warm-up compiles (every endpoint x model x recipe at the
-# defaults) stay. PLAYGROUND_MAX_PROGRAMS sets the count instead.
-PROGRAM_MEMORY = 2**30
-PROGRAM_BYTES = 16 * 2**20
+# Visitors' programs are bounded by count, sized by memory: they may add PROGRAM_MEMORY to the
+# server's memory (the public Space's guarantee of 80 MB for visitors' new shapes, less a
+# margin for what JAX keeps per traced shape beside the table), and one adds about
+# PROGRAM_BYTES (its executable, with what it leaves in the heap: bench/bench_load.py's memory
+# row over MAX_PROGRAMS). The pinned programs are apart: a fixed set, the warm-up's.
+# PLAYGROUND_MAX_PROGRAMS sets the count instead.
+PROGRAM_MEMORY = 64 * 2**20
+PROGRAM_BYTES = 9 * 2**18  # 2.25 MiB
 MAX_PROGRAMS = int(os.environ.get("PLAYGROUND_MAX_PROGRAMS", PROGRAM_MEMORY // PROGRAM_BYTES))
 
 _table: collections.OrderedDict[tuple, Callable[..., Any]] = collections.OrderedDict()
+_pinned: dict[tuple, Callable[..., Any]] = {}
+_pinning: contextvars.ContextVar[bool] = contextvars.ContextVar("pinning", default=False)
 _compiles: collections.Counter[Program] = collections.Counter()
 _table_lock = threading.Lock()
 
@@ -73,7 +87,7 @@ class Program:
         self.compiler_options = dict(compiler_options or {})
 
     def __call__(self, *args: Any, **static: Any) -> Any:
-        return executable(self, args, static)(*args, **static)
+        return executable(self, args, static)(*args)
 
     def lower(self, *args: Any, **static: Any) -> jax.stages.Lowered:
         """The program lowered for these arguments (JAX's ahead-of-time ``lower``), outside the
@@ -100,23 +114,68 @@ def _dtype(array: Any) -> str:
     return (np.dtype(array.dtype) if hasattr(array, "dtype") else np.result_type(array)).str
 
 
-def executable(program: Program, args: tuple, static: dict[str, Any]) -> Callable[..., Any]:
-    """The table's entry for ``program`` on these arguments (see the module rule)."""
+def _kept(key: tuple) -> jax.stages.Compiled | None:
+    """The key's executable, moved as a hit moves it (see the module rule); None on a miss.
+    Called under the table's lock."""
+    if key in _pinned:
+        return _pinned[key]
+    found = _table.pop(key, None)
+    if found is not None:
+        _keep(key, found)
+    return found
+
+
+def _keep(key: tuple, found: jax.stages.Compiled) -> None:
+    """Put ``found`` in the pinned table or as the visitors' most recently used, evicting
+    past MAX_PROGRAMS. Called under the table's lock."""
+    if _pinning.get():
+        _pinned[key] = found
+        return
+    _table[key] = found
+    while len(_table) > max(1, MAX_PROGRAMS):
+        _table.popitem(last=False)
+
+
+def executable(program: Program, args: tuple, static: dict[str, Any]) -> jax.stages.Compiled:
+    """The table's executable for ``program`` on these arguments (see the module rule); call it
+    with the arguments alone, without the static keywords."""
     key = (
         program,
-        tuple((np.shape(a), _dtype(a)) for a in jax.tree.leaves(args)),
+        tuple(
+            (np.shape(a), _dtype(a), type(a) in (bool, int, float, complex))
+            for a in jax.tree.leaves(args)
+        ),
         jax.tree.structure(args),
         tuple(sorted(static.items())),
     )
     with _table_lock:
-        if key in _table:
-            _table.move_to_end(key)
-            return _table[key]
-        _table[key] = jitted = program.jitted()
+        found = _kept(key)
+    if found is not None:
+        return found
+    # compiled outside the lock, so other programs run meanwhile
+    made = program.jitted().lower(*args, **static).compile()
+    with _table_lock:
+        found = _kept(key)  # another thread compiled it meanwhile
+        if found is not None:
+            return found
         _compiles[program] += 1
-        while len(_table) > max(1, MAX_PROGRAMS):
-            _table.popitem(last=False)
-        return jitted
+        _keep(key, made)
+        return made
+
+
+@contextlib.contextmanager
+def pinned() -> Iterator[None]:
+    """Within this block (in this thread, or this asyncio task), the programs run are pinned:
+    kept in the pinned table, out of the visitors' (see the module rule).
+
+    Returns:
+        A context manager; what it pins stays pinned after it ends.
+    """
+    token = _pinning.set(True)
+    try:
+        yield
+    finally:
+        _pinning.reset(token)
 
 
 def compiles(program: Program) -> int:
@@ -126,9 +185,15 @@ def compiles(program: Program) -> int:
 
 
 def kept() -> list[tuple[Program, tuple, tuple]]:
-    """The table's keys without the tree structure, least recently used first."""
+    """The visitors' table's keys without the tree structure, least recently used first."""
     with _table_lock:
         return [(key[0], key[1], key[3]) for key in _table]
+
+
+def kept_pinned() -> list[tuple[Program, tuple, tuple]]:
+    """The pinned table's keys without the tree structure, in the order they were pinned."""
+    with _table_lock:
+        return [(key[0], key[1], key[3]) for key in _pinned]
 
 
 def run_compiled(
