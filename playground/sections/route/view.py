@@ -85,17 +85,19 @@ def _changed(contrast: StepReport, report: StepReport) -> str:
     """What one step changes though its loss barely moves: how far the kernel's gradient lands
     from float32's (relative error, in norm) at the contrast's scale and at this one."""
     before, after = contrast.kernel.norm_rel_error, report.kernel.norm_rel_error
-    if after > 0 and before > after:
+    if after == 0 < before:
+        moved = "exactly on float32's, unlike"
+    elif after > 0 and before > after:
         ratio = before / after
-        moved = f"{ratio:,.0f} times" if ratio >= 10 else f"{ratio:.2g} times"
-        moved += " closer to float32's"
+        times = f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.2g}"
+        moved = f"{times} times closer to float32's than"
     elif after > before:
-        moved = "further from float32's"
+        moved = "further from float32's than"
     else:
-        moved = "as far from float32's"
+        moved = "as far from float32's as"
     return (
         "**What changed in this one step**: not the loss, but the gradient: at S = "
-        f"{scale_text(report.config.loss_scale)} it lands {moved} than at S = "
+        f"{scale_text(report.config.loss_scale)} it lands {moved} at S = "
         f"{scale_text(contrast.config.loss_scale)} (relative error {after:.2g} against "
         f"{before:.2g})."
     )

@@ -3,6 +3,7 @@ its chart, the payoff beside them, a claim that does not hold shown as not taugh
 
 import functools
 import re
+from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -225,3 +226,24 @@ def test_a_chart_is_fitted_to_a_phone_title_notes_and_rows_on_short_lines():
     assert layout["yaxis"]["tickvals"] == ["exercise in float16 (the loss)", "b"]
     assert layout["height"] == CHART_HEIGHT
     assert figure["layout"]["title"]["text"].startswith(long_title)  # the input is untouched
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "said"),
+    [
+        (1.0, 0.0, "exactly on float32's, unlike at S = 1"),
+        (1.0, 0.001, "1,000 times closer to float32's than at S = 1"),
+        (1.0, 0.5, "2 times closer to float32's than at S = 1"),
+        (0.5, 1.0, "further from float32's than at S = 1"),
+        (0.5, 0.5, "as far from float32's as at S = 1"),
+    ],
+)
+def test_what_changed_says_which_way_the_gradient_moved(before, after, said):
+    def report(error, scale):
+        return SimpleNamespace(
+            kernel=SimpleNamespace(norm_rel_error=error),
+            config=SimpleNamespace(loss_scale=scale),
+        )
+
+    text = view_module._changed(report(before, 1.0), report(after, 2.0**15))
+    assert f"at S = 2^15 it lands {said} (relative error {after:.2g} against {before:.2g})" in text
