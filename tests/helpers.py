@@ -167,7 +167,7 @@ def _one_line(text: str) -> str:
 def one_line_legends(view):
     """A route chapter's view (``sections.route.view.ChapterView``) with each legend entry, its
     title and each note on one line, as written before the route broke long ones to fit a
-    phone (``view.legend_name``, ``view.wrapped``)."""
+    phone (``view.legend_name``, ``pictures.wrapped``)."""
 
     def joined(figure):
         if figure is None:

@@ -22,7 +22,6 @@ A claim without its figures (its run is not the lesson's kind) gets a note with 
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,7 +29,7 @@ from playground.core.lessons import Claim
 from playground.core.lessons.route import Chapter
 from playground.core.lessons.transformer import SCORES
 from playground.core.step.operations_report import OperationReport
-from playground.sections.route.pictures import picture
+from playground.sections.route.pictures import picture, wrapped
 from playground.views.plotly import (
     FLOAT32_COLOR,
     MIXED_COLOR,
@@ -62,8 +61,7 @@ NOTE_LINE = 24
 
 def _wrapped(text: str) -> str:
     """``text`` in lines of at most NOTE_LINE characters (its own line breaks kept)."""
-    lines = [part for line in text.split("<br>") for part in textwrap.wrap(line, NOTE_LINE)]
-    return "<br>".join(lines)
+    return wrapped(text, NOTE_LINE)
 
 
 def _note(text: str, **place: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from playground.core.step.report import StepReport
 # Each picture module registers its pictures as it is imported (``pictures``).
 from playground.sections.route import ending, pictures_operations, pictures_step  # noqa: F401
 from playground.sections.route.glossary import linked
-from playground.sections.route.pictures import PICTURES
+from playground.sections.route.pictures import PICTURES, wrapped
 from playground.sections.route.pictures_step import scale_text
 
 Run = StepReport | DynamicsReport
@@ -114,18 +114,6 @@ def legend_name(name: str) -> str:
         if found and len(head) < LEGEND_LINE:
             return f"{head}{found.rstrip()}<br>{tail}"
     return "<br>".join(textwrap.wrap(name, LEGEND_LINE))
-
-
-def wrapped(text: str, width: int) -> str:
-    """``text`` in lines of at most ``width`` characters, broken at spaces (its own ``<br>``
-    kept; a line set in ``<sup>`` stays in it on each of its lines)."""
-    lines = []
-    for line in text.split("<br>"):
-        sup = line.startswith("<sup>") and line.endswith("</sup>")
-        inner = line[5:-6] if sup else line
-        parts = textwrap.wrap(inner, width, break_long_words=False, break_on_hyphens=False) or [""]
-        lines += [f"<sup>{part}</sup>" if sup else part for part in parts]
-    return "<br>".join(lines)
 
 
 def _where(figure: dict[str, Any], x: Any) -> float | None:
