@@ -190,3 +190,15 @@ def one_line_legends(view):
     return dataclasses.replace(
         view, chart=joined(view.chart), payoff_chart=joined(view.payoff_chart)
     )
+
+
+def plotly_sent(value: Any) -> dict[str, Any]:
+    """The figure gr.Plot sends the browser for ``value`` (one of the app's chart values), as a
+    dict; fails unless Gradio sends it as a Plotly chart."""
+    import json
+
+    import gradio as gr
+
+    sent = gr.Plot().postprocess(value).model_dump()
+    assert sent["type"] == "plotly", sent["type"]
+    return json.loads(sent["plot"])

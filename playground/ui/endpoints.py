@@ -4,7 +4,7 @@ Rule: each endpoint takes ``arguments.STEP``'s inputs (``export`` then the train
 the framework, appended: ``EXPORT``), validates them with the core (gr.Error
 naming the field and its range on a bad one), and returns a NamedTuple whose field order is the
 API's output order; the page wires components to outputs by those names. The sections' plain
-values become Gradio's here: each figure dict a gr.Plot's PlotData.
+values become Gradio's here: each figure dict a gr.Plot value (``widgets.as_plot``).
 """
 
 from __future__ import annotations

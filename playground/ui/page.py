@@ -21,7 +21,6 @@ from playground.ui.arguments import STEP
 from playground.ui.components import Page
 from playground.ui.endpoints import StepOutputs, ping, run_downloads, run_step
 from playground.ui.fair_use import LANE_SLOTS
-from playground.ui.gradio_internals.layout import states_first
 from playground.ui.layout import ApiParts, build_layout
 from playground.ui.public import PublicBlocks
 from playground.ui.sections import SECTIONS
@@ -85,7 +84,4 @@ def build_demo() -> gr.Blocks:
         _wire_endpoints(page.inputs(STEP.order), page, parts)
         for section in SECTIONS:
             section.wire(page, page.sections[section.label])
-    # Drawing nothing, the States go first in the layout tree, where the browser's lookups at
-    # every loading-status change end soonest (ui.gradio_internals.layout).
-    states_first(demo)
     return demo

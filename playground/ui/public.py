@@ -38,7 +38,6 @@ from playground.ui.gradio_internals.events import (
     is_validator,
     validated_event,
 )
-from playground.ui.gradio_internals.parts import is_file_obj_with_meta
 from playground.ui.launch import in_lane
 
 
@@ -89,13 +88,22 @@ def _check_count(blocks: gr.Blocks, fn: Any, inputs: list[Any]) -> None:
     )
 
 
+def _is_file_payload(item: Any) -> bool:
+    """Whether ``item`` is a file payload: a FileData dict with a path and Gradio's meta mark
+    (``{"meta": {"_type": "gradio.FileData"}}``, what gradio_client's ``handle_file`` sends)."""
+    if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+        return False
+    meta = item.get("meta")
+    return isinstance(meta, dict) and meta.get("_type") == "gradio.FileData"
+
+
 def _holds_file(value: Any) -> bool:
     """Whether ``value`` holds a file payload anywhere (what Gradio would move into its
     cache); walked without recursion, so no nesting depth can overflow the stack."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if is_file_obj_with_meta(item):
+        if _is_file_payload(item):
             return True
         if isinstance(item, dict):
             stack.extend(item.values())

@@ -36,8 +36,7 @@ import gradio as gr
 
 from playground.core.data.user_data import MAX_BYTES, UserData, parse_csv
 from playground.core.settings.settings import ConfigError, shown
-from playground.ui.gradio_internals.parts import get_upload_folder, is_in_or_equal
-from playground.views.file_store import UPLOAD_TTL_SECONDS, download_dir
+from playground.views.file_store import UPLOAD_TTL_SECONDS, download_dir, gradio_folder, inside
 
 CACHED_FILES = 32
 # Parsed uploads kept: a 1 MB file parses to at most about 2 MB of float32.
@@ -70,11 +69,11 @@ def _key(path: str) -> str:
 def record(visitor: str, paths: list[str]) -> None:
     """Record ``paths`` (Gradio's answer to an upload) as fresh uploads of the client key
     ``visitor``; only those in Gradio's upload folder, outside the app's downloads, count."""
-    folder, downloads = get_upload_folder(), download_dir()
+    folder, downloads = gradio_folder(), download_dir()
     paths = [
         _key(path)
         for path in paths
-        if is_in_or_equal(_key(path), folder) and not is_in_or_equal(_key(path), downloads)
+        if inside(_key(path), folder) and not inside(_key(path), downloads)
     ]
     now = time.monotonic()
     with _lock:
@@ -218,8 +217,8 @@ def uploaded_file(payload: Any, field: str) -> tuple[Path, str] | None:
         raise ConfigError(field, f"{field} must be an uploaded file or empty; got {shown(payload)}")
     name = payload.get("orig_name") if isinstance(payload, dict) else None
     resolved = Path(path).resolve()
-    uploaded = is_in_or_equal(resolved, get_upload_folder())
-    if not uploaded or is_in_or_equal(resolved, download_dir()) or not resolved.is_file():
+    uploaded = inside(resolved, gradio_folder())
+    if not uploaded or inside(resolved, download_dir()) or not resolved.is_file():
         raise ConfigError(
             field,
             f"{field} must be a file uploaded to this page (it may have expired: upload it again)",

@@ -81,6 +81,21 @@ def _held(folder: Path) -> int | None:
     return None
 
 
+def gradio_folder() -> str:
+    """Gradio's temporary folder, where its uploads and cache go: GRADIO_TEMP_DIR (Gradio's
+    documented setting, pointed at the app's folder by ``claim``), else <system temp>/gradio."""
+    return os.environ.get("GRADIO_TEMP_DIR") or str(Path(tempfile.gettempdir()) / "gradio")
+
+
+def inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it, links and ``..`` resolved.
+
+    >>> inside("/tmp/x/../y/z", "/tmp/y"), inside("/tmp/y", "/tmp/y/z")
+    (True, False)
+    """
+    return Path(path).resolve().is_relative_to(Path(folder).resolve())
+
+
 def claim() -> str:
     """Claim the app's folder (see the module rule), point Gradio at it, remove leftovers of
     earlier runs, start the sweeper; returns the folder. Idempotent."""
@@ -88,7 +103,7 @@ def claim() -> str:
     with _lock:
         if _area is not None:
             return _area
-        base = Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio")
+        base = Path(gradio_folder())
         base.mkdir(parents=True, exist_ok=True)
         base = base.resolve()  # as Gradio compares paths
         mine, fd, index = None, None, 0

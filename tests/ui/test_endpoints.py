@@ -8,8 +8,8 @@ import math
 import gradio as gr
 import plotly.graph_objects as go
 import pytest
-from gradio.components.plot import PlotData
 
+from helpers import plotly_sent
 from playground import StepConfig, run_report
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.recipes.registry import recipe
@@ -56,7 +56,7 @@ def test_step_returns_headline_summary_and_one_plot_per_slot(small_outputs):
     report = run_report(SMALL)
 
     assert len(plots) == len(FIGURE_LABELS) >= 5  # one figure per gr.Plot on the page
-    assert all(isinstance(plot, PlotData) and plot.type == "plotly" for plot in plots)
+    assert all(plotly_sent(plot) == json.loads(plot.plot) for plot in plots)
     assert summary["losses"]["mixed_new"] == report.mixed_new_loss
     assert summary["losses"]["float32_new"] == report.float32_new_loss
     assert summary["config"] == SMALL.to_dict()

@@ -18,11 +18,10 @@ import gradio as gr
 import gradio_client
 import pytest
 from gradio import queueing, route_utils
-from gradio.blocks import Block, convert_component_dict_to_list
 from gradio.server_messages import ProcessCompletedMessage
 
 from playground.ui import gradio_internals
-from playground.ui.gradio_internals import events, parts
+from playground.ui.gradio_internals import events
 from playground.ui.gradio_internals import queue as gradio_queue
 from playground.ui.gradio_internals.blocks import EventBlocks
 from playground.ui.public import PublicBlocks
@@ -67,8 +66,6 @@ def test_the_two_overridden_methods_keep_their_signatures():
     # Gradio's routes call process_api by keyword, the request and the session among them.
     source = inspect.getsource(route_utils.call_process_api)
     assert "process_api(" in source and "request=gr_request" in source
-    assert _parameters(convert_component_dict_to_list) == ["outputs", "predictions"]
-    assert issubclass(gr.Markdown, Block)
 
 
 def _overrides(blocks: type) -> set[str]:
@@ -158,24 +155,6 @@ def test_an_ended_event_is_put_on_its_sessions_stream_and_forgotten():
     assert gradio_queue.finished_sessions(queue) == ["s"]  # its message has been read
     gradio_queue.forget_stream(queue, "s", event_id)
     assert gradio_queue.recorded_sessions(queue) == 0
-
-
-def test_the_helpers_keep_their_meaning(tmp_path):
-    assert parts.PlotData(type="plotly", plot="{}").plot == "{}"
-    assert parts.is_in_or_equal(tmp_path / "a", tmp_path)
-    assert not parts.is_in_or_equal(tmp_path, tmp_path / "a")
-    assert isinstance(parts.get_upload_folder(), str)
-    payload = gr.FileData(path=str(tmp_path / "a")).model_dump()
-    assert parts.is_file_obj_with_meta(payload) and not parts.is_file_obj_with_meta({"path": "a"})
-
-
-def test_a_blocks_tree_has_what_the_layout_move_reads():
-    # layout.states_first edits a BlockContext's children and a Block's parent, and Gradio
-    # lays the page out from the children, in their order (tests/ui/test_progress_tracking).
-    with gr.Blocks() as demo, gr.Column() as column:
-        state = gr.State()
-    assert column.children == [state] and state.parent is column and demo.children == [column]
-    assert [c["id"] for c in demo.get_config_file()["layout"]["children"]] == [column._id]
 
 
 def _reaches_past(tree: ast.AST) -> list[str]:

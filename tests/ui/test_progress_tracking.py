@@ -3,16 +3,14 @@
 Gradio's front end keeps a loading status for every component an event ever tracked (its
 progress targets and its inputs) and, at every status change of any event, finds each by a
 depth-first walk of the layout tree and reads its data (a chart's whole figure, a container's
-every child). The page keeps that work small: its States sit first in the tree, and an event
-that shows no progress tracks it on a State, never on a chart or a container.
+every child). The page keeps that work small: an event that shows no progress tracks it on a
+State, never on a chart or a container.
 """
 
 from __future__ import annotations
 
-import gradio as gr
 import pytest
 
-from playground.ui.gradio_internals.layout import states_first
 from playground.ui.page import build_demo
 
 # Containers make the browser read every child's data; the rest hold heavy data of their own.
@@ -41,15 +39,6 @@ def _kinds(config) -> dict[int, str]:
     return {component["id"]: component["type"] for component in config["components"]}
 
 
-def test_every_state_comes_first_in_the_layout_tree(config):
-    kinds = _kinds(config)
-    order = _tree_order(config)[1:]  # below the root
-    states = [i for i in order if kinds[i] == "state"]
-    assert len(states) >= 10  # the page's, its sections' and the export's
-    assert order[: len(states)] == states
-    assert len(order) == len(set(order)) == len(kinds)  # nothing lost, nothing doubled
-
-
 def test_no_event_tracks_its_hidden_progress_on_a_chart_or_a_container(config):
     kinds = _kinds(config)
     quiet = [d for d in config["dependencies"] if d["show_progress"] == "hidden"]
@@ -65,23 +54,3 @@ def test_no_event_tracks_its_progress_on_a_container(config):
     for dependency in config["dependencies"]:
         targets = dependency["show_progress_on"] or dependency["outputs"]
         assert not [i for i in targets if kinds[i] in CONTAINERS], dependency["backend_fn"]
-
-
-def test_states_first_moves_nested_states_in_creation_order_and_keeps_the_rest():
-    with gr.Blocks() as demo:
-        title = gr.Markdown("title")
-        with gr.Column():
-            first = gr.State(1)
-            box = gr.Markdown("box")
-            with gr.Row():
-                second = gr.State(2)
-                button = gr.Button()
-        third = gr.State(3)
-    assert states_first(demo) == 3
-    assert demo.children[:4] == [first, second, third, title]
-    column = demo.children[4]
-    assert column.children[0] is box and column.children[1].children == [button]
-    assert all(state.parent is demo for state in (first, second, third))
-    order = _tree_order(demo.get_config_file())
-    assert order[1:4] == [first._id, second._id, third._id]
-    assert states_first(demo) == 3 and demo.children[:4] == [first, second, third, title]

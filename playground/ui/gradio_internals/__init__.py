@@ -12,11 +12,7 @@ public Space needs beyond it is read here, by name:
   events   the page's events as Gradio registered them (``events``): found by API name or
            index, their kind, their handler's parameters, a validator's event;
   blocks   the two overrides of ``gr.Blocks``' event path (``blocks.EventBlocks``), each where
-           Gradio has no hook;
-  parts    a few helpers Gradio keeps outside its API (``parts``): gr.Plot's payload, the upload
-           folder, the file payload test;
-  layout   the page's States moved first in its layout tree (``layout.states_first``), where
-           the browser's lookups at every loading-status change end soonest.
+           Gradio has no hook.
 
 tests/ui/test_gradio_internals.py is the canary: it checks that Gradio is GRADIO_VERSION and
 that every name used here still exists with the signature relied on, so an upgrade fails

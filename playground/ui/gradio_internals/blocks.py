@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import gradio as gr
-from gradio.blocks import Block, convert_component_dict_to_list
 
 from playground.ui.gradio_internals.events import answering_skip, is_validator, with_outputs
 
@@ -29,6 +28,18 @@ SKIP = {"__type__": "update"}  # gr.skip(): an update that names no property
 
 def _is_skip(value: Any) -> bool:
     return isinstance(value, dict) and value == SKIP
+
+
+def _in_order(outputs: list[Any], predictions: dict[Any, Any]) -> list[Any] | None:
+    """An answer given as {component: value} as a list in the order of ``outputs``, a skip for
+    each output it leaves out (as Gradio reads such an answer); None when a key is no output."""
+    position = {id(block): index for index, block in enumerate(outputs)}
+    if not all(id(key) in position for key in predictions):
+        return None
+    answer: list[Any] = [dict(SKIP) for _ in outputs]
+    for block, value in predictions.items():
+        answer[position[id(block)]] = value
+    return answer
 
 
 class EventBlocks(gr.Blocks):
@@ -94,9 +105,9 @@ class EventBlocks(gr.Blocks):
         elif (
             isinstance(predictions, dict)
             and predictions
-            and all(isinstance(key, Block) for key in predictions)
+            and not any(isinstance(key, str) for key in predictions)
         ):
-            predictions = convert_component_dict_to_list(list(block_fn.outputs), predictions)
+            predictions = _in_order(list(block_fn.outputs), predictions) or predictions
         if (
             block_fn.batch
             or len(block_fn.outputs) < 2

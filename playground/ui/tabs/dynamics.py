@@ -4,7 +4,8 @@ the stale banner, and the ``dynamics`` endpoint (a heavy run).
 Rule: the endpoint takes every settings field (``arguments.DYNAMICS``: the step's, then the
 run's ``steps``, ``mode`` and ``period`` in the table's order, each named as in the table),
 trains with the core and hands the run to the section (``sections.dynamics.tab``), whose figure
-dicts become PlotData here. ``build`` lays out the components under the outputs' names.
+dicts become gr.Plot values here (``widgets.as_plot``). ``build`` lays out the components under
+the outputs' names.
 
 The page adds, in private events (the endpoint's inputs and outputs stay as they are):
     after a run  its curves (``RunCurves``, kept by the endpoint in a small cache keyed by the

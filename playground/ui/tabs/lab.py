@@ -2,8 +2,8 @@
 endpoints ``sweep`` (a heavy run) and ``inspect``.
 
 Rule: the endpoints validate their inputs with the core and hand the results to the section
-(``sections.lab.tab``), whose plain values become Gradio's here (a figure dict as PlotData, a
-ConfigError as gr.Error); ``build`` lays out the components under the outputs' names.
+(``sections.lab.tab``), whose plain values become Gradio's here (a figure dict as a gr.Plot
+value, a ConfigError as gr.Error); ``build`` lays out the components under the outputs' names.
 
 The sweep keeps the settings it ran with (its JSON's ``config``); whenever a control is
 committed or the results change, a banner over it names what differs, its results are dimmed

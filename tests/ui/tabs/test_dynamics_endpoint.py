@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import gradio as gr
 import plotly.graph_objects as go
 import pytest
-from gradio.components.plot import PlotData
 
+from helpers import plotly_sent
 from playground import StepConfig
 from playground.core.runs.train import run_dynamics
 from playground.core.settings.settings import defaults
@@ -28,9 +26,8 @@ def _run_values(overrides: dict, steps: int, mode: str, period: int) -> list:
     return [config[name] for name in DYNAMICS_FIELDS]
 
 
-def _figure(plot: PlotData) -> go.Figure:
-    assert isinstance(plot, PlotData) and plot.type == "plotly"
-    return go.Figure(json.loads(plot.plot))  # raises ValueError on any invalid property
+def _figure(plot) -> go.Figure:
+    return go.Figure(plotly_sent(plot))  # raises ValueError on any invalid property
 
 
 # --- dynamics --------------------------------------------------------------------------------
@@ -122,5 +119,4 @@ def test_the_dynamics_endpoint_still_returns_the_figures_themselves():
     values = {"n": 32, "d_in": 8, "d_out": 4, "steps": 12, "mode": "static", "period": 100}
     views = run_dynamics_event(**values)
     for plot in (views.loss_curves, views.lost_updates, views.scale_curve):
-        assert isinstance(plot, PlotData) and plot.type == "plotly"
-        assert json.loads(plot.plot)["data"]
+        assert plotly_sent(plot)["data"]

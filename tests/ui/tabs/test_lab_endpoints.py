@@ -12,9 +12,8 @@ import ml_dtypes
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-from gradio.components.plot import PlotData
 
-from helpers import step_inputs
+from helpers import plotly_sent, step_inputs
 from playground import StepConfig
 from playground.core.formats.dtypes import dtype_facts
 from playground.core.settings.settings import defaults
@@ -66,9 +65,8 @@ def _table(markdown: str) -> dict[str, dict[str, str]]:
     return rows
 
 
-def _figure(plot: PlotData) -> go.Figure:
-    assert isinstance(plot, PlotData) and plot.type == "plotly"
-    return go.Figure(json.loads(plot.plot))  # raises ValueError on any invalid property
+def _figure(plot) -> go.Figure:
+    return go.Figure(plotly_sent(plot))  # raises ValueError on any invalid property
 
 
 # --- sweep -----------------------------------------------------------------------------------
