@@ -41,5 +41,5 @@ demo = build_demo()
 
 if __name__ == "__main__":
     # The page's own step before serving; the rest while serving, visitors first.
-    warm_up.start(demo)
+    warm_up.start()
     demo.queue(**queue_kwargs()).launch(**launch_kwargs(demo))

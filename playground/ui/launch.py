@@ -51,7 +51,7 @@ from playground.ui.tabs.architecture import memory_event
 from playground.ui.upload_guard import disk_middleware
 from playground.ui.upload_records import upload_records
 from playground.ui.url_state import long_link_middleware
-from playground.ui.warm_up import TrafficMiddleware
+from playground.ui.warm_up import TRAFFIC, TrafficMiddleware
 
 # Uploads: the largest file the page reads, a safetensors file (``core.caps``); a CSV is
 # refused past its own 1 MB before it is read.
@@ -175,7 +175,8 @@ async def in_lane(
     session: str | None,
     replaced: Callable[[], Awaitable[Any]],
 ) -> Any:
-    """Run ``call()`` as the module rule schedules it, or ``replaced()`` (a skip) instead.
+    """Run ``call()`` as the module rule schedules it, or ``replaced()`` (a skip) instead; the
+    warm-up yields to it meanwhile (``ui.warm_up.TRAFFIC``).
 
     Args:
         fn: Gradio's block function of the event.
@@ -187,6 +188,17 @@ async def in_lane(
     Returns:
         What ``call()`` or ``replaced()`` returned.
     """
+    with TRAFFIC.running():
+        return await _in_order(fn, inputs, call, session, replaced)
+
+
+async def _in_order(
+    fn: Any,
+    inputs: list[Any],
+    call: Callable[[], Awaitable[Any]],
+    session: str | None,
+    replaced: Callable[[], Awaitable[Any]],
+) -> Any:
     if session and fn.api_visibility == "private":
         kind = event_kind(fn)
         turn = session_order.take(session, kind)

@@ -29,11 +29,12 @@ thread's nice value is its own), so the user's work takes the cores first.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from playground.core.lessons.route import ROUTE
@@ -46,7 +47,6 @@ from playground.core.step import compiled
 from playground.core.tensors.report import warm_up as warm_tensors
 from playground.ui import endpoints, route
 from playground.ui.arguments import STEP
-from playground.ui.gradio_internals import queue as gradio_queue
 from playground.ui.route import step_lesson
 from playground.ui.tabs.compare import COMPARE, run_compare
 
@@ -66,19 +66,27 @@ STREAMS = ("/queue/data", "/heartbeat/", "/call/")
 
 class Traffic:
     """Users' requests as the warm-up sees them: HTTP requests in flight (counted by
-    ``TrafficMiddleware``) and the events in ``blocks``' queue."""
+    ``TrafficMiddleware``) and the page's events running (``running``); changed in the
+    server's event loop only."""
 
-    def __init__(self, blocks: Any = None, clock: Callable[[], float] = time.monotonic):
-        self.blocks, self.clock = blocks, clock
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
         self.in_flight = 0
-        self.last_seen = -float("inf")  # when a request was last in flight or queued
+        self.last_seen = -float("inf")  # when a request was last in flight or running
 
     def busy(self) -> bool:
-        """Whether a client's request is in flight, or an event queued or running."""
-        if self.in_flight:
-            return True
-        queue = gradio_queue.queue_of(self.blocks)
-        return queue is not None and gradio_queue.busy(queue)
+        """Whether a client's request is in flight or its event running."""
+        return self.in_flight > 0
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Count one event as traffic while the block runs."""
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            self.seen()
 
     def quiet_for(self) -> float:
         """Seconds since a client's request was last seen (0 while one is)."""
@@ -111,12 +119,8 @@ class TrafficMiddleware:
         if scope["type"] != "http" or stream:
             await self.app(scope, receive, send)
             return
-        self.traffic.in_flight += 1
-        try:
+        with self.traffic.running():
             await self.app(scope, receive, send)
-        finally:
-            self.traffic.in_flight -= 1
-            self.traffic.seen()
 
 
 def route_requests() -> list[tuple[str, Any]]:
@@ -201,16 +205,12 @@ def _warm(traffic: Traffic, listed: list[tuple[str, StepConfig]] | None = None) 
     print(f"{DONE} in {time.perf_counter() - began:.1f} s ({pinned} programs pinned)", flush=True)
 
 
-def start(
-    blocks: Any = None, traffic: Traffic = TRAFFIC, grace: float = START_GRACE
-) -> threading.Thread | None:
+def start(traffic: Traffic = TRAFFIC, grace: float = START_GRACE) -> threading.Thread | None:
     """Run the page's own step, then start the warm-up thread for the other requests (see the
-    rule), which waits ``grace`` seconds first and yields to ``traffic`` and to the events of
-    ``blocks``' queue; None when PLAYGROUND_WARM_UP is 0."""
+    rule), which waits ``grace`` seconds first and yields to ``traffic``; None when
+    PLAYGROUND_WARM_UP is 0."""
     if os.environ.get("PLAYGROUND_WARM_UP", "1") == "0":
         return None
-    if blocks is not None:
-        traffic.blocks = blocks
     first, *rest = requests()
     _run_logged(*first)
 

@@ -18,7 +18,7 @@ from playground.core.runs.train import _three_runs
 from playground.core.settings.settings import StepConfig
 from playground.core.step import compiled
 from playground.core.step.report import _both_steps, run_report
-from playground.ui import warm_up
+from playground.ui import launch, warm_up
 
 
 def test_the_warm_up_covers_every_default_combination_and_runs_them(monkeypatch):
@@ -166,26 +166,31 @@ def test_a_request_in_flight_is_traffic_and_an_event_stream_is_not():
     assert traffic.quiet_for() == 1.5  # since the last request ended
 
 
-class FakeQueue:
-    def __init__(self):
-        self.waiting, self.active_jobs = 0, [None, None]
-
-    def __len__(self) -> int:
-        return self.waiting
-
-
-def test_an_event_queued_or_running_in_gradios_queue_is_traffic():
-    clock, queue = Clock(), FakeQueue()
-    traffic = warm_up.Traffic(SimpleNamespace(_queue=queue), clock=clock)
+def test_an_event_running_is_traffic():
+    clock = Clock()
+    traffic = warm_up.Traffic(clock=clock)
     assert not traffic.busy()
-    queue.waiting = 1
-    assert traffic.busy() and traffic.quiet_for() == 0.0
-    queue.waiting, queue.active_jobs[1] = 0, [object()]
-    clock.now += 5.0
-    assert traffic.busy() and traffic.quiet_for() == 0.0
-    queue.active_jobs[1] = None
+    with traffic.running():
+        clock.now += 5.0
+        assert traffic.busy() and traffic.quiet_for() == 0.0
     clock.now += 0.5
     assert not traffic.busy() and traffic.quiet_for() == 0.5
+
+
+def test_every_event_the_lanes_schedule_runs_as_traffic():
+    seen = []
+
+    async def call():
+        seen.append(launch.TRAFFIC.busy())
+        return "done"
+
+    async def skip():
+        return "skipped"
+
+    fn = SimpleNamespace(api_visibility="public", api_name="step", fn=None, inputs=[])
+    assert not launch.TRAFFIC.busy()
+    assert asyncio.run(launch.in_lane(fn, [], call, None, skip)) == "done"
+    assert seen == [True] and not launch.TRAFFIC.busy()
 
 
 def test_the_page_s_own_step_runs_before_start_returns_and_the_thread_at_the_lowest_priority(
