@@ -47,7 +47,7 @@ def _run_values(overrides: dict, steps: int, mode: str, period: int) -> list:
 
 
 def _figure(plot) -> dict:
-    """A figure from either side: PlotData in process, its dict form through the client."""
+    """A figure from either side: a gr.Plot value in process, its dict form through the client."""
     return json.loads(plot["plot"] if isinstance(plot, dict) else plot.plot)
 
 
