@@ -48,8 +48,8 @@ def _parameters(function) -> list[str]:
     return list(inspect.signature(function).parameters)
 
 
-def test_gradio_is_the_pinned_version():
-    assert gr.__version__ == gradio_internals.GRADIO_VERSION
+def test_gradio_is_a_release_the_app_is_tested_on():
+    assert gr.__version__ in gradio_internals.GRADIO_VERSIONS
     assert gradio_client.__version__ == "2.7.2"  # ui.client_refusals' reading of its joins
 
 
