@@ -188,3 +188,36 @@ def _reaches_past(tree: ast.AST) -> list[str]:
 def test_no_module_outside_the_internals_reaches_past_gradios_public_api(path):
     tree = ast.parse((PACKAGE / path).read_text())
     assert _reaches_past(tree) == [], path
+
+
+# The one import of a Gradio submodule left in the whole package: the message that ends an event
+# on its session's stream (gradio_internals.queue). A new one anywhere fails here.
+SUBMODULE_IMPORTS = {
+    "playground/ui/gradio_internals/queue.py": ["from gradio.server_messages import"]
+}
+
+
+def _submodule_imports(tree: ast.AST) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            ("gradio.", "gradio_client.")
+        ):
+            found.append(f"from {node.module} import")
+        elif isinstance(node, ast.Import):
+            found += [
+                alias.name
+                for alias in node.names
+                if alias.name.startswith(("gradio.", "gradio_client."))
+            ]
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(path.relative_to(PACKAGE).as_posix() for path in (PACKAGE / "playground").rglob("*.py"))
+    + ["app.py"],
+)
+def test_only_the_listed_modules_import_a_gradio_submodule(path):
+    tree = ast.parse((PACKAGE / path).read_text())
+    assert _submodule_imports(tree) == SUBMODULE_IMPORTS.get(path, []), path
