@@ -188,9 +188,14 @@ def test_every_event_the_lanes_schedule_runs_as_traffic():
         return "skipped"
 
     fn = SimpleNamespace(api_visibility="public", api_name="step", fn=None, inputs=[])
+    answers = []
+
+    async def scheduled():
+        answers.append(await launch.in_lane(fn, [], call, None, skip))
+
     assert not launch.TRAFFIC.busy()
-    assert asyncio.run(launch.in_lane(fn, [], call, None, skip)) == "done"
-    assert seen == [True] and not launch.TRAFFIC.busy()
+    _run(scheduled())
+    assert answers == ["done"] and seen == [True] and not launch.TRAFFIC.busy()
 
 
 def test_the_page_s_own_step_runs_before_start_returns_and_the_thread_at_the_lowest_priority(
