@@ -68,6 +68,10 @@ STALE_BANNERS = {
     "export-results": ".stale-banner",
 }
 
+# The class the page's body wears once a route chapter has been opened (``ui.route.opening_js``):
+# until then the route's chapter area (``#route-view``), mounted with the page, is out of sight.
+ROUTE_OPENED = "route-opened"
+
 CSS = """
 #headline table, #inspection table, #magnitudes table, #operations-table table,
 #note-block-scaling table { display: block; overflow-x: auto; }
@@ -103,6 +107,7 @@ CSS = """
 #route { border: 2px solid var(--color-accent); border-radius: 10px; padding: 12px 16px;
   background: var(--background-fill-secondary); }
 #route-intro h2 { margin: 0 0 4px 0; }
+body:not(.ROUTE_OPENED) #route-view { display: none !important; }
 #route-intro p, #route-counter p { margin: 0; }
 /* The route's buttons stay at the top of the window while a chapter is read (Previous and Next
    within reach, on a phone too); a chapter opens with its place right under them. Gradio's
@@ -183,7 +188,12 @@ body:not(.dark) [data-testid="upload-text"] { color: var(--primary-700, #4338ca)
   /* The chapter's heading right under the buttons (its counter scrolled under them). */
   #route-chapter { scroll-margin-top: 124px; }
 }
-""".replace("STALE_CLASS", STALE_CLASS).replace("LOST_ID", LOST_ID)
+"""
+CSS = (
+    CSS.replace("STALE_CLASS", STALE_CLASS)
+    .replace("LOST_ID", LOST_ID)
+    .replace("ROUTE_OPENED", ROUTE_OPENED)
+)
 
 
 LOST_TEXT = (

@@ -30,7 +30,7 @@ from playground.core.lessons import LESSONS, RUN_FIELDS, DynamicsLesson, StepLes
 from playground.core.lessons.route import ROUTE, reads
 from playground.sections.route.view import chapter_view, counter, question_text
 from playground.ui import examples
-from playground.ui.assets import scroll_js
+from playground.ui.assets import ROUTE_OPENED, scroll_js
 from playground.ui.page_events import cached_report
 from playground.ui.widgets import as_plot, quiet_progress
 
@@ -95,11 +95,13 @@ def build() -> Route:
                 scale=1,
                 min_width=220,
             )
-        counter_ = gr.Markdown(elem_id="route-counter", visible=False)
-        question = gr.Markdown(elem_id="route-chapter", visible=False)
+        counter_ = gr.Markdown(elem_id="route-counter", visible="hidden")
+        question = gr.Markdown(elem_id="route-chapter", visible="hidden")
         # The claim beside its picture, then the payoff beside its chart (on a phone each text
-        # right above its picture, so a claim and its picture share the screen).
-        with gr.Column(visible=False, elem_id="route-view") as view:
+        # right above its picture, so a claim and its picture share the screen). Mounted with the
+        # page, so the first chapter's picture is drawn into a chart that is already there; the
+        # page's CSS keeps it out of sight (no space) until a chapter opens (``ROUTE_OPENED``).
+        with gr.Column(elem_id="route-view") as view:
             with gr.Row(equal_height=False):
                 with gr.Column(scale=2, min_width=300):
                     claim = gr.Markdown(elem_id="route-claim")
@@ -169,6 +171,7 @@ def opening_js(by: int | None) -> str:
     return f"""(choice, claim) => {{
   {_BUTTONS}.forEach(b => {{
     b.classList.add('{BUSY_CLASS}'); b.setAttribute('aria-busy', 'true'); }});
+  document.body.classList.add('{ROUTE_OPENED}');  // the chapter's area in sight from now on
   const texts = {texts}, choices = {choices}, by = {step}, index = choices.indexOf(choice);
   const opened = by === null ? index : (Math.max(index + by, 0) % texts.length);
   const shown = {{__type__: 'update', visible: true}};  // the chapter's area, from the first
