@@ -13,11 +13,12 @@ Chromium (/usr/bin/chromium) at 1400 x 1000. Then:
   warm    once the warm-up has ended, a new visitor walks the whole route without pausing;
           target: each chapter answers within 1 s of Next
 
-A chapter's answer time runs from the click to the moment its counter, its checked claim
-("Checked claim ...") and its picture (drawn) are all on the page; the time until the chapter's
-area says what it computes ("computing ...", from the browser itself) is printed too. Prints one
-line per chapter and the counts within target, with the machine's load average; it never fails
-on a time. The server is always stopped.
+Each walk starts once the page has loaded as a visitor sees it (its headline and first charts
+drawn). A chapter's answer time runs from the click to the moment its counter, its checked claim
+("Checked claim ...") and its picture (a Plotly chart with data, not the one on view before the
+click) are all on the page; the time until the chapter's area says what it computes ("computing
+...", from the browser itself) is printed too. Prints one line per chapter and the counts within
+target, with the machine's load average; it never fails on a time. The server is always stopped.
 """
 
 from __future__ import annotations
@@ -46,14 +47,17 @@ ANSWERED = """([number, total, answer]) => {
   if (!text('route-claim').startsWith('Checked claim')) return false;
   const shown = document.getElementById(answer);
   if (!shown || shown.offsetParent === null) return false;
+  // Drawn: a Plotly chart with data, other than the one on view before the click (an empty
+  // chart's placeholder, or the previous chapter's picture, is no answer).
   const plot = shown.querySelector('.js-plotly-plot');
-  return plot ? Boolean(plot.data && plot.data.length) : shown.getBoundingClientRect().height > 50;
+  return Boolean(plot && plot.data && plot.data.length && plot.data !== window.__routeWatch.before);
 }"""
 
 
 # Milliseconds, measured in the browser, from Next's click to its busy mark and to the chapter's
 # area saying what it computes (null until seen): a click listener and a mutation observer.
-WATCH = """() => { const w = window.__routeWatch = {click: null, busy: null, said: null};
+WATCH = """() => { const w = window.__routeWatch = {click: null, busy: null, said: null,
+    before: document.querySelector('#route-chart .js-plotly-plot')?.data || null};
   document.addEventListener('click', e => { if (e.target.closest('#route-next'))
     w.click = performance.now(); }, {capture: true, once: true});
   const seen = () => { if (w.click === null) return;
@@ -93,9 +97,13 @@ def opened(browser, url: str):
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(url)
     page.locator("#route-next").wait_for(state="visible")
-    # The page's own first step (its headline's losses) has answered: Next is the next event.
+    # The page has loaded as a visitor sees it: its own first step answered (the headline's
+    # losses) and its first charts drawn (Plotly started); a click sooner would wait behind
+    # Plotly's start-up, which bench_browser.py times as the page's first chart.
     page.wait_for_function(
         "() => (document.querySelector('#headline table') || {}).textContent?.length > 0"
+        " && Array.from(document.querySelectorAll('.js-plotly-plot'))"
+        ".some(g => g.data && g.data.length > 0)"
     )
     return page
 
