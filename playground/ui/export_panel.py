@@ -34,7 +34,7 @@ from playground.ui.components import Page, StaleCheck
 from playground.ui.endpoints import EXPORT, EXPORT_RUN_FIELDS, ExportOutputs, run_export
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.uploads import upload_key, user_data
-from playground.ui.widgets import DEFAULTS, commit_triggers
+from playground.ui.widgets import DEFAULTS, commit_triggers, session_state
 from playground.views.export import FRAMEWORKS
 from playground.views.export_note import pytorch_note
 from playground.views.labels import labelled
@@ -73,7 +73,14 @@ def build() -> ExportPanel:
         script_file = gr.File(label="script (.py)", elem_id="export-file")
     defaults = made_with({name: DEFAULTS.get(name) for name in EXPORT.order} | _FRAMEWORK)
     return ExportPanel(
-        button, framework, status, note, script, script_file, gr.State(defaults), gr.State(None)
+        button,
+        framework,
+        status,
+        note,
+        script,
+        script_file,
+        session_state(defaults),
+        session_state(None),
     )
 
 

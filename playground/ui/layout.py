@@ -28,7 +28,7 @@ from playground.ui.export_panel import ExportPanel
 from playground.ui.sections import SECTIONS
 from playground.ui.tabs import lab, step
 from playground.ui.url_state import UrlRow, build_url_row
-from playground.ui.widgets import DEFAULTS, control, field_notice
+from playground.ui.widgets import DEFAULTS, control, field_notice, session_state
 
 # The page's first words: what it is, and where the terms are explained (the route follows).
 INTRO = f"""
@@ -198,10 +198,10 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
         caption=caption,
         tabs=tabs,
         summary=summary,
-        last_valid=gr.State(None),
-        open_tab=gr.State(page_events.FIRST_TAB),
-        drawn=gr.State({}),
-        notices_shown=gr.State([]),
+        last_valid=session_state(None),
+        open_tab=session_state(page_events.FIRST_TAB),
+        drawn=session_state({}),
+        notices_shown=session_state([]),
         charts=charts,
         sections=sections,
         route=route_parts,

@@ -25,7 +25,7 @@ from playground.ui.layout import ApiParts, build_layout
 from playground.ui.public import PublicBlocks
 from playground.ui.sections import SECTIONS
 from playground.ui.url_state import wire_url_state
-from playground.ui.widgets import commit_triggers
+from playground.ui.widgets import commit_triggers, states_first
 from playground.ui.wiring import wire_page_events
 
 TITLE = "Mixed-Precision Step Playground"
@@ -62,7 +62,7 @@ def _wire_endpoints(page_inputs: list, page: Page, parts: ApiParts) -> None:
 def build_demo() -> gr.Blocks:
     """The page (see the module rule)."""
     # Files Gradio caches (uploads, downloads) are deleted hourly once an hour old.
-    with PublicBlocks(title=TITLE, delete_cache=(3600, 3600)) as demo:
+    with PublicBlocks(title=TITLE, delete_cache=(3600, 3600)) as demo, states_first():
         page, parts = build_layout(demo)
         own_controls = {
             name: component

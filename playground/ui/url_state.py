@@ -43,7 +43,7 @@ from starlette.middleware import Middleware
 from uvicorn.protocols.http import h11_impl
 
 from playground.core.settings.settings import ConfigError, StepConfig, check_setting, settings
-from playground.ui.widgets import DEFAULTS, quiet_progress
+from playground.ui.widgets import DEFAULTS, quiet_progress, session_state
 
 NOTICE_ID = "url-notice"
 # The longest query a link may carry (a link with every setting changed is under 1,000).
@@ -214,7 +214,7 @@ def build_url_row() -> UrlRow:
     with gr.Row(equal_height=True):
         copy = gr.Button("Copy link to these settings", elem_id=COPY_ID, size="sm", scale=0)
         link = gr.Textbox(label="link", elem_id=LINK_ID, visible=False, interactive=True, scale=1)
-    return UrlRow(notice, copy, link, gr.State(None))
+    return UrlRow(notice, copy, link, session_state(None))
 
 
 def wire_url_state(

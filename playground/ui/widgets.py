@@ -8,8 +8,9 @@ fed a Plotly JSON dict as is (``as_plot``), the figure carrying its own title.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -91,11 +92,48 @@ def plot_slot(label: str) -> gr.Plot:
     return gr.Plot(label=label, show_label=False)
 
 
+# The page's States not yet placed (``states_first``); None outside a page being built.
+_pending: list[gr.State] | None = None
+
+
+def session_state(value: Any = None) -> gr.State:
+    """A gr.State holding ``value``, placed first in the page's layout tree when made inside
+    ``states_first`` (else where it is made)."""
+    if _pending is None:
+        return gr.State(value)
+    state = gr.State(value, render=False)  # rendered by states_first, its events wired now
+    _pending.append(state)
+    return state
+
+
+@contextlib.contextmanager
+def states_first() -> Iterator[None]:
+    """Place every ``session_state`` made inside it first in the page's layout tree.
+
+    Rule: the page's first child is an invisible column; the States are rendered into it, in
+    the order they were made, once the page is built (a State draws nothing). Gradio's front
+    end finds a component, at every loading-status change of any event, by a depth-first walk
+    of the layout tree, and a commit sends several States: first in the tree, each lookup ends
+    after a few nodes (``bench/profile_commit.py`` counts them).
+    """
+    global _pending
+    home = gr.Column(visible=False, elem_id="session-states")
+    _pending = []
+    try:
+        yield
+    finally:
+        states, _pending = _pending, None
+        with home:
+            for state in states:
+                state.render()
+
+
 def quiet_progress(target: gr.State) -> dict[str, Any]:
     """An event's options for no progress shown, tracked on the State ``target`` alone.
 
     Gradio's front end keeps the loading status of every component an event ever tracked (its
     outputs, unless ``show_progress_on`` names others) and sets each of them again at every
     status change of any event, reading each one's data as it does: a chart's whole figure, a
-    column's every child. A State holds no data in the browser."""
+    column's every child. A State holds no data in the browser and is found at once
+    (``states_first``)."""
     return {"show_progress": "hidden", "show_progress_on": [target]}

@@ -54,6 +54,7 @@ from playground.ui.widgets import (
     plot_slot,
     plotted,
     quiet_progress,
+    session_state,
 )
 
 TAB_LABEL = "Training dynamics"
@@ -171,7 +172,7 @@ def build() -> DynamicsTab:
             downloads = checkbox()
         # Inside the tab: a child of gr.Tabs that is no Tab shifts the later tabs' order, and
         # the browser then lists a later tab twice once it is opened.
-        shown_run, pins = gr.State(None), gr.State(())
+        shown_run, pins = session_state(None), session_state(())
     return DynamicsTab(
         controls,
         train_button,

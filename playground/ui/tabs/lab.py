@@ -33,7 +33,7 @@ from playground.ui.components import Page, StaleCheck
 from playground.ui.downloads_input import ask_js, checkbox, page_inputs, with_downloads
 from playground.ui.fair_use import admit, frees_heavy_place
 from playground.ui.tabs.lab_assets import BITS_CSS, BITS_JS, BLOCKS_CSS
-from playground.ui.widgets import plot_slot, plotted, quiet_progress
+from playground.ui.widgets import plot_slot, plotted, quiet_progress, session_state
 
 # The inspector's text as the page opens.
 FIRST_NUMBER = "1.0001"
@@ -153,7 +153,7 @@ def build() -> LabTab:
             # No empty chart box before the first sweep: the chart appears once a sweep drew it.
             with gr.Column(visible=False) as sweep_chart:
                 sweep_plot = plot_slot("Loss-scale sweep")
-        sweep_ran_with = gr.State(None)
+        sweep_ran_with = session_state(None)
         with gr.Accordion("Sweep numbers (JSON, CSV)", open=False):
             sweep_json = gr.JSON(label="sweep")
             sweep_files = gr.File(label="sweep downloads", file_count="multiple")
@@ -183,7 +183,7 @@ def build() -> LabTab:
         )
         inspection = gr.Markdown(first_table, elem_id="inspection")
         # The `inspect` API endpoint's own input: a number, as scripts send it.
-        inspected = gr.State(FIRST_NUMBER)
+        inspected = session_state(FIRST_NUMBER)
         inspect_api = gr.Number(visible=False)
         numbers = gr.Textbox(
             value=block_list.DEFAULT_LIST,

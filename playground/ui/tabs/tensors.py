@@ -25,7 +25,7 @@ from playground.sections.tensors.summary import TABLE_DATATYPES, TABLE_NOTE
 from playground.ui.arguments import core_errors
 from playground.ui.components import Page
 from playground.ui.uploads import uploaded_file
-from playground.ui.widgets import as_plot, quiet_progress
+from playground.ui.widgets import as_plot, quiet_progress, session_state
 
 TAB_LABEL = tensors_tab.TAB_LABEL
 FIELD = "file"
@@ -136,7 +136,7 @@ def build() -> TensorsTab:
             summary = gr.JSON(label="tensors", elem_id="tensors-json")
         # The `tensors` API endpoint's own trigger: scripts call it, the page never clicks it.
         api = gr.Button(visible=False)
-        report = gr.State(None)  # inside the tab, as every child of gr.Tabs must be
+        report = session_state(None)
     return TensorsTab(
         file, summary, table, reading, tensor_reading, plot, name, fmt, report, api, chosen
     )
