@@ -189,37 +189,27 @@ async def in_lane(
         What ``call()`` or ``replaced()`` returned.
     """
     with TRAFFIC.running():
-        return await _in_order(fn, inputs, call, session, replaced)
-
-
-async def _in_order(
-    fn: Any,
-    inputs: list[Any],
-    call: Callable[[], Awaitable[Any]],
-    session: str | None,
-    replaced: Callable[[], Awaitable[Any]],
-) -> Any:
-    if session and fn.api_visibility == "private":
-        kind = event_kind(fn)
-        turn = session_order.take(session, kind)
-        await session_order.wait_turn(session, turn)
-        key = (session, kind)
-        NEWEST[key] = ticket = NEWEST.get(key, 0) + 1
-        lock = SESSION_LANES.setdefault(session, asyncio.Lock())
-        async with lock:
-            session_order.started(session)
-            if NEWEST.get(key) != ticket:  # a newer event of this kind waits: it replaces this
-                return await replaced()
-            if carries_every_setting(fn):
-                if session_order.superseded(session, turn):  # a newer commit already ran
+        if session and fn.api_visibility == "private":
+            kind = event_kind(fn)
+            turn = session_order.take(session, kind)
+            await session_order.wait_turn(session, turn)
+            key = (session, kind)
+            NEWEST[key] = ticket = NEWEST.get(key, 0) + 1
+            lock = SESSION_LANES.setdefault(session, asyncio.Lock())
+            async with lock:
+                session_order.started(session)
+                if NEWEST.get(key) != ticket:  # a newer event of this kind waits: it replaces this
                     return await replaced()
-                session_order.commit_started(session, turn)
-            try:
-                return await _sized(fn, inputs, call)
-            finally:
-                if NEWEST.get(key) == ticket:
-                    del NEWEST[key]
-    return await _sized(fn, inputs, call)
+                if carries_every_setting(fn):
+                    if session_order.superseded(session, turn):  # a newer commit already ran
+                        return await replaced()
+                    session_order.commit_started(session, turn)
+                try:
+                    return await _sized(fn, inputs, call)
+                finally:
+                    if NEWEST.get(key) == ticket:
+                        del NEWEST[key]
+        return await _sized(fn, inputs, call)
 
 
 async def _sized(fn: Any, inputs: list[Any], call: Callable[[], Awaitable[Any]]) -> Any:
