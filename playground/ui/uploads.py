@@ -70,11 +70,8 @@ def record(visitor: str, paths: list[str]) -> None:
     """Record ``paths`` (Gradio's answer to an upload) as fresh uploads of the client key
     ``visitor``; only those in Gradio's upload folder, outside the app's downloads, count."""
     folder, downloads = gradio_folder(), download_dir()
-    paths = [
-        _key(path)
-        for path in paths
-        if inside(_key(path), folder) and not inside(_key(path), downloads)
-    ]
+    keys = (_key(path) for path in paths)
+    paths = [key for key in keys if inside(key, folder) and not inside(key, downloads)]
     now = time.monotonic()
     with _lock:
         for path in paths:
