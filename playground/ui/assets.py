@@ -36,6 +36,15 @@ def scroll_js(element_id: str) -> str:
     )
 
 
+# JS that scrolls the element its one input names (``{"elem_id": ...}``, a JSON box's value) to
+# the top of the window; nothing when it names none: one listener for elements a server event
+# names.
+SCROLL_TO_NAMED_JS = (
+    "(named) => { const e = named && named.elem_id && document.getElementById(named.elem_id);"
+    " if (e) e.scrollIntoView({behavior: 'smooth', block: 'start'}); }"
+)
+
+
 # Gradio's front end asks for its Plotly chunk (several MB of JS) only once a chart's data has
 # arrived, so a first visit would wait for the page's first events, then for the chunk's
 # download and compile, then for its run and the drawing. The page preloads it as it mounts

@@ -19,6 +19,7 @@ from typing import Any
 
 import gradio as gr
 
+from playground.ui import gathered_inputs
 from playground.ui.gathered_inputs import Gathered
 
 
@@ -88,6 +89,8 @@ class Page:
     # The hidden box a commit's controls are gathered into in the browser (ui.gathered_inputs).
     gathered: Any = None
     checks: list[StaleCheck] = field(default_factory=list)  # run by every commit
+    # Hidden: names what the lesson just run points at ({"elem_id": ...}), for the page's scroll.
+    scroll_target: Any = None
 
     def __getitem__(self, key: Key) -> Any:
         if isinstance(key, Notice):
@@ -106,8 +109,10 @@ class Page:
         self, handler: Callable[..., Any], inputs: list[Any], outputs: list[Any]
     ) -> Gathered:
         """A commit event with its checks (``with_checks``), its controls gathered in the
-        browser into the page's box (``ui.gathered_inputs``): wire it with ``.after``."""
-        return Gathered(self.gathered, *self.with_checks(handler, inputs, outputs))
+        browser into the page's box (``ui.gathered_inputs``): wire it with ``.after``. A
+        handler with a parameter annotated ``gr.EventData`` gets the event's by that name."""
+        event = gathered_inputs.event_parameter(handler)
+        return Gathered(self.gathered, *self.with_checks(handler, inputs, outputs), event)
 
     def with_checks(
         self, handler: Callable[..., Any], inputs: list[Any], outputs: list[Any]
@@ -115,7 +120,8 @@ class Page:
         """A commit event's (fn, inputs, outputs), every check in ``checks`` run in its answer.
 
         The inputs the checks read that the event does not are appended to its inputs, their
-        outputs to its outputs. ``handler`` answers by component (or with one skip); each check
+        outputs to its outputs; keyword arguments (the event's ``gr.EventData``) go to
+        ``handler`` as they come. ``handler`` answers by component (or with one skip); each check
         then reads its inputs as that answer leaves them: the value the answer sets (an
         update's ``value``), else the one the browser sent."""
         checks = list(self.checks)
@@ -124,8 +130,8 @@ class Page:
         added = [c for check in checks for c in check.outputs if not _among(c, outputs)]
         every = [*inputs, *extra]
 
-        def run(*args: Any) -> Any:
-            answer = handler(*args[: len(inputs)])
+        def run(*args: Any, **event: Any) -> Any:
+            answer = handler(*args[: len(inputs)], **event)
             sets = answer if isinstance(answer, dict) and "__type__" not in answer else {}
             now = {
                 id(c): _value_after(sets, c, value) for c, value in zip(every, args, strict=True)

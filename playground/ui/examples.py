@@ -13,15 +13,19 @@ concurrency group and fills
 the tab as the train button does: reading, JSON, charts (with the session's pins), and the
 lesson's claim under its buttons (``#training-lesson-caption``).
 
-Every lesson is found by its id (``core.lessons``): a button's elem_id is ``lesson-<id>``.
+Every lesson is found by its id (``core.lessons``): a button's elem_id is ``lesson-<id>``. One
+chain of events serves every button of a row (``gr.on`` on their clicks): its handlers read the
+clicked button from the event's ``gr.EventData`` (``clicked``), whose ``target`` Gradio's front
+end passes along the chain. Each click runs ("multiple"): deferred ("always_last"), a click
+made while the chain ran would rerun with the target of the click it waited for.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import gradio as gr
 
@@ -51,11 +55,37 @@ EXAMPLES = tuple((lesson.label, lesson.overrides) for lesson in LESSONS)
 # The training lessons by id, in the order of their row.
 TRAINING_LESSONS: dict[str, DynamicsLesson] = {lesson.id: lesson for lesson in DYNAMICS_LESSONS}
 NOT_HELD = " (does not hold here)"
+L = TypeVar("L", StepLesson, DynamicsLesson)
+# The hidden JSON box that names what the lesson just run points at (the page scrolls
+# to it: ``ui.wiring``).
+SCROLL_TARGET_ID = "lesson-scroll-target"
+# A shared chain's server events: every click runs (see the module rule).
+BY_CLICK = {"trigger_mode": "multiple"}
 
 
 def button_id(lesson: StepLesson | DynamicsLesson) -> str:
     """The elem_id of ``lesson``'s button."""
     return f"lesson-{lesson.id}"
+
+
+def clicked(event: gr.EventData, lessons: Iterable[L]) -> L:
+    """The lesson among ``lessons`` whose button sent ``event``.
+
+    Rule: the button is the event's ``target`` (the component clicked, passed along a chain),
+    known by its elem_id (``button_id``), never by its label.
+
+    Args:
+        event: the event's data, as Gradio gives it to a parameter annotated ``gr.EventData``.
+        lessons: the lessons one chain of events serves.
+
+    Returns:
+        The lesson; gr.Error when no button of ``lessons`` sent the event.
+    """
+    by_button = {button_id(lesson): lesson for lesson in lessons}
+    target = getattr(getattr(event, "target", None), "elem_id", None)
+    if target not in by_button:
+        raise gr.Error(f"this event takes a click on a lesson button; got {target or 'none'}")
+    return by_button[target]
 
 
 def claim_text(label: str, claim: Claim) -> str:
@@ -167,45 +197,47 @@ def wire_training_lessons(
     lane: dict[str, Any],
     then_charts: Callable[[Any], None],
 ) -> None:
-    """Each training lesson button (see the rule). ``tab`` is the Training dynamics tab's record
-    (its ``lessons`` built by ``build_training_lessons``); ``run_step_lesson(lesson, last,
-    shown)`` answers a step lesson by the page's keys, on ``step_outputs``, with the event
-    options ``lane`` (its concurrency group); and
+    """The training lesson buttons, one chain for all (see the rule). ``tab`` is the Training
+    dynamics tab's record (its ``lessons`` built by ``build_training_lessons``);
+    ``run_step_lesson(lesson, last, shown)`` answers a step lesson by the page's keys, on
+    ``step_outputs``, with the event options ``lane`` (its concurrency group); and
     ``then_charts`` chains the figures above the tabs."""
     parts: TrainingLessons = tab.lessons
     run_controls = [tab.controls[name] for name in RUN_FIELDS]
-    for lesson_id, button in parts.buttons.items():
+    buttons = list(parts.buttons.values())
 
-        def on_settings(last: Any, shown: Any, lesson_id: str = lesson_id) -> Any:
-            updates = run_step_lesson(step_part(lesson_id), last, shown)
-            answer = {page[key]: value for key, value in updates.items()}
-            answer[page.caption] = gr.update(visible=False)  # the step lessons' caption
-            runs = TRAINING_LESSONS[lesson_id].run_inputs
-            answer |= {tab.controls[name]: value for name, value in runs.items()}
-            answer[parts.caption] = gr.update(
-                value=f"**{TRAINING_LESSONS[lesson_id].label}.** Training the three runs ...",
-                visible=True,
-            )
-            return answer
-
-        def on_train(pins: Any, lesson_id: str = lesson_id, button: Any = button) -> Any:
-            answer = trained(lesson_id, tuple(pins or ()))
-            where = {"caption": parts.caption, "button": button}
-            return {where.get(name) or getattr(tab, name): value for name, value in answer.items()}
-
-        settings = page.gathering(
-            on_settings,
-            [page.last_valid, page.notices_shown],
-            [*step_outputs, *run_controls, parts.caption],
-        ).after(button.click, **lane)
-        then_charts(settings)
-        settings.then(
-            on_train,
-            [tab.pins],
-            [*(getattr(tab, name) for name in TAB_OUTPUTS), parts.caption, button],
-            concurrency_limit=1,
-            concurrency_id="heavy",  # the sweep's and the training runs' concurrency group
-            api_visibility="private",
-            show_progress="full",
-            show_progress_on=[tab.dynamics_reading],
+    def on_settings(last: Any, shown: Any, event: gr.EventData) -> Any:
+        lesson = clicked(event, TRAINING_LESSONS.values())
+        updates = run_step_lesson(step_part(lesson.id), last, shown)
+        answer = {page[key]: value for key, value in updates.items()}
+        answer[page.caption] = gr.update(visible=False)  # the step lessons' caption
+        answer |= {tab.controls[name]: value for name, value in lesson.run_inputs.items()}
+        answer[parts.caption] = gr.update(
+            value=f"**{lesson.label}.** Training the three runs ...", visible=True
         )
+        return answer
+
+    def on_train(pins: Any, event: gr.EventData) -> Any:
+        lesson_id = clicked(event, TRAINING_LESSONS.values()).id
+        answer = trained(lesson_id, tuple(pins or ()))
+        # The clicked button only: the others are left as they are.
+        where = {"caption": parts.caption, "button": parts.buttons[lesson_id]}
+        return {where.get(name) or getattr(tab, name): value for name, value in answer.items()}
+
+    settings = page.gathering(
+        on_settings,
+        [page.last_valid, page.notices_shown],
+        [*step_outputs, *run_controls, parts.caption],
+    ).after(functools.partial(gr.on, [button.click for button in buttons]), **(lane | BY_CLICK))
+    then_charts(settings)
+    settings.then(
+        on_train,
+        [tab.pins],
+        [*(getattr(tab, name) for name in TAB_OUTPUTS), parts.caption, *buttons],
+        concurrency_limit=1,
+        concurrency_id="heavy",  # the sweep's and the training runs' concurrency group
+        api_visibility="private",
+        show_progress="full",
+        show_progress_on=[tab.dynamics_reading],
+        **BY_CLICK,
+    )

@@ -5,8 +5,11 @@ only (``js``, no server call): it puts the values of the controls, in order, int
 ``gr.JSON`` box. The second, chained after it (``.then``), is the server's: its inputs are the
 box and the States, and it calls the handler with every input in the original order, each
 control's value as the browser held it at the commit (raw, as an event with
-``preprocess=False`` receives it). A box whose list does not match the controls is refused,
-naming the box, before the handler runs. The checks that go by component (whose upload a file
+``preprocess=False`` receives it). A handler with a parameter annotated ``gr.EventData`` (one
+chain for several triggers: ``gr.on``) gets the server event's own, by that name: Gradio's
+front end passes the trigger's id along a chain, so its ``target`` is the component clicked.
+A box whose list does not match the controls is refused, naming the box, before the handler
+runs. The checks that go by component (whose upload a file
 is, ``ui.public``; a request's work and a commit's order, ``ui.launch``) read the controls
 inside the box (``expanded``), so a gathered commit is checked as one that sent them.
 
@@ -20,6 +23,8 @@ enters that table. A commit reads about 40 components, so every later commit wou
 
 from __future__ import annotations
 
+import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +38,20 @@ GATHER_JS = "(...values) => ({values})"
 BOX_ID = "gathered-inputs"
 
 
+def event_parameter(handler: Callable[..., Any]) -> str | None:
+    """The name of ``handler``'s parameter annotated ``gr.EventData`` (or a subclass), as Gradio
+    finds it; None when it has none."""
+    try:
+        hints = typing.get_type_hints(handler)
+    except (NameError, TypeError):
+        hints = getattr(handler, "__annotations__", {})
+    for name in inspect.signature(handler).parameters:
+        hint = hints.get(name)
+        if inspect.isclass(hint) and issubclass(hint, gr.EventData):
+            return name
+    return None
+
+
 def box() -> gr.JSON:
     """The hidden box the browser gathers into (one per page, made where the layout is)."""
     return gr.JSON(visible=False, elem_id=BOX_ID)
@@ -40,12 +59,15 @@ def box() -> gr.JSON:
 
 @dataclass(frozen=True)
 class Gathered:
-    """An event's ``(handler, inputs, outputs)`` rewired through ``box`` (see the rule)."""
+    """An event's ``(handler, inputs, outputs)`` rewired through ``box`` (see the rule);
+    ``event``: the name of the handler's parameter that takes the event's ``gr.EventData``
+    (``event_parameter``), None when it takes none."""
 
     box: gr.JSON
     handler: Callable[..., Any]
     inputs: list[Any]
     outputs: list[Any]
+    event: str | None = None
 
     @property
     def sent(self) -> list[Any]:
@@ -79,13 +101,16 @@ class Gathered:
         by_id |= dict(zip(map(id, self.kept), states, strict=False))
         return [by_id.get(id(c)) for c in self.inputs]
 
-    def server_handler(self, gathered: Any, *states: Any) -> Any:
-        """The handler, called with every input in order (``values``)."""
+    def server_handler(self, gathered: Any, *states: Any, event: Any = None) -> Any:
+        """The handler, called with every input in order (``values``) and, when it takes one
+        (``self.event``), the event's ``gr.EventData``."""
         try:
             values = self.values(gathered, *states)
         except ConfigError as error:
             raise gr.Error(str(error)) from None
-        return self.handler(*values)
+        if self.event is None:
+            return self.handler(*values)
+        return self.handler(*values, **{self.event: event})
 
     def after(self, start: Callable[..., Any], **options: Any) -> Any:
         """Wire the two events: ``start(fn, inputs, outputs, **kw)`` makes the browser's (a
@@ -96,9 +121,14 @@ class Gathered:
         def handler(gathered: Any, *states: Any) -> Any:
             return self.server_handler(gathered, *states)
 
-        handler.__name__ = getattr(self.handler, "__name__", "handler")
-        handler.gathered = self  # type: ignore[attr-defined]  # read by ``expanded``
-        return gather.then(handler, [self.box, *self.kept], self.outputs, **options)
+        # Gradio fills a parameter by its annotation only before ``*states``: first, here.
+        def by_trigger(event: gr.EventData, gathered: Any, *states: Any) -> Any:
+            return self.server_handler(gathered, *states, event=event)
+
+        server = handler if self.event is None else by_trigger
+        server.__name__ = getattr(self.handler, "__name__", "handler")
+        server.gathered = self  # type: ignore[attr-defined]  # read by ``expanded``
+        return gather.then(server, [self.box, *self.kept], self.outputs, **options)
 
 
 def expanded(fn: Any, inputs: list[Any]) -> tuple[list[Any], list[Any]]:

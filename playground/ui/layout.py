@@ -23,7 +23,7 @@ from playground.core.settings.settings import LOSS_SCALE_MAX, LOSS_SCALE_MIN
 from playground.sections.route import glossary
 from playground.ui import export_panel, gathered_inputs, page_events, route
 from playground.ui.components import Page
-from playground.ui.examples import LESSONS, button_id
+from playground.ui.examples import LESSONS, SCROLL_TARGET_ID, button_id
 from playground.ui.export_panel import ExportPanel
 from playground.ui.sections import SECTIONS
 from playground.ui.tabs import lab, step
@@ -173,6 +173,9 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
             lesson.id: gr.Button(lesson.label, size="sm", elem_id=button_id(lesson))
             for lesson in LESSONS
         }
+    # Names the element the lesson just run points at, which the page then scrolls to
+    # (``ui.wiring``).
+    scroll_target = gr.JSON(visible=False, elem_id=SCROLL_TARGET_ID)
     gr.Markdown(glossary.GLOSSARY, elem_id=glossary.ANCHOR)
     with gr.Accordion("All numbers (JSON, as returned by the API) and downloads", open=False):
         summary = gr.JSON(label="summary")
@@ -190,6 +193,7 @@ def build_layout(demo: gr.Blocks) -> tuple[Page, ApiParts]:
         loss_scale_exponent=exponent,
         loss_scale_presets=presets,
         example_buttons=example_buttons,
+        scroll_target=scroll_target,
         status=status,
         headline=headline,
         magnitudes=magnitudes,

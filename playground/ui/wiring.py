@@ -5,8 +5,11 @@ record, and the page's stale checks (``Page.with_checks``: each commit answers t
 event of their own), and its progress shows on the headline only: the browser then marks and
 updates only what the event can change. Every event that reads the controls (a commit, the
 loss-scale controls, a lesson, the route) gathers them in the browser into the page's one hidden
-box first (``ui.gathered_inputs``): the server's event reads the box and the States. The first
-commit is chained after the URL is read (``.then``), so the page's first numbers are the URL's
+box first (``ui.gathered_inputs``): the server's event reads the box and the States. A row of
+lesson buttons is one chain of events (``gr.on`` on every button's click), whose handlers tell
+the button from the event's ``gr.EventData`` (``ui.examples``); a lesson's run names what it
+points at in a hidden box, and the page's scroll, in the browser, reads it. The first commit is
+chained after the URL is read (``.then``), so the page's first numbers are the URL's
 settings. An event that shows no progress tracks it on one State
 (``ui.widgets.quiet_progress``): Gradio's front end keeps the loading status of every component
 an event ever tracked (its outputs, unless ``show_progress_on`` names others) and sets each of
@@ -24,9 +27,9 @@ import gradio as gr
 from playground.core.lessons import LESSONS
 from playground.ui import page_events, route
 from playground.ui.arguments import STEP
-from playground.ui.assets import scroll_js
+from playground.ui.assets import SCROLL_TO_NAMED_JS
 from playground.ui.components import Control, Key, Page
-from playground.ui.examples import wire_training_lessons
+from playground.ui.examples import BY_CLICK, clicked, wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.widgets import commit_triggers, quiet_progress
 
@@ -132,17 +135,26 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
 
 
 def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
-    """Each lesson button: its settings at once, one run, its caption, then scroll to it."""
+    """The lesson buttons, one chain for all (``ui.examples``' rule): the clicked lesson's
+    settings at once, one run, its caption, then the page scrolls to what the lesson points at
+    (the run names it, ``{"elem_id": ...}``, in the hidden JSON box ``scroll_target``, which
+    the browser's scroll reads)."""
     lesson_outputs = [page[key] for key in page_events.LESSON_OUTPUTS]
-    for lesson_id, button in page.example_buttons.items():
-        lesson = LESSONS[lesson_id]
+    buttons = list(page.example_buttons.values())
+    lessons = [LESSONS[lesson_id] for lesson_id in page.example_buttons]
 
-        def on_lesson(last_value: Any, shown_value: Any, lesson=lesson) -> Any:
-            return _answer(page, page_events.run_lesson(lesson, last_value, shown_value))
+    def on_lesson(last_value: Any, shown_value: Any, event: gr.EventData) -> Any:
+        lesson = clicked(event, lessons)
+        answer = page_events.run_lesson(lesson, last_value, shown_value)
+        return _answer(page, answer) | {page.scroll_target: {"elem_id": lesson.target}}
 
-        checked = page.gathering(on_lesson, [page.last_valid, page.notices_shown], lesson_outputs)
-        event = checked.after(button.click, **once, **LANE)
-        then_charts(event.then(fn=None, js=scroll_js(lesson.target)))
+    checked = page.gathering(
+        on_lesson, [page.last_valid, page.notices_shown], [*lesson_outputs, page.scroll_target]
+    )
+    event = checked.after(
+        functools.partial(gr.on, [button.click for button in buttons]), **(once | LANE | BY_CLICK)
+    )
+    then_charts(event.then(fn=None, inputs=[page.scroll_target], js=SCROLL_TO_NAMED_JS))
     # The route's previous / next (``ui.route``).
     route.wire(
         page.route,

@@ -48,11 +48,13 @@ def validated_event(blocks: gr.Blocks, fn: Any) -> Any:
 
 
 def handler_parameters(fn: Any) -> list[inspect.Parameter]:
-    """The handler's inputs, in order, without Gradio's request parameter."""
+    """The handler's inputs, in order, without the parameters Gradio fills by their annotation
+    (the request, the event's data)."""
+    filled = (gr.Request, "gr.Request", gr.EventData, "gr.EventData")
     return [
         parameter
         for parameter in inspect.signature(fn.fn).parameters.values()
-        if parameter.annotation not in (gr.Request, "gr.Request")
+        if parameter.annotation not in filled
     ]
 
 
