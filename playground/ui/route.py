@@ -14,11 +14,14 @@ buttons. And, in the ``heavy`` concurrency group, the chapter's checked claim (`
 beside the one picture that answers it (``#route-chart``), its payoff (``#route-payoff``,
 ``#route-payoff-chart``) under them; the buttons are done once these are drawn. The chapter's
 runs are the page's own (the step report cache, the training lessons' runs), so a chapter
-opened twice, or its lesson's button, never computes again.
+opened twice, or its lesson's button, never computes again. The three triggers share one chain
+for the chapter's step and one event for its claim and picture, which read the trigger from the
+event's ``gr.EventData`` (``step_of``); only the browser's instant answer is one per trigger.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +53,29 @@ OPENED_JS = (
     f"() => {{ {_BUTTONS}.forEach(b => {{ b.classList.remove('{BUSY_CLASS}');"
     " b.removeAttribute('aria-busy'); }); }"
 )
+
+
+# The chapter each trigger opens, by its elem_id: the next, the previous, the one picked.
+STEPS: dict[str, int | None] = {"route-next": 1, "route-prev": -1, "route-select": None}
+
+
+def step_of(event: gr.EventData) -> int | None:
+    """The step (``target``'s ``by``) of the trigger that sent ``event``.
+
+    Rule: the trigger is the event's ``target`` (passed along a chain by Gradio's front end),
+    known by its elem_id (``STEPS``).
+
+    Args:
+        event: the event's data, as Gradio gives it to a parameter annotated ``gr.EventData``.
+
+    Returns:
+        1 for ``#route-next``, -1 for ``#route-prev``, None for ``#route-select``; gr.Error for
+        any other sender.
+    """
+    sender = getattr(getattr(event, "target", None), "elem_id", None)
+    if sender not in STEPS:
+        raise gr.Error(f"this event takes the route's buttons or picker; got {sender or 'none'}")
+    return STEPS[sender]
 
 
 def target(by: int | None, choice: str | None) -> int:
@@ -250,33 +276,25 @@ def wire(
             answer |= {dynamics.controls[n]: v for n, v in lesson.run_inputs.items()}
         return answer | {getattr(route, name): value for name, value in nav(index).items()}
 
-    def on_view(by: int | None) -> Callable[[Any], Any]:
-        def view_of(choice: Any) -> Any:
-            index = target(by, choice)
-            if index == NOT_STARTED:  # the picker cleared: no chapter to show
-                return gr.skip()
-            return {getattr(route, name): value for name, value in view(index).items()}
+    def on_view(choice: Any, event: gr.EventData) -> Any:
+        index = target(step_of(event), choice)
+        if index == NOT_STARTED:  # the picker cleared: no chapter to show
+            return gr.skip()
+        return {getattr(route, name): value for name, value in view(index).items()}
 
-        return view_of
-
-    def on_open(by: int | None) -> Callable[..., Any]:
-        def open_of(choice: Any, last: Any, shown: Any) -> Any:
-            index = target(by, choice)
-            if index == NOT_STARTED:  # the picker cleared: no chapter to open
-                return gr.skip()
-            return opened(index, last, shown)
-
-        return open_of
+    def on_open(choice: Any, last: Any, shown: Any, event: gr.EventData) -> Any:
+        index = target(step_of(event), choice)
+        if index == NOT_STARTED:  # the picker cleared: no chapter to open
+            return gr.skip()
+        return opened(index, last, shown)
 
     outputs = [*step_outputs, *run_controls, *header]
     view_outputs = [route.view, route.claim, route.payoff, route.chart]
     view_outputs.append(route.payoff_chart)
-    for trigger, by, name in (
-        (route.next.click, 1, "next"),
-        (route.prev.click, -1, "previous"),
-        (route.select.input, None, "pick"),
-    ):
-        # At once, in the browser: the buttons busy, the chapter's area saying what it computes.
+    triggers = [route.next.click, route.prev.click, route.select.input]
+    for trigger, by in zip(triggers, STEPS.values(), strict=True):
+        # At once, in the browser: the buttons busy, the chapter's area saying what it computes
+        # (one listener per trigger: the browser's answer knows no trigger but its own).
         trigger(
             None,
             [route.select, route.claim],
@@ -285,23 +303,23 @@ def wire(
             api_visibility="private",
             **quiet_progress(page.notices_shown),
         )
-        # The chapter's step (its settings in the controls, the results below) and header ...
-        handler = on_open(by)
-        handler.__name__ = f"on_{name}"
-        inputs = [route.select, page.last_valid, page.notices_shown]
-        event = page.gathering(handler, inputs, outputs).after(trigger, **lane)
-        then_charts(event)
-        event.then(fn=None, js=scroll_js("route-chapter"))
-        # ... and, from the same click, its claim and picture.
-        shown = on_view(by)
-        shown.__name__ = f"on_view_{name}"
-        trigger(
-            shown,
-            [route.select],
-            view_outputs,
-            concurrency_limit=1,
-            concurrency_id="heavy",  # the sweep's and the training runs' concurrency group
-            api_visibility="private",
-            show_progress="minimal",
-            show_progress_on=[route.claim],
-        ).then(fn=None, js=OPENED_JS)
+    # One chain for the three triggers, each click its own run (``examples.BY_CLICK``): the
+    # chapter's step (its settings in the controls, the results below) and header ...
+    inputs = [route.select, page.last_valid, page.notices_shown]
+    on_any = functools.partial(gr.on, triggers)
+    event = page.gathering(on_open, inputs, outputs).after(on_any, **(lane | examples.BY_CLICK))
+    then_charts(event)
+    event.then(fn=None, js=scroll_js("route-chapter"))
+    # ... and, from the same click, its claim and picture.
+    gr.on(
+        triggers,
+        on_view,
+        [route.select],
+        view_outputs,
+        concurrency_limit=1,
+        concurrency_id="heavy",  # the sweep's and the training runs' concurrency group
+        api_visibility="private",
+        show_progress="minimal",
+        show_progress_on=[route.claim],
+        **examples.BY_CLICK,
+    ).then(fn=None, js=OPENED_JS)

@@ -6,15 +6,15 @@ event of their own), and its progress shows on the headline only: the browser th
 updates only what the event can change. Every event that reads the controls (a commit, the
 loss-scale controls, a lesson, the route) gathers them in the browser into the page's one hidden
 box first (``ui.gathered_inputs``): the server's event reads the box and the States. A row of
-lesson buttons is one chain of events (``gr.on`` on every button's click), whose handlers tell
-the button from the event's ``gr.EventData`` (``ui.examples``); a lesson's run names what it
-points at in a hidden box, and the page's scroll, in the browser, reads it. The first commit is
-chained after the URL is read (``.then``), so the page's first numbers are the URL's
-settings. An event that shows no progress tracks it on one State
-(``ui.widgets.quiet_progress``): Gradio's front end keeps the loading status of every component
-an event ever tracked (its outputs, unless ``show_progress_on`` names others) and sets each of
-them again, with a walk of the page's layout tree, on every status change of any event, so each
-output tracked costs every later commit.
+lesson buttons, and the route's previous / next / picker, is one chain of events (``gr.on`` on
+every trigger), whose handlers tell the trigger from the event's ``gr.EventData``
+(``ui.examples``, ``ui.route``); a lesson's run names what it points at in a hidden box, and
+the page's scroll, in the browser, reads it. The first commit is chained after the URL is read
+(``.then``), so the page's first numbers are the URL's settings. An event that shows no progress
+tracks it on one State (``ui.widgets.quiet_progress``): Gradio's front end keeps the loading
+status of every component an event ever tracked (its outputs, unless ``show_progress_on`` names
+others) and sets each of them again, with a walk of the page's layout tree, on every status
+change of any event, so each output tracked costs every later commit.
 """
 
 from __future__ import annotations

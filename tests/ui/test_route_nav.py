@@ -3,6 +3,8 @@ server: where the learner is, previous / next at both ends, a training chapter's
 
 import json
 
+import gradio as gr
+
 from playground.core.lessons import LESSONS, RUN_FIELDS
 from playground.core.lessons.route import CHAPTERS, ROUTE
 from playground.ui import route
@@ -50,15 +52,17 @@ def test_a_cleared_chapter_picker_opens_nothing_and_changes_no_result():
     from playground.ui.page import build_demo
 
     demo = build_demo()
-    pick = next(fn for fn in dict(demo.fns).values() if fn.name == "on_pick")
+    # One event serves previous, next and the picker: the event's data names the picker.
+    pick = next(fn for fn in dict(demo.fns).values() if fn.name == "on_open")
     gathered = pick.fn.gathered
+    picked = gr.EventData(gathered.inputs[0], {})
     values = [None if c is gathered.inputs[0] else getattr(c, "value", None) for c in gathered.sent]
-    answer = pick.fn({"values": values}, *[None] * len(gathered.kept))
+    answer = pick.fn(picked, {"values": values}, *[None] * len(gathered.kept))
     ids = {getattr(component, "elem_id", None) for component in answer}
     assert not ids & {"route-counter", "route-chapter", "route-claim", "headline", "lr"}
     assert all(update == {"__type__": "update"} or "value" in update for update in answer.values())
-    view = next(fn for fn in dict(demo.fns).values() if fn.name == "on_view_pick")
-    assert view.fn(None) == {"__type__": "update"}
+    view = next(fn for fn in dict(demo.fns).values() if fn.name == "on_view")
+    assert view.fn(None, picked) == {"__type__": "update"}
     # Next before the first chapter opens chapter 1; after the last, chapter 1 again.
     assert route.target(1, None) == 0 and route.target(1, route.CHOICES[-1]) == 0
     assert route.target(-1, route.CHOICES[1]) == 0 and route.target(None, None) == -1
