@@ -6,15 +6,15 @@ event of their own), and its progress shows on the headline only: the browser th
 updates only what the event can change. Every event that reads the controls (a commit, the
 loss-scale controls, a lesson, the route) gathers them in the browser into the page's one hidden
 box first (``ui.gathered_inputs``): the server's event reads the box and the States. A row of
-lesson buttons, and the route's previous / next / picker, is one chain of events (``gr.on`` on
-every trigger), whose handlers tell the trigger from the event's ``gr.EventData``
-(``ui.examples``, ``ui.route``); a lesson's run names what it points at in a hidden box, and
-the page's scroll, in the browser, reads it. The first commit is chained after the URL is read
-(``.then``), so the page's first numbers are the URL's settings. An event that shows no progress
-tracks it on one State (``ui.widgets.quiet_progress``): Gradio's front end keeps the loading
-status of every component an event ever tracked (its outputs, unless ``show_progress_on`` names
-others) and sets each of them again, with a walk of the page's layout tree, on every status
-change of any event, so each output tracked costs every later commit.
+lesson buttons, the route's previous / next / picker, and the loss-scale controls are each one
+chain of events (``gr.on`` on every trigger), whose handlers tell the trigger from the event's
+``gr.EventData`` (``ui.examples``, ``ui.route``); a lesson's run names what it points at in a
+hidden box, and the page's scroll, in the browser, reads it. The first commit is chained after
+the URL is read (``.then``), so the page's first numbers are the URL's settings. An event that
+shows no progress tracks it on one State (``ui.widgets.quiet_progress``): Gradio's front end
+keeps the loading status of every component an event ever tracked (its outputs, unless
+``show_progress_on`` names others) and sets each of them again, with a walk of the page's layout
+tree, on every status change of any event, so each output tracked costs every later commit.
 """
 
 from __future__ import annotations
@@ -109,29 +109,32 @@ def wire_page_events(page: Page, url_read: Any) -> None:
 
 
 def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any) -> None:
-    """The power-of-two control and the presets: each sets the loss scale and commits."""
+    """The power-of-two control and the presets, one chain for both (``gr.on``): the one used
+    (the event's ``gr.EventData`` target, by elem_id) sets the loss scale, and the step
+    commits; each use runs (``examples.BY_CLICK``)."""
+    exponent, presets = page.loss_scale_exponent, page.loss_scale_presets
 
-    def scale_from(value: float, args: tuple) -> Any:
+    def on_loss_scale(power: Any, label: Any, *args: Any, event: gr.EventData) -> Any:
+        sender = getattr(getattr(event, "target", None), "elem_id", None)
+        if sender == exponent.elem_id:
+            value = 2.0 ** int(power)
+        elif sender == presets.elem_id:
+            value = preset_loss_scale(label)
+        else:
+            raise gr.Error(f"this event takes the loss-scale controls; got {sender or 'none'}")
         values = STEP.values(args[:-2]) | {"loss_scale": value}
         return _answer(
             page, {Control("loss_scale"): value} | page_events.commit(values, *args[-2:])
         )
 
-    def on_exponent(exponent: Any, *args: Any) -> Any:
-        return scale_from(2.0 ** int(exponent), args)
-
-    def on_preset(label: Any, *args: Any) -> Any:
-        return scale_from(preset_loss_scale(label), args)
-
     scale_outputs = [page[key] for key in page_events.SCALE_OUTPUTS]
-    for source, trigger, handler, api_name in (
-        (page.loss_scale_exponent, "release", on_exponent, "preset_loss_scale_exponent"),
-        (page.loss_scale_presets, "input", on_preset, "preset_loss_scale"),
-    ):
-        event = page.gathering(
-            handler, [source, *inputs, page.last_valid, page.notices_shown], scale_outputs
-        )
-        then_charts(event.after(getattr(source, trigger), api_name=api_name, **once, **LANE))
+    event = page.gathering(
+        on_loss_scale,
+        [exponent, presets, *inputs, page.last_valid, page.notices_shown],
+        scale_outputs,
+    )
+    on_either = functools.partial(gr.on, [exponent.release, presets.input])
+    then_charts(event.after(on_either, api_name="preset_loss_scale", **(once | LANE | BY_CLICK)))
 
 
 def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
