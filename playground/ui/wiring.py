@@ -25,7 +25,7 @@ from playground.core.lessons import LESSONS
 from playground.ui import page_events, route
 from playground.ui.arguments import STEP
 from playground.ui.assets import scroll_js
-from playground.ui.components import Control, Key, Page
+from playground.ui.components import Control, Key, Page, merged
 from playground.ui.examples import wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.widgets import commit_triggers, quiet_progress
@@ -110,9 +110,8 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
 
     def scale_from(value: float, args: tuple) -> Any:
         values = STEP.values(args[:-2]) | {"loss_scale": value}
-        return _answer(
-            page, {Control("loss_scale"): value} | page_events.commit(values, *args[-2:])
-        )
+        answer = merged({Control("loss_scale"): value}, page_events.commit(values, *args[-2:]))
+        return _answer(page, answer)
 
     def on_exponent(exponent: Any, *args: Any) -> Any:
         return scale_from(2.0 ** int(exponent), args)

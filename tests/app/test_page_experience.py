@@ -24,6 +24,7 @@ from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import (
+    field_message,
     headline,
     navigate,
     wait_for_headline,
@@ -370,14 +371,16 @@ def _stale(page) -> dict:
 
 
 def _expect_notice(page, name: str, message: str, shown_value: str) -> None:
-    notice = page.locator(f"#{name}-notice")
+    notice = field_message(page, name)
     expect(notice).to_be_visible(timeout=TIMEOUT_MS)
     expect(notice).to_contain_text(message, timeout=TIMEOUT_MS)
     banner = page.locator("#status .stale-banner")
     expect(banner).to_be_visible(timeout=TIMEOUT_MS)
     # The control is named by its label, as the page shows it (no code quotes, no API name).
     label = control_label(name)
-    expect(banner).to_contain_text(f"Not updated: fix {label} (see", timeout=TIMEOUT_MS)
+    expect(banner).to_contain_text(
+        f"Not updated: fix {label} (its message says why)", timeout=TIMEOUT_MS
+    )
     expect(banner).to_contain_text(
         f"showing results for {label} = {shown_value}", timeout=TIMEOUT_MS
     )
@@ -391,7 +394,11 @@ def _expect_notice(page, name: str, message: str, shown_value: str) -> None:
 def _expect_current(page, expected: str) -> None:
     wait_for_headline(page, expected)
     expect(page.locator("#status")).to_be_hidden(timeout=TIMEOUT_MS)
-    assert page.locator(".field-notice:visible").count() == 0
+    assert page.locator(".field-notice:visible, .field-invalid").count() == 0
+    # Each field's help line is back where its message was.
+    expect(page.locator("#lr [data-testid='block-info']")).to_contain_text(
+        "Allowed:", timeout=TIMEOUT_MS
+    )
     assert set(_stale(page)["opacity"]) == {"1"}
 
 
@@ -442,8 +449,8 @@ def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     n.press("Tab")  # ... and N's follows while it runs
     largest = expected_headline(lr=0.3, n=int(settings()["n"].high))
     wait_for_notice_or_headline(page, "n", largest)
-    assert page.locator("#n-notice").is_visible(), (
-        f"N = 1e40 ran as N = {n.input_value()} (headline {headline(page)}) with no notice"
+    assert field_message(page, "n").is_visible(), (
+        f"N = 1e40 ran as N = {n.input_value()} (headline {headline(page)}) with no message"
     )
 
 
@@ -456,14 +463,14 @@ def test_a_refused_slider_value_stays_what_its_notice_names(desk):
     largest = expected_headline(n=int(settings()["n"].high))
     # Either the notice names the refused value, or the clamped value is run.
     wait_for_notice_or_headline(page, "n", largest)
-    assert page.locator("#n-notice").is_visible(), "N = 1e40 ran without a notice"
+    assert field_message(page, "n").is_visible(), "N = 1e40 ran without a message"
     # The slider clamps the box after sending 1e40; the page puts back the value the results
     # show, and the notice says so.
     shown = str(defaults()["n"])
     page.wait_for_function(
         "n => document.querySelector('#n input[type=number]').value === n", arg=shown
     )
-    notice = page.locator("#n-notice").inner_text()
+    notice = field_message(page, "n").inner_text()
     assert "got 1e+40" in notice and f"back at {shown}" in notice, notice
 
 
