@@ -48,7 +48,7 @@ def field_message(page, field: str):
     """The locator of ``field``'s message as the page shows a refused value."""
     if field == "data":
         return page.locator("#data-notice")
-    return page.locator(f"#{field}.{INVALID} [data-testid='block-info']")
+    return page.locator(f"#{field}.{INVALID} .info-text")
 
 
 def wait_for_notice_or_headline(page, field: str, text: str, timeout: float | None = None) -> None:

@@ -140,7 +140,9 @@ body:not(.ROUTE_OPENED) #route-view { display: none !important; }
 .dark :is(#intro, #route, #glossary) a { color: var(--primary-400, #818cf8); }
 .field-notice { color: var(--error-text-color); font-size: var(--text-sm); }
 /* A refused value's message is the control's help line (widgets.field_message). */
-.field-invalid [data-testid="block-info"] { color: var(--error-text-color); }
+.field-invalid .info-text { color: var(--error-text-color); }
+/* The dark theme's error text colour is near white (made for its error fill): red, at 4.5:1. */
+.dark .field-invalid .info-text { color: var(--color-red-400, #f87171); }
 .field-notice p { margin: 0; }
 .stale-banner { padding: 6px 10px; border-radius: 6px; border: 1px solid var(--error-border-color);
   background: var(--error-background-fill); color: var(--error-text-color); }

@@ -396,9 +396,7 @@ def _expect_current(page, expected: str) -> None:
     expect(page.locator("#status")).to_be_hidden(timeout=TIMEOUT_MS)
     assert page.locator(".field-notice:visible, .field-invalid").count() == 0
     # Each field's help line is back where its message was.
-    expect(page.locator("#lr [data-testid='block-info']")).to_contain_text(
-        "Allowed:", timeout=TIMEOUT_MS
-    )
+    expect(page.locator("#lr .info-text")).to_contain_text("Allowed:", timeout=TIMEOUT_MS)
     assert set(_stale(page)["opacity"]) == {"1"}
 
 
@@ -715,6 +713,32 @@ def test_dark_theme_chart_text_has_readable_contrast(dark):
             if ratio < 4.5:
                 low.append((chart["title"], text, chart["background"], round(ratio, 2)))
     assert not low, f"chart text below 4.5:1 in the dark theme: {low}"
+
+
+def test_a_refused_values_message_reads_at_4_5_to_1_and_apart_from_help_in_the_dark_theme(dark):
+    """The message in a control's help line is red, not the help's grey (the dark theme's own
+    error text colour is near white), at WCAG AA against the control's background."""
+    page = dark.page
+    load_page(dark, charts=False)
+    lr = page.locator("#lr input")
+    lr.fill("-1")
+    lr.press("Enter")
+    expect(field_message(page, "lr")).to_contain_text("got -1", timeout=TIMEOUT_MS)
+    colors = page.evaluate(
+        """() => ({message: getComputedStyle(document.querySelector('#lr .info-text')).color,
+                   help: getComputedStyle(document.querySelector('#loss_scale .info-text')).color,
+                   background: getComputedStyle(document.querySelector('#lr')).backgroundColor})"""
+    )
+    rgb = {
+        key: [float(c) for c in re.findall(r"[\d.]+", value)[:3]] for key, value in colors.items()
+    }
+    assert contrast(rgb["message"], rgb["background"]) >= 4.5, colors
+    red, green, blue = rgb["message"]
+    assert red > 1.5 * max(green, blue), colors  # red, unlike the help line beside it
+    assert rgb["message"] != rgb["help"], colors
+    lr.fill(str(defaults()["lr"]))
+    lr.press("Enter")
+    expect(page.locator(".field-invalid")).to_have_count(0, timeout=TIMEOUT_MS)
 
 
 # -- the inspector reads typed text ---------------------------------------------------------------
