@@ -40,14 +40,25 @@ def wait_for_new_headline(page, old: str, timeout: float | None = None) -> str:
     return headline(page)
 
 
+# A refused value's message: the data upload's notice, else its control's help line, marked.
+INVALID = "field-invalid"
+
+
+def field_message(page, field: str):
+    """The locator of ``field``'s message as the page shows a refused value."""
+    if field == "data":
+        return page.locator("#data-notice")
+    return page.locator(f"#{field}.{INVALID} .info-text")
+
+
 def wait_for_notice_or_headline(page, field: str, text: str, timeout: float | None = None) -> None:
-    """Wait until ``field``'s notice shows (a refused value) or the headline shows ``text``."""
+    """Wait until ``field``'s message shows (a refused value) or the headline shows ``text``."""
     condition = (
-        "([field, text]) => { const notice = document.getElementById(field + '-notice');"
-        " return (notice !== null && notice.offsetParent !== null)"
+        "([field, text]) => { const control = document.getElementById(field);"
+        f" return (control !== null && control.classList.contains({INVALID!r}))"
         f" || {_SHOWN}?.textContent.trim() === text; }}"
     )
-    _wait(page, condition, [field, text], timeout, f"{field}'s notice or the headline {text!r}")
+    _wait(page, condition, [field, text], timeout, f"{field}'s message or the headline {text!r}")
 
 
 def wait_in_view(page, elem_id: str, timeout: float | None = None) -> None:

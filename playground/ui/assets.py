@@ -1,7 +1,7 @@
 """The page's own CSS and JS: notices, the stale banner, wide tables, keyboard commits, the key
 controls on a phone, readable contrast, charts in the dark theme and their text alternatives.
 
-Rule: styles key on the elem_ids and classes the layout gives (``#headline``, ``.field-notice``,
+Rule: styles key on the elem_ids and classes the layout gives (``#headline``, ``.field-invalid``,
 ``.stale-banner``, ``.commit-slider``, ``#key-controls``); the JS makes the keyboard commit as the
 pointer does, marks the results stale when the page loses its server (``LOST_TEXT``), dims each
 results column while it holds its stale banner (``STALE_BANNERS``: a class the JS sets, not a
@@ -148,6 +148,10 @@ body:not(.ROUTE_OPENED) #route-view { display: none !important; }
 /* The glossary's links at 4.5:1 on the dark theme's background (Gradio's indigo 500: 4.4:1). */
 .dark :is(#intro, #route, #glossary) a { color: var(--primary-400, #818cf8); }
 .field-notice { color: var(--error-text-color); font-size: var(--text-sm); }
+/* A refused value's message is the control's help line (widgets.field_message). */
+.field-invalid .info-text { color: var(--error-text-color); }
+/* The dark theme's error text colour is near white (made for its error fill): red, at 4.5:1. */
+.dark .field-invalid .info-text { color: var(--color-red-400, #f87171); }
 .field-notice p { margin: 0; }
 .stale-banner { padding: 6px 10px; border-radius: 6px; border: 1px solid var(--error-border-color);
   background: var(--error-background-fill); color: var(--error-text-color); }

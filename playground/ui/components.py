@@ -25,7 +25,8 @@ from playground.ui.gathered_inputs import Gathered
 
 @dataclass(frozen=True)
 class Notice:
-    """The notice under a field's control."""
+    """The notice under a field's control (the data upload's: every other control holds its
+    message in its own help line)."""
 
     field: str
 
@@ -61,13 +62,14 @@ class StaleCheck:
 class Page:
     """Every component the page's own events read or write (see the module rule).
 
-    ``controls`` and ``notices`` are keyed by field name (``data`` included); ``charts`` holds
+    ``controls`` are keyed by field name (``data`` included), ``notices`` hold the data upload's
+    (every other control shows its message in its own help line); ``charts`` holds
     the report's charts on the page (above the tabs and in each section's tabs).
     """
 
     demo: gr.Blocks
     controls: dict[str, Any]
-    notices: dict[str, gr.Markdown]
+    notices: dict[str, gr.Markdown]  # the data upload's
     loss_scale_exponent: gr.Slider
     loss_scale_presets: gr.Radio
     example_buttons: dict[str, gr.Button]  # by lesson id
@@ -82,7 +84,7 @@ class Page:
     last_valid: gr.State
     open_tab: gr.State
     drawn: gr.State  # tab -> the inputs its charts show
-    notices_shown: gr.State  # the fields whose notice is on the page
+    notices_shown: gr.State  # the fields whose message is on the page
     charts: dict[str, gr.Plot] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)  # each section's record, by label
     route: Any = None  # the route's record (ui.route)
@@ -145,6 +147,29 @@ class Page:
 
         run.__name__ = getattr(handler, "__name__", "commit")
         return run, every, [*outputs, *list({id(c): c for c in added}.values())]
+
+
+def merged(*answers: dict[Key, Any]) -> dict[Key, Any]:
+    """Answers keyed by component as one answer: a key that several set gets one update with
+    every property they set, the later one's winning where two set the same (a plain value
+    sets ``value``).
+
+    >>> merged({"lr": gr.update(info="bad")}, {"lr": 0.1}) == gr.update(info="bad", value=0.1)
+    True
+    """
+    answer: dict[Key, Any] = {}
+    for each in answers:
+        for key, value in each.items():
+            if key in answer:
+                value = gr.update(**(_properties(answer[key]) | _properties(value)))
+            answer[key] = value
+    return answer
+
+
+def _properties(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict) and value.get("__type__") == "update":
+        return {name: v for name, v in value.items() if name != "__type__"}
+    return {"value": value}
 
 
 def _among(component: Any, components: list[Any]) -> bool:

@@ -9,12 +9,16 @@ values become Gradio's here: each figure dict a gr.Plot value (``widgets.as_plot
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any, NamedTuple
 
 import gradio as gr
 
+from playground.core.data.user_data import UserData
 from playground.core.settings.block_settings import FIELDS as BLOCK_FIELDS
 from playground.core.settings.cost import check_downloads
+from playground.core.settings.settings import StepConfig
 from playground.core.step.report import run_report
 from playground.sections.lab import tab as lab_tab
 from playground.sections.step import tab as step_tab
@@ -51,14 +55,31 @@ class StepOutputs(NamedTuple):
 def run_step(values: dict[str, Any]) -> StepOutputs:
     """The ``step`` endpoint: (headline Markdown, JSON summary, magnitude counters, figures...).
 
-    Raises gr.Error with the core's message (field and allowed range) on invalid input.
+    The answer to settings without an upload is kept (``STEP_ANSWERS`` of them): the step is a
+    function of its settings alone, and a class of visitors sends the page's defaults again and
+    again. Raises gr.Error with the core's message (field and allowed range) on invalid input.
     """
     config = validated(values)
     data = validated_data(values, config)
+    if data is None:
+        answer = _kept_answer(config)
+        return answer._replace(summary=copy.deepcopy(answer.summary))
+    return _answer(config, data)
+
+
+def _answer(config: StepConfig, data: UserData | None) -> StepOutputs:
     report = run_report(config, data)
     views = step_tab.views(report, data.name if data else None)
     parts = views._asdict() | lab_tab.step_views(report)._asdict()
     return plotted(StepOutputs(**parts), PLOT_LABELS)
+
+
+STEP_ANSWERS = 16
+
+
+@functools.lru_cache(maxsize=STEP_ANSWERS)
+def _kept_answer(config: StepConfig) -> StepOutputs:
+    return _answer(config, None)
 
 
 @STEP.handler

@@ -2,7 +2,8 @@
 headline and the key figure first, the reading and the operations table, then each
 section's tabs); every lesson's button; the glossary; the JSON, downloads and code.
 
-Rule: the controls column is read from the settings table (each control with its notice); the
+Rule: the controls column is read from the settings table (each control's help line holds a
+refused value's message; the data upload, which has none, a notice under it); the
 model accordion holds the fields the model registry names as options, between ``model`` and
 ``optimizer``; the tabs are each registered section's, in the registry's order, and a section
 without tabs follows them. Every component
@@ -72,13 +73,12 @@ class ApiParts:
 
 
 def _controls_column(controls: dict[str, Any], notices: dict[str, Any]) -> tuple[Any, Any]:
-    """The settings, each with its notice, the key ones first (``KEY_FIELDS``, in a column of
-    their own that a phone lifts above the results); returns the loss-scale exponent and preset
-    controls."""
+    """The settings, the key ones first (``KEY_FIELDS``, in a column of their own that a phone
+    lifts above the results), the data upload with its notice; returns the loss-scale exponent
+    and preset controls."""
 
     def add(name: str) -> None:
         controls[name] = control(name)
-        notices[name] = field_notice(name)
 
     with gr.Column(elem_id="key-controls"):
         for name in KEY_FIELDS[:3]:

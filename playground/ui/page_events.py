@@ -1,11 +1,12 @@
-"""The page's own step events: run on commit, a notice beside a bad field, stale results marked.
+"""The page's own step events: run on commit, a message on a bad field, stale results marked.
 
 Rules (the ``step`` API endpoint keeps its own contract: every output, gr.Error on bad input):
   commit    a number applies when committed (Enter or leaving the field), a slider when released,
             a choice when picked; an example, a loss-scale preset or the power-of-two control
             sets its inputs together and runs once.
   invalid   every field is checked on its own first, so each bad field gets the core's message
-            (field and allowed values) in the notice under it, and every other notice clears.
+            (field and allowed values) in place of its control's help line, marked (the data
+            upload's in the notice under it), and every other field's message clears.
             Nothing runs; the results stay, dimmed, under a banner that names the values they
             were computed with ("showing results for lr = 0.1"). No pop-up, so none pile up.
   visible   the first answer carries the text: the headline, the magnitude counts and the
@@ -37,11 +38,11 @@ from playground.sections.step import tab as step_tab
 from playground.sections.step.notes import NOTES, note_id
 from playground.sections.step.operations import operations_markdown
 from playground.ui.arguments import STEP
-from playground.ui.components import Chart, Control, Key, Notice
+from playground.ui.components import Chart, Control, Key, Notice, merged
 from playground.ui.examples import LESSONS, Lesson, caption_text
 from playground.ui.sections import TAB_FIGURES
 from playground.ui.uploads import user_data
-from playground.ui.widgets import DEFAULTS, SLIDERS, as_plot
+from playground.ui.widgets import DEFAULTS, SLIDERS, as_plot, field_message
 from playground.views.labels import control_label, labelled
 from playground.views.numbers import json_number
 
@@ -64,9 +65,11 @@ TAB_NOTES = {tab: {note_id(tab): write} for tab, write in NOTES.items()}
 
 # What each event may answer, by component name: an event's outputs are exactly these, so the
 # browser and the server handle only what the event can change.
-NOTICES = tuple(Notice(name) for name in INPUTS)
+# Where a field's message shows: the data upload's notice, else the field's own control.
+DATA = "data"
+MESSAGES = tuple(Notice(name) if name == DATA else Control(name) for name in INPUTS)
 COMMIT_OUTPUTS = (
-    *NOTICES,
+    *MESSAGES,
     "notices_shown",
     "status",
     "last_valid",
@@ -78,9 +81,8 @@ COMMIT_OUTPUTS = (
     "loss_scale_exponent",
     "loss_scale_presets",
     "caption",
-    *(Control(name) for name in INPUTS if name in SLIDERS),
 )
-SCALE_OUTPUTS = (*COMMIT_OUTPUTS, Control("loss_scale"))
+SCALE_OUTPUTS = COMMIT_OUTPUTS  # the loss scale's control is among them
 LESSON_OUTPUTS = tuple(
     dict.fromkeys((*COMMIT_OUTPUTS, *(Control(name) for name in INPUTS), "tabs", "open_tab"))
 )
@@ -150,12 +152,12 @@ def stale_banner(problems: dict[str, str], last: dict[str, Any] | None) -> str:
     """The banner over results that no longer match the inputs."""
     names = ", ".join(f"<em>{control_label(name)}</em>" for name in problems)
     if not last:
-        return f"<div class='stale-banner'>Not computed: fix {names} (see the note under it).</div>"
+        return f"<div class='stale-banner'>Not computed: fix {names} (its message says why).</div>"
     held = labelled(last, [name for name in problems if name in last], _shown)
     shown = f"showing results for {held}" if held else "showing the last valid results"
     return (
-        f"<div class='stale-banner'><strong>Not updated</strong>: fix {names} (see the note under "
-        f"it). Below, {shown}.</div>"
+        f"<div class='stale-banner'><strong>Not updated</strong>: fix {names} (its message says "
+        f"why). Below, {shown}.</div>"
     )
 
 
@@ -169,13 +171,20 @@ def preset_of(loss_scale: float) -> str | None:
     return next((label for label, v in LOSS_SCALE_PRESETS.items() if v == loss_scale), None)
 
 
+def message(name: str, problem: str | None) -> dict[Key, Any]:
+    """Field ``name``'s message (``problem``, or cleared when None), keyed where it shows."""
+    if name == DATA:
+        return {Notice(name): gr.update(value=problem or "", visible=problem is not None)}
+    return {Control(name): field_message(name, problem)}
+
+
 def commit(
     values: dict[str, Any], last: dict[str, Any] | None, shown: list[str] | None = None
 ) -> dict[Key, Any]:
     """The page's answer to committed inputs, keyed by component (see the module's rules).
 
-    ``shown`` names the fields whose notice is on the page. Keys (a subset of COMMIT_OUTPUTS):
-    ``Notice(field)`` for every field that has a problem now or had one (``shown``),
+    ``shown`` names the fields whose message is on the page. Keys (a subset of COMMIT_OUTPUTS):
+    the message of every field that has a problem now or had one (``shown``: ``message``),
     ``notices_shown``, ``status`` (its banner of problems, hidden again only when ``shown``
     says the last answer showed one), ``last_valid``, and when valid the headline, ``reading``,
     ``operations`` (the operations table), ``summary``, ``magnitudes``,
@@ -183,38 +192,34 @@ def commit(
     Never raises for a bad value.
     """
     problems = field_problems(values)
-    notices: dict[Key, Any] = {
-        Notice(name): gr.update(value=problems.get(name, ""), visible=name in problems)
-        for name in INPUTS
-        if name in problems or name in (shown or ())
-    }
-    notices["notices_shown"] = sorted(problems)
+    # A slider clamps a refused value in its box (1e40 shows as 4096) after sending it; put
+    # the value the results show back instead, and say so.
+    back = {name: last[name] for name in problems if last and name in SLIDERS and name in last}
+    for name, value in back.items():
+        problems[name] = f"{problems[name]}. The slider is back at {value}, as in the results."
+    messages = merged(
+        *(
+            message(name, problems.get(name))
+            for name in INPUTS
+            if name in problems or name in (shown or ())
+        ),
+        {Control(name): value for name, value in back.items()},
+    )
+    messages["notices_shown"] = sorted(problems)
     if problems:
-        # A slider clamps a refused value in its box (1e40 shows as 4096) after sending it; put
-        # the value the results show back instead, and say so.
-        back = {name: last[name] for name in problems if last and name in SLIDERS and name in last}
-        for name, value in back.items():
-            notices[Notice(name)] = gr.update(
-                value=f"{problems[name]}. The slider is back at {value}, as in the results.",
-                visible=True,
-            )
-        return (
-            notices
-            | {Control(name): value for name, value in back.items()}
-            | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
-        )
+        return messages | {"status": gr.update(value=stale_banner(problems, last), visible=True)}
     if shown:  # the last answer showed problems, and the banner naming them: hidden now
-        notices["status"] = gr.update(value="", visible=False)
+        messages["status"] = gr.update(value="", visible=False)
     config, data = _config_and_data(values)
     # An upload fixes N, D_in and D_out: the controls (and the results' settings) show them.
     shapes = data.shapes() if data else {}
     values = values | shapes
     report = cached_report(config, data)
     headline, reading, summary = step_tab.page_texts(report, data.name if data else None)
-    return (
-        notices
-        | {Control(name): value for name, value in shapes.items()}
-        | {
+    return merged(
+        messages,
+        {Control(name): value for name, value in shapes.items()},
+        {
             "caption": gr.update(visible=False),
             "last_valid": {name: values.get(name) for name in INPUTS},
             "headline": headline,
@@ -224,7 +229,7 @@ def commit(
             "magnitudes": lab_tab.magnitude_table(report),
             "loss_scale_exponent": exponent_of(config.loss_scale),
             "loss_scale_presets": preset_of(config.loss_scale),
-        }
+        },
     )
 
 
@@ -262,7 +267,7 @@ def run_lesson(
     controls = {Control(name): values[name] for name in INPUTS}
     tabs = {"tabs": gr.Tabs(selected=lesson.tab), "open_tab": lesson.tab} if lesson.tab else {}
     caption = gr.update(value=caption_text(lesson, report), visible=True)
-    return answer | controls | tabs | {"caption": caption}
+    return merged(answer, controls, tabs, {"caption": caption})
 
 
 __all__ = ["LESSONS", "LOSS_SCALE_PRESETS", "commit", "run_lesson", "tab_charts"]

@@ -1,9 +1,11 @@
 """Widget helpers, written once for every tab: controls read from the settings table, charts,
-notices. A leaf of the page: it imports nothing from the page or its sections.
+field messages. A leaf of the page: it imports nothing from the page or its sections.
 
 Rule: a control's kind, range, label, help and default come from the field's ``Bounds``, and its
 ``elem_id`` is the field name (what scripts and tests select it by); a chart is a ``gr.Plot``
-fed a Plotly JSON dict as is (``as_plot``), the figure carrying its own title.
+fed a Plotly JSON dict as is (``as_plot``), the figure carrying its own title. A refused value's
+message is the control's own ``info`` line, marked with the class INVALID (``field_message``),
+so a setting needs no component of its own for it.
 """
 
 from __future__ import annotations
@@ -22,26 +24,47 @@ from playground.views.chart_text import with_description
 DEFAULTS = defaults()
 # Integer fields shown as sliders; the others are number boxes or choices.
 SLIDERS = ("n", "d_in", "d_out", "steps", "hidden_layers")
+# The class of a control whose value the page refused (its info line holds the message).
+INVALID = "field-invalid"
 Views = TypeVar("Views", bound=NamedTuple)
+
+
+def control_info(name: str) -> str:
+    """The help line under field ``name``'s label: its help, and for a number its range."""
+    bounds = settings()[name]
+    return bounds.help if bounds.choices else f"{bounds.help} Allowed: {bounds.describe()}."
+
+
+def control_classes(name: str, invalid: bool = False) -> list[str]:
+    """Field ``name``'s control's classes: ``commit-slider`` for a slider (the page's script
+    commits its number box on Enter, ``ui.assets``), INVALID while it holds a refused value."""
+    return (["commit-slider"] if name in SLIDERS else []) + ([INVALID] if invalid else [])
 
 
 def control(name: str, **overrides: Any) -> gr.components.Component:
     """One input component for field ``name``, labelled in words, its ``elem_id`` the field."""
     bounds = settings()[name]
     options = {"label": bounds.label, "elem_id": name, "value": DEFAULTS[name]} | overrides
+    options = {"info": control_info(name), "elem_classes": control_classes(name)} | options
     if bounds.choices:
-        return gr.Radio(list(bounds.choices), info=bounds.help, **options)
-    info = f"{bounds.help} Allowed: {bounds.describe()}."
+        return gr.Radio(list(bounds.choices), **options)
     if name in SLIDERS:
-        # The class lets the page's script commit the slider's number box on Enter (ui.assets).
-        return gr.Slider(
-            bounds.low, bounds.high, step=1, info=info, elem_classes=["commit-slider"], **options
-        )
-    return gr.Number(info=info, precision=0 if bounds.integer else None, **options)
+        return gr.Slider(bounds.low, bounds.high, step=1, **options)
+    return gr.Number(precision=0 if bounds.integer else None, **options)
+
+
+def field_message(name: str, problem: str | None) -> dict[str, Any]:
+    """The update of field ``name``'s control that shows ``problem`` (the core's message, which
+    names the field and its allowed values) in place of its help line, marked INVALID; with
+    None, the help line again, unmarked."""
+    return gr.update(
+        info=problem or control_info(name), elem_classes=control_classes(name, bool(problem))
+    )
 
 
 def field_notice(name: str) -> gr.Markdown:
-    """The notice under a control: the core's message when its value is invalid."""
+    """The notice under a control that has no help line of its own (the data upload): the
+    core's message when its value is invalid."""
     return gr.Markdown(visible=False, elem_id=f"{name}-notice", elem_classes=["field-notice"])
 
 

@@ -28,7 +28,7 @@ from playground.core.lessons import LESSONS
 from playground.ui import page_events, route
 from playground.ui.arguments import STEP
 from playground.ui.assets import SCROLL_TO_NAMED_JS
-from playground.ui.components import Control, Key, Page
+from playground.ui.components import Control, Key, Page, merged
 from playground.ui.examples import BY_CLICK, clicked, wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
 from playground.ui.widgets import commit_triggers, quiet_progress
@@ -123,9 +123,8 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
         else:
             raise gr.Error(f"this event takes the loss-scale controls; got {sender or 'none'}")
         values = STEP.values(args[:-2]) | {"loss_scale": value}
-        return _answer(
-            page, {Control("loss_scale"): value} | page_events.commit(values, *args[-2:])
-        )
+        answer = merged({Control("loss_scale"): value}, page_events.commit(values, *args[-2:]))
+        return _answer(page, answer)
 
     scale_outputs = [page[key] for key in page_events.SCALE_OUTPUTS]
     event = page.gathering(

@@ -24,6 +24,7 @@ from playwright.sync_api import expect
 from test_browser import ARTIFACTS, TIMEOUT_MS
 
 from browser_waits import (
+    field_message,
     headline,
     navigate,
     wait_for_headline,
@@ -382,14 +383,16 @@ def _stale(page) -> dict:
 
 
 def _expect_notice(page, name: str, message: str, shown_value: str) -> None:
-    notice = page.locator(f"#{name}-notice")
+    notice = field_message(page, name)
     expect(notice).to_be_visible(timeout=TIMEOUT_MS)
     expect(notice).to_contain_text(message, timeout=TIMEOUT_MS)
     banner = page.locator("#status .stale-banner")
     expect(banner).to_be_visible(timeout=TIMEOUT_MS)
     # The control is named by its label, as the page shows it (no code quotes, no API name).
     label = control_label(name)
-    expect(banner).to_contain_text(f"Not updated: fix {label} (see", timeout=TIMEOUT_MS)
+    expect(banner).to_contain_text(
+        f"Not updated: fix {label} (its message says why)", timeout=TIMEOUT_MS
+    )
     expect(banner).to_contain_text(
         f"showing results for {label} = {shown_value}", timeout=TIMEOUT_MS
     )
@@ -403,7 +406,9 @@ def _expect_notice(page, name: str, message: str, shown_value: str) -> None:
 def _expect_current(page, expected: str) -> None:
     wait_for_headline(page, expected)
     expect(page.locator("#status")).to_be_hidden(timeout=TIMEOUT_MS)
-    assert page.locator(".field-notice:visible").count() == 0
+    assert page.locator(".field-notice:visible, .field-invalid").count() == 0
+    # Each field's help line is back where its message was.
+    expect(page.locator("#lr .info-text")).to_contain_text("Allowed:", timeout=TIMEOUT_MS)
     assert set(_stale(page)["opacity"]) == {"1"}
 
 
@@ -454,8 +459,8 @@ def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     n.press("Tab")  # ... and N's follows while it runs
     largest = expected_headline(lr=0.3, n=int(settings()["n"].high))
     wait_for_notice_or_headline(page, "n", largest)
-    assert page.locator("#n-notice").is_visible(), (
-        f"N = 1e40 ran as N = {n.input_value()} (headline {headline(page)}) with no notice"
+    assert field_message(page, "n").is_visible(), (
+        f"N = 1e40 ran as N = {n.input_value()} (headline {headline(page)}) with no message"
     )
 
 
@@ -468,14 +473,14 @@ def test_a_refused_slider_value_stays_what_its_notice_names(desk):
     largest = expected_headline(n=int(settings()["n"].high))
     # Either the notice names the refused value, or the clamped value is run.
     wait_for_notice_or_headline(page, "n", largest)
-    assert page.locator("#n-notice").is_visible(), "N = 1e40 ran without a notice"
+    assert field_message(page, "n").is_visible(), "N = 1e40 ran without a message"
     # The slider clamps the box after sending 1e40; the page puts back the value the results
     # show, and the notice says so.
     shown = str(defaults()["n"])
     page.wait_for_function(
         "n => document.querySelector('#n input[type=number]').value === n", arg=shown
     )
-    notice = page.locator("#n-notice").inner_text()
+    notice = field_message(page, "n").inner_text()
     assert "got 1e+40" in notice and f"back at {shown}" in notice, notice
 
 
@@ -725,6 +730,32 @@ def test_dark_theme_chart_text_has_readable_contrast(dark):
             if ratio < 4.5:
                 low.append((chart["title"], text, chart["background"], round(ratio, 2)))
     assert not low, f"chart text below 4.5:1 in the dark theme: {low}"
+
+
+def test_a_refused_values_message_reads_at_4_5_to_1_and_apart_from_help_in_the_dark_theme(dark):
+    """The message in a control's help line is red, not the help's grey (the dark theme's own
+    error text colour is near white), at WCAG AA against the control's background."""
+    page = dark.page
+    load_page(dark, charts=False)
+    lr = page.locator("#lr input")
+    lr.fill("-1")
+    lr.press("Enter")
+    expect(field_message(page, "lr")).to_contain_text("got -1", timeout=TIMEOUT_MS)
+    colors = page.evaluate(
+        """() => ({message: getComputedStyle(document.querySelector('#lr .info-text')).color,
+                   help: getComputedStyle(document.querySelector('#loss_scale .info-text')).color,
+                   background: getComputedStyle(document.querySelector('#lr')).backgroundColor})"""
+    )
+    rgb = {
+        key: [float(c) for c in re.findall(r"[\d.]+", value)[:3]] for key, value in colors.items()
+    }
+    assert contrast(rgb["message"], rgb["background"]) >= 4.5, colors
+    red, green, blue = rgb["message"]
+    assert red > 1.5 * max(green, blue), colors  # red, unlike the help line beside it
+    assert rgb["message"] != rgb["help"], colors
+    lr.fill(str(defaults()["lr"]))
+    lr.press("Enter")
+    expect(page.locator(".field-invalid")).to_have_count(0, timeout=TIMEOUT_MS)
 
 
 # -- the inspector reads typed text ---------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from browser_waits import field_message
 from playground import StepConfig, run_report
 from playground.sections.step.summary import reading
 
@@ -39,7 +40,7 @@ def test_the_url_sets_the_accumulation_and_the_reading_says_what_it_cost(browser
         assert interval.input_value() == "128"
         interval.fill("100")
         interval.press("Enter")
-        notice = page.locator("#promotion_interval-notice")
+        notice = field_message(page, "promotion_interval")
         notice.wait_for(state="visible")
         assert "promotion_interval" in notice.inner_text()
         assert "multiple of 32" in notice.inner_text()

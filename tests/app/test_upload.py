@@ -97,7 +97,9 @@ def test_uploads_through_the_page_name_the_cell_then_fit_the_shapes(browser, app
         # The bad file is named in the notice under the file input, the results marked stale.
         notice = page.locator("#data-notice")
         expect(notice).to_contain_text("row 3, column 2 is 'oops', not a number", timeout=90_000)
-        expect(page.locator("#status .stale-banner")).to_contain_text("fix data (see")
+        expect(page.locator("#status .stale-banner")).to_contain_text(
+            "fix data (its message says why)"
+        )
         assert page.locator(".toast-body").count() == 0
         assert headline(page) == shown
     finally:

@@ -9,8 +9,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from helpers import step_inputs
+from playground.core.settings.settings import settings
 from playground.ui import page_events
 from playground.ui.arguments import DYNAMICS, STEP
+from playground.ui.components import Control
 from playground.ui.tabs import dynamics, lab
 from playground.ui.widgets import DEFAULTS
 
@@ -34,6 +36,23 @@ def test_the_problems_banner_shown_by_a_refused_commit_is_hidden_by_the_next_val
     valid = page_events.commit(_values(lr=0.3), {"lr": 0.1}, refused["notices_shown"])
     assert valid["status"] == {"__type__": "update", "value": "", "visible": False}
     assert valid["notices_shown"] == []
+
+
+def test_a_refused_value_is_named_in_its_controls_help_line_until_it_is_fixed():
+    allowed = settings()["lr"].describe()
+    refused = page_events.commit(_values(lr=-1.0), {"lr": 0.1}, [])
+    shown = refused[Control("lr")]
+    assert "lr" in shown["info"] and "got -1" in shown["info"] and allowed in shown["info"]
+    assert shown["elem_classes"] == ["field-invalid"] and "value" not in shown
+    fixed = page_events.commit(_values(lr=0.3), {"lr": 0.1}, refused["notices_shown"])[
+        Control("lr")
+    ]
+    assert fixed["elem_classes"] == [] and fixed["info"].endswith(f"Allowed: {allowed}.")
+    # A slider's refused value: the message says the slider is back at the shown value.
+    values = _values() | {"n": 1e40}
+    slider = page_events.commit(values, {"n": 64}, [])[Control("n")]
+    assert slider["value"] == 64 and "back at 64" in slider["info"]
+    assert slider["elem_classes"] == ["commit-slider", "field-invalid"]
 
 
 def test_the_training_banner_is_a_skip_until_a_run_is_shown():

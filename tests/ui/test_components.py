@@ -1,10 +1,13 @@
-"""The page's typed keys: a field's notice and its control are two outputs, never one."""
+"""The page's typed keys: a field's notice and its control are two outputs, never one; answers
+by key merge into one update per component."""
 
 from __future__ import annotations
 
+import gradio as gr
+
 from playground.ui import page_events
 from playground.ui.arguments import STEP
-from playground.ui.components import Chart, Control, Notice, Page, StaleCheck
+from playground.ui.components import Chart, Control, Notice, Page, StaleCheck, merged
 
 
 def test_keys_of_different_kinds_never_collide():
@@ -13,11 +16,27 @@ def test_keys_of_different_kinds_never_collide():
     assert keys[Notice("n")] == "notice" and keys[Control("n")] == "control"
 
 
-def test_a_lesson_answers_every_control_and_every_notice():
+def test_a_lesson_answers_every_control_and_the_data_notice():
     outputs = set(page_events.LESSON_OUTPUTS)
     assert len(outputs) == len(page_events.LESSON_OUTPUTS)
     for name in STEP.order:
-        assert Control(name) in outputs and Notice(name) in outputs, name
+        assert Control(name) in outputs, name
+    # Only the upload, which has no help line of its own, keeps a notice component.
+    assert {key for key in outputs if isinstance(key, Notice)} == {Notice("data")}
+
+
+def test_merged_answers_keep_every_property_each_sets():
+    value_then_message = merged({"lr": 0.1}, {"lr": gr.update(info="bad", elem_classes=["x"])})
+    assert value_then_message == {
+        "lr": {"__type__": "update", "value": 0.1, "info": "bad", "elem_classes": ["x"]}
+    }
+    # The later answer's property wins where both set one; other keys pass through as given.
+    later = merged({"lr": gr.update(info="a")}, {"lr": gr.update(info="b"), "n": 3})
+    assert later == {"lr": {"__type__": "update", "info": "b"}, "n": 3}
+    # A dict value that is no update (the JSON summary) is a value, not properties.
+    assert merged({"summary": {"a": 1}}, {"summary": gr.update(visible=True)}) == {
+        "summary": {"__type__": "update", "value": {"a": 1}, "visible": True}
+    }
 
 
 def _page_with(checks: list[StaleCheck]) -> Page:

@@ -69,6 +69,19 @@ def test_step_returns_headline_summary_and_one_plot_per_slot(small_outputs):
     assert counters.startswith("Gradient entries in bfloat16 (36 in all)")
 
 
+def test_a_kept_answer_is_the_same_steps_and_a_caller_cannot_change_it(small_outputs):
+    """The second call with the same settings answers what a fresh report says, and changing the
+    summary one caller got leaves the next caller's alone."""
+    again = run_step(0, 32, 8, 4, 0.1, 1024.0)
+    assert again.summary == small_outputs.summary and again.headline == small_outputs.headline
+    assert [plot.plot for plot in again[TEXT_OUTPUTS:]] == [
+        plot.plot for plot in small_outputs[TEXT_OUTPUTS:]
+    ]
+    again.summary["losses"]["mixed_new"] = "changed by a caller"
+    third = run_step(0, 32, 8, 4, 0.1, 1024.0)
+    assert third.summary["losses"]["mixed_new"] == run_report(SMALL).mixed_new_loss
+
+
 def test_headline_follows_the_inputs():
     """A different learning rate and dtype give a different headline, matching run_report."""
     markdown, summary, counters, *_ = run_step(0, 32, 8, 4, 0.5, 1024.0, 0, 1.0, 1.0, "float16")
