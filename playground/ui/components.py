@@ -154,7 +154,7 @@ def merged(*answers: dict[Key, Any]) -> dict[Key, Any]:
     every property they set, the later one's winning where two set the same (a plain value
     sets ``value``).
 
-    >>> merged({"lr": gr.update(info="bad")}, {"lr": 0.1}) == gr.update(info="bad", value=0.1)
+    >>> merged({"lr": gr.update(info="bad")}, {"lr": 0.1})["lr"] == gr.update(info="bad", value=0.1)
     True
     """
     answer: dict[Key, Any] = {}
