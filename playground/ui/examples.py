@@ -44,7 +44,7 @@ from playground.core.runs.train import DynamicsReport
 from playground.core.step.report import StepReport
 from playground.sections.dynamics import tab as dynamics_tab
 from playground.sections.dynamics.curves import curves_of
-from playground.ui.widgets import as_plot, plotted
+from playground.ui.widgets import as_plot, plotted, sender
 
 Lesson = StepLesson
 # The step lessons, then precision per operation's (they point at the operations table), the
@@ -82,7 +82,7 @@ def clicked(event: gr.EventData, lessons: Iterable[L]) -> L:
         The lesson; gr.Error when no button of ``lessons`` sent the event.
     """
     by_button = {button_id(lesson): lesson for lesson in lessons}
-    target = getattr(getattr(event, "target", None), "elem_id", None)
+    target = sender(event)
     if target not in by_button:
         raise gr.Error(f"this event takes a click on a lesson button; got {target or 'none'}")
     return by_button[target]

@@ -82,7 +82,6 @@ COMMIT_OUTPUTS = (
     "loss_scale_presets",
     "caption",
 )
-SCALE_OUTPUTS = COMMIT_OUTPUTS  # the loss scale's control is among them
 LESSON_OUTPUTS = tuple(
     dict.fromkeys((*COMMIT_OUTPUTS, *(Control(name) for name in INPUTS), "tabs", "open_tab"))
 )

@@ -35,7 +35,7 @@ from playground.sections.route.view import chapter_view, counter, question_text
 from playground.ui import examples
 from playground.ui.assets import ROUTE_OPENED, scroll_js
 from playground.ui.page_events import cached_report
-from playground.ui.widgets import as_plot, quiet_progress
+from playground.ui.widgets import as_plot, quiet_progress, sender
 
 NOT_STARTED = -1  # the chapter "opened" before the first, or by a cleared picker
 START_LABEL = f"Start here: chapter 1 of {len(ROUTE)}, {ROUTE[0].title.lower()}"
@@ -72,10 +72,10 @@ def step_of(event: gr.EventData) -> int | None:
         1 for ``#route-next``, -1 for ``#route-prev``, None for ``#route-select``; gr.Error for
         any other sender.
     """
-    sender = getattr(getattr(event, "target", None), "elem_id", None)
-    if sender not in STEPS:
-        raise gr.Error(f"this event takes the route's buttons or picker; got {sender or 'none'}")
-    return STEPS[sender]
+    trigger = sender(event)
+    if trigger not in STEPS:
+        raise gr.Error(f"this event takes the route's buttons or picker; got {trigger or 'none'}")
+    return STEPS[trigger]
 
 
 def target(by: int | None, choice: str | None) -> int:

@@ -44,8 +44,13 @@ def control_classes(name: str, invalid: bool = False) -> list[str]:
 def control(name: str, **overrides: Any) -> gr.components.Component:
     """One input component for field ``name``, labelled in words, its ``elem_id`` the field."""
     bounds = settings()[name]
-    options = {"label": bounds.label, "elem_id": name, "value": DEFAULTS[name]} | overrides
-    options = {"info": control_info(name), "elem_classes": control_classes(name)} | options
+    options = {
+        "label": bounds.label,
+        "elem_id": name,
+        "value": DEFAULTS[name],
+        "info": control_info(name),
+        "elem_classes": control_classes(name),
+    } | overrides
     if bounds.choices:
         return gr.Radio(list(bounds.choices), **options)
     if name in SLIDERS:
@@ -60,6 +65,12 @@ def field_message(name: str, problem: str | None) -> dict[str, Any]:
     return gr.update(
         info=problem or control_info(name), elem_classes=control_classes(name, bool(problem))
     )
+
+
+def sender(event: gr.EventData | None) -> str | None:
+    """The elem_id of the component that sent ``event`` (its ``target``, which Gradio's front end
+    passes along a chain of events); None when there is none."""
+    return getattr(getattr(event, "target", None), "elem_id", None)
 
 
 def field_notice(name: str) -> gr.Markdown:

@@ -31,7 +31,7 @@ from playground.ui.assets import SCROLL_TO_NAMED_JS
 from playground.ui.components import Control, Key, Page, merged
 from playground.ui.examples import BY_CLICK, clicked, wire_training_lessons
 from playground.ui.fair_use import LANE_SLOTS
-from playground.ui.widgets import commit_triggers, quiet_progress
+from playground.ui.widgets import commit_triggers, quiet_progress, sender
 
 # The page's step events share one concurrency group (a session's run one at a time, in the
 # order sent: ``ui.session_order``); private, never part of the API.
@@ -115,18 +115,18 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
     exponent, presets = page.loss_scale_exponent, page.loss_scale_presets
 
     def on_loss_scale(power: Any, label: Any, *args: Any, event: gr.EventData) -> Any:
-        sender = getattr(getattr(event, "target", None), "elem_id", None)
-        if sender == exponent.elem_id:
+        used = sender(event)
+        if used == exponent.elem_id:
             value = 2.0 ** int(power)
-        elif sender == presets.elem_id:
+        elif used == presets.elem_id:
             value = preset_loss_scale(label)
         else:
-            raise gr.Error(f"this event takes the loss-scale controls; got {sender or 'none'}")
+            raise gr.Error(f"this event takes the loss-scale controls; got {used or 'none'}")
         values = STEP.values(args[:-2]) | {"loss_scale": value}
         answer = merged({Control("loss_scale"): value}, page_events.commit(values, *args[-2:]))
         return _answer(page, answer)
 
-    scale_outputs = [page[key] for key in page_events.SCALE_OUTPUTS]
+    scale_outputs = [page[key] for key in page_events.COMMIT_OUTPUTS]
     event = page.gathering(
         on_loss_scale,
         [exponent, presets, *inputs, page.last_valid, page.notices_shown],
