@@ -16,7 +16,9 @@ own X-Forwarded-For visitor; only documentation addresses, 192.0.2.x and 198.51.
            settings (steps, mode, period at 32 x 8 x 4) add at most 40 MB; /step calls 350 to
            700 at one shape add at most 20 MB;
   class    30 visitors x 5 /step calls at the default shape, all at once: all answered, p95
-           under 3 s;
+           under 3 s; once with each visitor's calls in one session (as a browser tab's or a
+           gradio_client Client's), once with a new session per call (raw HTTP with no
+           session_hash: Gradio copies every block's config for each new session);
   flood    while one visitor floods /dynamics (FLOOD concurrent requests, for FLOOD_SECONDS),
            another visitor's /step calls: p95 and max under 3 s, no HTTP 503;
   fair     with PLAYGROUND_TRUSTED_PROXIES=1, one visitor sends 300 of the largest accepted
@@ -276,17 +278,25 @@ def mixed_calls(url: str, pid: int) -> None:
     )
 
 
-def a_class(url: str) -> None:
-    log(f"class: {CLASS_VISITORS} visitors x {CLASS_CALLS} /step calls at once")
+def a_class(url: str, *, sessions: bool) -> None:
+    """30 visitors x 5 /step calls, all at once. With ``sessions`` each visitor's calls share
+    one session (``session_hash``), as a browser tab's or a gradio_client Client's do; without,
+    each call is a new session, as a script of raw HTTP calls with no session_hash sends them
+    (Gradio sets up a session's copy of every block's config for each: a cost in the page's
+    size)."""
+    how = "one session per visitor" if sessions else "a new session per call"
+    log(f"class: {CLASS_VISITORS} visitors x {CLASS_CALLS} /step calls at once, {how}")
     answers: list[Answer] = []
     lock = threading.Lock()
     start = threading.Barrier(CLASS_VISITORS)
 
     def student(i: int) -> None:
+        session = f"class-visitor-{i}-{time.monotonic_ns()}" if sessions else None
         with httpx.Client(timeout=CALL_TIMEOUT) as http:
             start.wait()
             for _ in range(CLASS_CALLS):
-                answer = attempt(url, "step", args(), visitor(f"192.0.2.{i}"), http)
+                who = visitor(f"192.0.2.{i}")
+                answer = attempt(url, "step", args(), who, http, session=session)
                 with lock:
                     answers.append(answer)
 
@@ -308,7 +318,7 @@ def a_class(url: str) -> None:
             f"class: first failure: {failed[0].kind} {failed[0].status} {failed[0].message[:200]}"
         )
     result_line(
-        f"class: {CLASS_VISITORS} visitors x {CLASS_CALLS} /step calls, concurrently",
+        f"class: {CLASS_VISITORS} visitors x {CLASS_CALLS} /step calls, concurrently, {how}",
         f"{len(done)}/{total} answered, {unavailable} HTTP 503, p50 "
         f"{statistics.median(times):.2f} s, p95 {p95:.2f} s, max {max(times):.2f} s "
         f"({wall:.1f} s wall)",
@@ -906,7 +916,8 @@ def main() -> None:
         if "all" in modes:
             mixed_calls(server.url, pid)
         if modes & {"all", "shares", "class"}:
-            a_class(server.url)
+            a_class(server.url, sessions=True)
+            a_class(server.url, sessions=False)
         if modes & {"all", "shares"}:
             flood(server.url)
             fair_share(server.url)

@@ -100,8 +100,11 @@ class Raw(str):
     """A JSON token written into the body as is (NaN, Infinity, 1e999, ...)."""
 
 
-def request_body(data: list[Any]) -> str:
-    """``{"data": data}`` as JSON text; floats nan/inf become NaN/Infinity, Raw goes in as is."""
+def request_body(data: list[Any], session: str | None = None) -> str:
+    """``{"data": data}`` as JSON text, with ``"session_hash": session`` when given (Gradio's
+    ``/call`` then runs the call in that session, as a browser tab's or a gradio_client
+    Client's calls share one; without it each call is a new session); floats nan/inf become
+    NaN/Infinity, Raw goes in as is."""
     raws: dict[str, str] = {}
 
     def mark(value: Any) -> Any:
@@ -111,7 +114,10 @@ def request_body(data: list[Any]) -> str:
             return key
         return value
 
-    text = json.dumps({"data": [mark(value) for value in data]}, allow_nan=True)
+    body: dict[str, Any] = {"data": [mark(value) for value in data]}
+    if session is not None:
+        body["session_hash"] = session
+    text = json.dumps(body, allow_nan=True)
     for key, token in raws.items():
         text = text.replace(json.dumps(key), token)
     return text
@@ -148,9 +154,11 @@ def call(
     http: httpx.Client | None = None,
     *,
     body: str | None = None,
+    session: str | None = None,
     timeout: float = TIMEOUT,
 ) -> Answer:
-    """POST the inputs (or ``body`` as is), then read the event stream to its result.
+    """POST the inputs (or ``body`` as is), in ``session`` when given (``request_body``), then
+    read the event stream to its result.
 
     ``http`` reuses a client's connections; raises ``TimeoutError`` when no result arrives
     within ``timeout`` seconds (heartbeats keep the stream alive meanwhile)."""
@@ -161,7 +169,7 @@ def call(
     try:
         posted = client.post(
             f"{url}gradio_api/call/{api}",
-            content=request_body(data or []) if body is None else body,
+            content=request_body(data or [], session) if body is None else body,
             headers={"content-type": "application/json", **headers},
         )
         answer = Answer("http", posted.status_code, posted.text)
@@ -192,13 +200,14 @@ def attempt(
     headers: dict[str, str] | None = None,
     http: httpx.Client | None = None,
     *,
+    session: str | None = None,
     timeout: float = TIMEOUT,
 ) -> Answer:
     """``call``, but a late result is a "timeout" answer and a broken connection an
     "exception" answer (both timed), never an exception."""
     start = time.perf_counter()
     try:
-        return call(url, api, data, headers, http, timeout=timeout)
+        return call(url, api, data, headers, http, session=session, timeout=timeout)
     except (TimeoutError, httpx.TimeoutException):
         answer = Answer("timeout", 0, f"no result within {timeout:.0f} s")
     except httpx.HTTPError as error:

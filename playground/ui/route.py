@@ -14,14 +14,14 @@ buttons. And, in the ``heavy`` concurrency group, the chapter's checked claim (`
 beside the one picture that answers it (``#route-chart``), its payoff (``#route-payoff``,
 ``#route-payoff-chart``) under them; the buttons are done once these are drawn. The chapter's
 runs are the page's own (the step report cache, the training lessons' runs), so a chapter
-opened twice, or its lesson's button, never computes again. The three triggers share one chain
-for the chapter's step and one event for its claim and picture, which read the trigger from the
+opened twice, or its lesson's button, never computes again. The chapter's step is a link of the
+page's one chain of lesson events (``opener``, wired by ``ui.wiring`` with the lesson buttons);
+the three triggers share one event for the claim and picture. Both read the trigger from the
 event's ``gr.EventData`` (``step_of``); only the browser's instant answer is one per trigger.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +33,7 @@ from playground.core.lessons import LESSONS, RUN_FIELDS, DynamicsLesson, StepLes
 from playground.core.lessons.route import ROUTE, reads
 from playground.sections.route.view import chapter_view, counter, question_text
 from playground.ui import examples
-from playground.ui.assets import ROUTE_OPENED, scroll_js
+from playground.ui.assets import ROUTE_OPENED
 from playground.ui.page_events import cached_report
 from playground.ui.widgets import as_plot, quiet_progress, sender
 
@@ -55,6 +55,7 @@ OPENED_JS = (
 )
 
 
+CHAPTER_ID = "route-chapter"  # the question: where the page scrolls to once a chapter opens
 # The chapter each trigger opens, by its elem_id: the next, the previous, the one picked.
 STEPS: dict[str, int | None] = {"route-next": 1, "route-prev": -1, "route-select": None}
 
@@ -122,7 +123,7 @@ def build() -> Route:
                 min_width=220,
             )
         counter_ = gr.Markdown(elem_id="route-counter", visible="hidden")
-        question = gr.Markdown(elem_id="route-chapter", visible="hidden")
+        question = gr.Markdown(elem_id=CHAPTER_ID, visible="hidden")
         # The claim beside its picture, then the payoff beside its chart (on a phone each text
         # right above its picture, so a claim and its picture share the screen). Mounted with the
         # page, so the first chapter's picture is drawn into a chart that is already there; the
@@ -249,23 +250,33 @@ def view(index: int) -> dict[str, Any]:
     }
 
 
-def wire(
-    route: Route,
-    page: Any,
-    run_step_lesson: Callable[..., dict],
-    step_outputs: list[Any],
-    lane: dict[str, Any],
-    then_charts: Callable[[Any], None],
-) -> None:
-    """Previous, next and the chapter list (see the rule). ``run_step_lesson(lesson, last,
-    shown)`` answers a step lesson by the page's keys on ``step_outputs``, with the event
-    options ``lane`` (its concurrency group); ``then_charts`` chains the figures of the results
-    below."""
+@dataclass(frozen=True)
+class Opener:
+    """A chapter's step, for the page's one chain of lesson events (``ui.wiring``): the
+    route's ``triggers``, the components the step sets beyond a lesson's (``outputs``: the
+    Training dynamics tab's run inputs, the route's header), and ``answer(trigger, choice,
+    last, shown)``, the step's updates by component for the trigger with elem_id ``trigger``
+    (a key of ``STEPS``) from the picker's ``choice``; None when it opens no chapter (a cleared
+    picker)."""
+
+    triggers: list[Any]
+    outputs: list[Any]
+    answer: Callable[[str, Any, Any, Any], dict[Any, Any] | None]
+
+
+def triggers(route: Route) -> list[Any]:
+    """The route's triggers, in ``STEPS``' order: next, previous, the picker."""
+    return [route.next.click, route.prev.click, route.select.input]
+
+
+def opener(route: Route, page: Any, run_step_lesson: Callable[..., dict]) -> Opener:
+    """The chapter's step (see the rule): ``run_step_lesson(lesson, last, shown)`` answers a
+    step lesson by the page's keys."""
     dynamics = page.sections["dynamics"]
     run_controls = [dynamics.controls[name] for name in RUN_FIELDS]
     header = [route.counter, route.question, route.select, route.prev, route.next]
 
-    def opened(index: int, last: Any, shown: Any) -> Any:
+    def opened(index: int, last: Any, shown: Any) -> dict[Any, Any]:
         chapter = ROUTE[index]
         updates = run_step_lesson(step_lesson(chapter.lesson), last, shown)
         updates = {key: value for key, value in updates.items() if key not in ("tabs", "open_tab")}
@@ -276,23 +287,28 @@ def wire(
             answer |= {dynamics.controls[n]: v for n, v in lesson.run_inputs.items()}
         return answer | {getattr(route, name): value for name, value in nav(index).items()}
 
+    def answer(trigger: str, choice: Any, last: Any, shown: Any) -> dict[Any, Any] | None:
+        index = target(STEPS[trigger], choice)
+        return None if index == NOT_STARTED else opened(index, last, shown)
+
+    return Opener(triggers(route), [*run_controls, *header], answer)
+
+
+def wire(route: Route, page: Any) -> None:
+    """The route's own events (see the rule): each trigger's instant answer in the browser,
+    and, from the same click, the chapter's claim and picture. The chapter's step is a link of
+    the page's chain of lesson events (``opener``)."""
+
     def on_view(choice: Any, event: gr.EventData) -> Any:
         index = target(step_of(event), choice)
         if index == NOT_STARTED:  # the picker cleared: no chapter to show
             return gr.skip()
         return {getattr(route, name): value for name, value in view(index).items()}
 
-    def on_open(choice: Any, last: Any, shown: Any, event: gr.EventData) -> Any:
-        index = target(step_of(event), choice)
-        if index == NOT_STARTED:  # the picker cleared: no chapter to open
-            return gr.skip()
-        return opened(index, last, shown)
-
-    outputs = [*step_outputs, *run_controls, *header]
     view_outputs = [route.view, route.claim, route.payoff, route.chart]
     view_outputs.append(route.payoff_chart)
-    triggers = [route.next.click, route.prev.click, route.select.input]
-    for trigger, by in zip(triggers, STEPS.values(), strict=True):
+    used = triggers(route)
+    for trigger, by in zip(used, STEPS.values(), strict=True):
         # At once, in the browser: the buttons busy, the chapter's area saying what it computes
         # (one listener per trigger: the browser's answer knows no trigger but its own).
         trigger(
@@ -303,16 +319,8 @@ def wire(
             api_visibility="private",
             **quiet_progress(page.notices_shown),
         )
-    # One chain for the three triggers, each click its own run (``examples.BY_CLICK``): the
-    # chapter's step (its settings in the controls, the results below) and header ...
-    inputs = [route.select, page.last_valid, page.notices_shown]
-    on_any = functools.partial(gr.on, triggers)
-    event = page.gathering(on_open, inputs, outputs).after(on_any, **(lane | examples.BY_CLICK))
-    then_charts(event)
-    event.then(fn=None, js=scroll_js("route-chapter"))
-    # ... and, from the same click, its claim and picture.
     gr.on(
-        triggers,
+        used,
         on_view,
         [route.select],
         view_outputs,

@@ -5,11 +5,12 @@ record, and the page's stale checks (``Page.with_checks``: each commit answers t
 event of their own), and its progress shows on the headline only: the browser then marks and
 updates only what the event can change. Every event that reads the controls (a commit, the
 loss-scale controls, a lesson, the route) gathers them in the browser into the page's one hidden
-box first (``ui.gathered_inputs``): the server's event reads the box and the States. A row of
-lesson buttons, the route's previous / next / picker, and the loss-scale controls are each one
-chain of events (``gr.on`` on every trigger), whose handlers tell the trigger from the event's
-``gr.EventData`` (``ui.examples``, ``ui.route``); a lesson's run names what it points at in a
-hidden box, and the page's scroll, in the browser, reads it. The first commit is chained after
+box first (``ui.gathered_inputs``): the server's event reads the box and the States. The lesson
+buttons with the route's previous / next / picker, the training lessons' buttons, and the
+loss-scale controls are each one chain of events (``gr.on`` on every trigger), whose handlers
+tell the trigger from the event's ``gr.EventData`` (``ui.examples``, ``ui.route``); a lesson's
+or a chapter's run names what it points at in a hidden box, and the page's scroll, in the
+browser, reads it. The first commit is chained after
 the URL is read (``.then``), so the page's first numbers are the URL's settings. An event that
 shows no progress tracks it on one State (``ui.widgets.quiet_progress``): Gradio's front end
 keeps the loading status of every component an event ever tracked (its outputs, unless
@@ -137,35 +138,36 @@ def _wire_loss_scale(page: Page, inputs: list[Any], once: dict, then_charts: Any
 
 
 def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
-    """The lesson buttons, one chain for all (``ui.examples``' rule): the clicked lesson's
-    settings at once, one run, its caption, then the page scrolls to what the lesson points at
-    (the run names it, ``{"elem_id": ...}``, in the hidden JSON box ``scroll_target``, which
-    the browser's scroll reads)."""
+    """The lesson buttons and the route's previous / next / picker, one chain for all
+    (``ui.examples``' rule): the clicked lesson's settings at once, or the chapter's
+    (``route.opener``), one run, then the page scrolls to what the lesson points at, or to the
+    chapter's question (the run names it, ``{"elem_id": ...}``, in the hidden JSON box
+    ``scroll_target``, which the browser's scroll reads; null when it opens nothing)."""
     lesson_outputs = [page[key] for key in page_events.LESSON_OUTPUTS]
     buttons = list(page.example_buttons.values())
     lessons = [LESSONS[lesson_id] for lesson_id in page.example_buttons]
+    chapter = route.opener(page.route, page, page_events.run_lesson)
 
-    def on_lesson(last_value: Any, shown_value: Any, event: gr.EventData) -> Any:
+    def on_lesson(choice: Any, last_value: Any, shown_value: Any, event: gr.EventData) -> Any:
+        trigger = sender(event)
+        if trigger in route.STEPS:
+            opened = chapter.answer(trigger, choice, last_value, shown_value)
+            scroll = None if opened is None else {"elem_id": route.CHAPTER_ID}
+            return (opened or {}) | {page.scroll_target: gr.update(value=scroll)}
         lesson = clicked(event, lessons)
         answer = page_events.run_lesson(lesson, last_value, shown_value)
         return _answer(page, answer) | {page.scroll_target: {"elem_id": lesson.target}}
 
     checked = page.gathering(
-        on_lesson, [page.last_valid, page.notices_shown], [*lesson_outputs, page.scroll_target]
+        on_lesson,
+        [page.route.select, page.last_valid, page.notices_shown],
+        [*lesson_outputs, *chapter.outputs, page.scroll_target],
     )
-    event = checked.after(
-        functools.partial(gr.on, [button.click for button in buttons]), **(once | LANE | BY_CLICK)
-    )
+    triggers = [button.click for button in buttons] + chapter.triggers
+    event = checked.after(functools.partial(gr.on, triggers), **(once | LANE | BY_CLICK))
     then_charts(event.then(fn=None, inputs=[page.scroll_target], js=SCROLL_TO_NAMED_JS))
-    # The route's previous / next (``ui.route``).
-    route.wire(
-        page.route,
-        page,
-        page_events.run_lesson,
-        lesson_outputs,
-        once | LANE,
-        then_charts,
-    )
+    # The route's instant answer in the browser, its claim and picture (``ui.route``).
+    route.wire(page.route, page)
     # The training lessons' buttons, in the Training dynamics tab (``ui.examples``).
     dynamics = page.sections["dynamics"]
     wire_training_lessons(

@@ -52,8 +52,9 @@ def test_a_cleared_chapter_picker_opens_nothing_and_changes_no_result():
     from playground.ui.page import build_demo
 
     demo = build_demo()
-    # One event serves previous, next and the picker: the event's data names the picker.
-    pick = next(fn for fn in dict(demo.fns).values() if fn.name == "on_open")
+    # One event serves the lessons, previous, next and the picker: the event's data names the
+    # picker.
+    pick = next(fn for fn in dict(demo.fns).values() if fn.name == "on_lesson")
     gathered = pick.fn.gathered
     picked = gr.EventData(gathered.inputs[0], {})
     values = [None if c is gathered.inputs[0] else getattr(c, "value", None) for c in gathered.sent]
@@ -61,6 +62,9 @@ def test_a_cleared_chapter_picker_opens_nothing_and_changes_no_result():
     ids = {getattr(component, "elem_id", None) for component in answer}
     assert not ids & {"route-counter", "route-chapter", "route-claim", "headline", "lr"}
     assert all(update == {"__type__": "update"} or "value" in update for update in answer.values())
+    # ... and no scroll: the box the page's scroll reads names nothing.
+    (scroll,) = [value for c, value in answer.items() if c.elem_id == "lesson-scroll-target"]
+    assert scroll["value"] is None
     view = next(fn for fn in dict(demo.fns).values() if fn.name == "on_view")
     assert view.fn(None, picked) == {"__type__": "update"}
     # Next before the first chapter opens chapter 1; after the last, chapter 1 again.
