@@ -165,7 +165,10 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
     )
     triggers = [button.click for button in buttons] + chapter.triggers
     event = checked.after(functools.partial(gr.on, triggers), **(once | LANE | BY_CLICK))
-    then_charts(event.then(fn=None, inputs=[page.scroll_target], js=SCROLL_TO_NAMED_JS))
+    # The charts and the scroll both follow the run: the charts' request leaves at once, not
+    # after a step in the browser (a chapter's picture, drawn meanwhile, shares the CPU).
+    then_charts(event)
+    event.then(fn=None, inputs=[page.scroll_target], js=SCROLL_TO_NAMED_JS)
     # The route's instant answer in the browser, its claim and picture (``ui.route``).
     route.wire(page.route, page)
     # The training lessons' buttons, in the Training dynamics tab (``ui.examples``).
