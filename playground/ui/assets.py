@@ -27,15 +27,6 @@ import gradio as gr
 
 from playground.views.plotly import DARK_PALETTE
 
-
-def scroll_js(element_id: str) -> str:
-    """JS that scrolls the element with ``element_id`` to the top of the window."""
-    return (
-        f"() => {{ const e = document.getElementById({element_id!r});"
-        " if (e) e.scrollIntoView({behavior: 'smooth', block: 'start'}); }"
-    )
-
-
 # JS that scrolls the element its one input names (``{"elem_id": ...}``, a JSON box's value) to
 # the top of the window; nothing when it names none: one listener for elements a server event
 # names.

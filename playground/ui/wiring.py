@@ -10,12 +10,12 @@ buttons with the route's previous / next / picker, the training lessons' buttons
 loss-scale controls are each one chain of events (``gr.on`` on every trigger), whose handlers
 tell the trigger from the event's ``gr.EventData`` (``ui.examples``, ``ui.route``); a lesson's
 or a chapter's run names what it points at in a hidden box, and the page's scroll, in the
-browser, reads it. The first commit is chained after
-the URL is read (``.then``), so the page's first numbers are the URL's settings. An event that
-shows no progress tracks it on one State (``ui.widgets.quiet_progress``): Gradio's front end
-keeps the loading status of every component an event ever tracked (its outputs, unless
-``show_progress_on`` names others) and sets each of them again, with a walk of the page's layout
-tree, on every status change of any event, so each output tracked costs every later commit.
+browser, reads it. The first commit is chained after the URL is read (``.then``), so the page's
+first numbers are the URL's settings. An event that shows no progress tracks it on one State
+(``ui.widgets.quiet_progress``): Gradio's front end keeps the loading status of every component
+an event ever tracked (its outputs, unless ``show_progress_on`` names others) and sets each of
+them again, with a walk of the page's layout tree, on every status change of any event, so each
+output tracked costs every later commit.
 """
 
 from __future__ import annotations
