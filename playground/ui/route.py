@@ -55,7 +55,6 @@ OPENED_JS = (
 )
 
 
-CHAPTER_ID = "route-chapter"  # the question: where the page scrolls to once a chapter opens
 # The chapter each trigger opens, by its elem_id: the next, the previous, the one picked.
 STEPS: dict[str, int | None] = {"route-next": 1, "route-prev": -1, "route-select": None}
 
@@ -123,7 +122,7 @@ def build() -> Route:
                 min_width=220,
             )
         counter_ = gr.Markdown(elem_id="route-counter", visible="hidden")
-        question = gr.Markdown(elem_id=CHAPTER_ID, visible="hidden")
+        question = gr.Markdown(elem_id="route-chapter", visible="hidden")
         # The claim beside its picture, then the payoff beside its chart (on a phone each text
         # right above its picture, so a claim and its picture share the screen). Mounted with the
         # page, so the first chapter's picture is drawn into a chart that is already there; the

@@ -152,7 +152,7 @@ def _wire_lessons(page: Page, once: dict, then_charts: Any) -> None:
         trigger = sender(event)
         if trigger in route.STEPS:
             opened = chapter.answer(trigger, choice, last_value, shown_value)
-            scroll = None if opened is None else {"elem_id": route.CHAPTER_ID}
+            scroll = None if opened is None else {"elem_id": page.route.question.elem_id}
             return (opened or {}) | {page.scroll_target: gr.update(value=scroll)}
         lesson = clicked(event, lessons)
         answer = page_events.run_lesson(lesson, last_value, shown_value)
