@@ -11,11 +11,8 @@ stop whose arrow keys move between them), names the upload button by its visible
 text, and dresses every chart: its text alternative (the figure's ``layout.meta.description``,
 computed from its data by ``views.chart_text``) as the chart's accessible name, and
 in the dark theme (Gradio's ``body.dark``, from ``?__theme=dark`` or the system's preference) the
-light palette swapped for ``views.plotly.DARK_PALETTE``. It also numbers each event the page
-sends to the queue, in the order it sends them (``PAGE_ORDER``, a key of the join's body): two
-requests sent a moment apart may reach the server in either order, and the server starts a
-session's page events in the page's order (``ui.session_order``). And it preloads Gradio's
-Plotly chunk as the page mounts (``PLOTLY_CHUNKS``), not when the first chart's data arrives.
+light palette swapped for ``views.plotly.DARK_PALETTE``. And it preloads Gradio's Plotly
+chunk as the page mounts (``PLOTLY_CHUNKS``), not when the first chart's data arrives.
 """
 
 from __future__ import annotations
@@ -207,16 +204,12 @@ LOST_TEXT = (
 )
 LOST_TOASTS = ("Connection to the server was lost", "Connection errored out")
 
-# The key of a queue join's body that holds the page's own number for the event (1, 2, ...).
-PAGE_ORDER = "page_order"
-
 # Gradio's slider commits its number box on leaving it (the "release" event) but not on Enter,
 # and its track on pointer-up only: Enter leaves the box, and releasing an arrow (Home, End, ...)
 # key on the track counts as a pointer-up, so every control commits from the keyboard too.
 
 JS = (
-    f"() => {{\n  const pageOrder = {json.dumps(PAGE_ORDER)};\n"
-    f"  const plotlyChunks = {json.dumps(PLOTLY_CHUNKS)};\n"
+    f"() => {{\n  const plotlyChunks = {json.dumps(PLOTLY_CHUNKS)};\n"
     """  const gradioScript = document.querySelector('script[type=module][src*="/assets/index-"]');
   if (gradioScript) plotlyChunks.forEach((name) => {
     const preload = document.createElement("link");
@@ -225,21 +218,6 @@ JS = (
     preload.href = new URL(name, gradioScript.src).href;
     document.head.appendChild(preload);
   });
-"""
-    """  const send = window.fetch.bind(window);
-  let sent = 0;
-  window.fetch = (input, init) => {
-    const url = typeof input === "string" ? input : input && input.url;
-    if (init && init.method === "POST" && typeof init.body === "string" && url &&
-        url.includes("/queue/join")) {
-      try {
-        const body = JSON.parse(init.body);
-        body[pageOrder] = ++sent;
-        init = {...init, body: JSON.stringify(body)};
-      } catch (error) { /* not JSON: sent as it is */ }
-    }
-    return send(input, init);
-  };
 """
     f"  const lostId = {json.dumps(LOST_ID)}, lostText = {json.dumps(LOST_TEXT)};\n"
     f"  const lostToasts = {json.dumps(LOST_TOASTS)};\n"

@@ -41,8 +41,7 @@ from typing import Any
 import gradio as gr
 from starlette.datastructures import Headers
 
-from playground.ui import session_order
-from playground.ui.assets import PAGE_ORDER
+from playground.ui import gathered_inputs, session_order
 from playground.ui.bodies import read_body
 from playground.ui.gradio_internals import queue as gradio_queue
 from playground.ui.gradio_internals.events import event_kind, event_of_join
@@ -196,7 +195,8 @@ class HeavyRunMiddleware:
 
     def _event(self, path: str, body: bytes) -> tuple[Any, str | None, int | None]:
         """The event's BlockFunction (None if unknown), the body's session hash, and the
-        page's number for the event (``ui.assets.PAGE_ORDER``; None when it carries none)."""
+        page's number for the event (the gathered box's, ``gathered_inputs.sent_number``;
+        None when it carries none)."""
         try:
             payload = json.loads(body)
         except ValueError:
@@ -204,9 +204,10 @@ class HeavyRunMiddleware:
         payload = payload if isinstance(payload, dict) else {}
         session = payload.get("session_hash")
         session = session if isinstance(session, str) else None
-        sent = payload.get(PAGE_ORDER)
-        sent = sent if isinstance(sent, int) and not isinstance(sent, bool) else None
-        return event_of_join(self.blocks, path, payload), session, sent
+        fn = event_of_join(self.blocks, path, payload)
+        inputs = payload.get("data")
+        sent = gathered_inputs.sent_number(fn, inputs if isinstance(inputs, list) else [])
+        return fn, session, sent
 
     def _visitor_events(self, who: str) -> list[Any]:
         """The client's events in Gradio's queue: waiting in any concurrency group, or

@@ -5,7 +5,10 @@ only (``js``, no server call): it puts the values of the controls, in order, int
 ``gr.JSON`` box. The second, chained after it (``.then``), is the server's: its inputs are the
 box and the States, and it calls the handler with every input in the original order, each
 control's value as the browser held it at the commit (raw, as an event with
-``preprocess=False`` receives it). A handler with a parameter annotated ``gr.EventData`` (one
+``preprocess=False`` receives it). The box also holds the page's number for the gathering
+(``SENT``: 1, 2, ... in the order the page sent them), read where the event joins the queue
+(``sent_number``): the server starts a session's commits in that order (``ui.session_order``).
+A handler with a parameter annotated ``gr.EventData`` (one
 chain for several triggers: ``gr.on``) gets the server event's own, by that name: Gradio's
 front end passes the trigger's id along a chain, so its ``target`` is the component clicked.
 A box whose list does not match the controls is refused, naming the box, before the handler
@@ -33,8 +36,14 @@ import gradio as gr
 
 from playground.core.settings.settings import ConfigError
 
-# The browser-side half: the controls' values, in the order of the event's inputs.
-GATHER_JS = "(...values) => ({values})"
+# The key of the box's number: the page's count of its gatherings, in the order it made them.
+SENT = "sent"
+# The browser-side half: the controls' values, in the order of the event's inputs, and the
+# page's number for this gathering (a counter on the page's window, one per tab).
+GATHER_JS = (
+    "(...values) => ({values, "
+    f"{SENT}: (globalThis.playgroundSent = (globalThis.playgroundSent || 0) + 1)}})"
+)
 BOX_ID = "gathered-inputs"
 
 
@@ -140,6 +149,22 @@ def expanded(fn: Any, inputs: list[Any]) -> tuple[list[Any], list[Any]]:
     if gathered is None:
         return list(getattr(fn, "inputs", ())), list(inputs)
     return list(gathered.inputs), gathered.values(*inputs)
+
+
+def sent_number(fn: Any, inputs: list[Any]) -> int | None:
+    """The page's number in the box an event's join sent (``inputs``, raw); None when ``fn``
+    reads no box or the box holds no positive whole number under ``SENT``.
+
+    >>> event = type("Event", (), {"fn": staticmethod(lambda: None)})()
+    >>> sent_number(event, [{"values": [], "sent": 3}]) is None  # no box: not gathered
+    True
+    """
+    if _gathered(fn) is None or not inputs or not isinstance(inputs[0], dict):
+        return None
+    number = inputs[0].get(SENT)
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        return None
+    return number
 
 
 def components(fn: Any) -> list[Any]:

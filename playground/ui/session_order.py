@@ -3,21 +3,24 @@
 Rule, per session and per private page event::
 
     arrived     the join middleware (``ui.fair_use``) numbers the event as it admits it: by the
-                page's own number (``ui.assets``' PAGE_ORDER, the order the page sent its
-                requests in) when the join carries one, else by the order of arrival
+                page's own number when the join carries one (a commit's gathered box holds it,
+                ``ui.gathered_inputs.SENT``: the order the page gathered its commits in), else
+                by the order of arrival
     take        before the session's lock, the event takes the oldest number of its kind
-    wait_turn   it waits until every event of its session with a smaller number has started
+    wait_turn   it waits until every event of its session numbered the same way (both by the
+                page, or both by arrival) with a smaller number has started
     started     it takes the session's lock (first come, first served) and says so
     superseded  a commit (an event that carries every setting's value) numbered before a
                 commit of its session that has already started is answered with a skip: the
                 newer one carries every value the older did (``commit_started`` records it)
     dropped     an event replaced before it started gives its number up
 
-Why the page's own number: two requests the page sent a moment apart travel on two
+Why the page's own number: two commits the page sent a moment apart travel on two
 connections and may reach the server in either order, and Gradio may start two of a session's
 events in either order too (both wait in a concurrency group that runs several at once). A
 number of the server's own could run a slider's refused value (sent second) before the
-commit of the box left just before, hiding the refusal's notice.
+commit of the box left just before, hiding the refusal's notice. The page's number and the
+server's count from different origins, so neither orders the other.
 
 An event that never starts (dropped before its handler) holds the others up at most WAIT
 seconds, and a number is forgotten after FORGET seconds.
@@ -89,13 +92,14 @@ def take(session: str, kind: int) -> Turn | None:
 
 
 async def wait_turn(session: str, turn: Turn | None) -> None:
-    """Wait until no event of ``session`` numbered before ``turn`` is still waiting to start
-    (at most WAIT seconds)."""
+    """Wait until no event of ``session`` numbered the same way and before ``turn`` is still
+    waiting to start (at most WAIT seconds)."""
     if turn is None:
         return
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline and any(
-        earlier.number < turn.number for earlier, _, _ in _PENDING.get(session, [])
+        earlier.sent == turn.sent and earlier.number < turn.number
+        for earlier, _, _ in _PENDING.get(session, [])
     ):
         await asyncio.sleep(POLL)
 

@@ -77,13 +77,14 @@ BOX_JS = """selector => { const e = document.querySelector(selector); if (!e) re
 
 @dataclass
 class Session:
-    """A page and the queue events it sent (their fn_index, in order, and the component id of
-    the trigger each was sent for)."""
+    """A page and the queue events it sent (their fn_index, in order, the component id of
+    the trigger each was sent for, and each gathered commit's number for the page's order)."""
 
     page: object
     url: str
     joins: list[int] = field(default_factory=list)
     senders: list[int | None] = field(default_factory=list)
+    numbers: list[object] = field(default_factory=list)
 
 
 def open_session(browser, url: str, viewport: dict) -> Session:
@@ -97,6 +98,9 @@ def open_session(browser, url: str, viewport: dict) -> Session:
             payload = json.loads(request.post_data)
             session.joins.append(payload.get("fn_index"))
             session.senders.append(payload.get("trigger_id"))
+            data = payload.get("data") or [None]
+            if isinstance(data[0], dict) and "values" in data[0]:  # a gathered commit's box
+                session.numbers.append(data[0].get("sent"))
 
     page.on("request", record)
     return session
@@ -112,6 +116,7 @@ def load_page(session: Session, query: str = "", charts: bool = True) -> None:
         page.wait_for_function(f"n => ({DRAWN_TITLES})().length >= n", arg=2, timeout=TIMEOUT_MS)
     session.joins.clear()
     session.senders.clear()
+    session.numbers.clear()
 
 
 @pytest.fixture(scope="module")
@@ -462,6 +467,11 @@ def test_a_refused_slider_value_is_refused_even_while_another_commit_runs(desk):
     assert field_message(page, "n").is_visible(), (
         f"N = 1e40 ran as N = {n.input_value()} (headline {headline(page)}) with no message"
     )
+    # Each commit's box carried the page's number, in the order the page sent them: the
+    # server's order (ui.session_order) reads it there.
+    numbers = desk.numbers
+    assert len(numbers) >= 2 and all(type(number) is int for number in numbers), numbers
+    assert numbers == sorted(set(numbers)), numbers
 
 
 def test_a_refused_slider_value_stays_what_its_notice_names(desk):

@@ -4,6 +4,7 @@ input in its order; the checks that go by control see each one inside the box.""
 from __future__ import annotations
 
 import functools
+import json
 
 import gradio as gr
 import pytest
@@ -13,6 +14,7 @@ from playground.core.settings.cost import step_work
 from playground.core.settings.settings import StepConfig, defaults
 from playground.ui import gathered_inputs
 from playground.ui.arguments import STEP
+from playground.ui.fair_use import HeavyRunMiddleware
 from playground.ui.launch import carries_every_setting, event_work
 from playground.ui.page import build_demo
 
@@ -108,3 +110,33 @@ def test_the_pages_commit_is_priced_by_the_settings_in_its_box(commit):
     assert work == step_work(config) + compile_work_by_hand("step", config)
     assert event_work(commit, [{"values": controls[:-1]}, *states]) == 0.0  # malformed
     assert {c.elem_id for c in gathered.sent} >= set(STEP.fields)
+
+
+def _join(demo, fn, data) -> bytes:
+    index = next(i for i, event in demo.fns.items() if event is fn)
+    return json.dumps({"fn_index": index, "session_hash": "s", "data": data}).encode()
+
+
+@pytest.mark.parametrize(
+    ("number", "read"),
+    [(1, 1), (7, 7), (0, None), (-3, None), (True, None), (7.0, None), ("7", None), (None, None)],
+)
+def test_the_join_reads_the_pages_number_from_a_gathered_commits_box(number, read):
+    """The order the page sent its commits in travels in the box (``SENT``); the join
+    middleware reads it there, a positive whole number or nothing."""
+    demo, *_ = _tiny()
+    server = next(fn for fn in demo.fns.values() if gathered_inputs.is_gathered(fn))
+    box = {"values": [1, "x"]} | ({} if number is None else {gathered_inputs.SENT: number})
+    middleware = HeavyRunMiddleware(app=None, blocks=demo)
+    fn, session, sent = middleware._event("/gradio_api/queue/join", _join(demo, server, [box]))
+    assert (fn, session, sent) == (server, "s", read)
+
+
+def test_an_event_without_a_box_carries_no_number_whatever_its_first_input():
+    with gr.Blocks() as demo:
+        a, out = gr.JSON(), gr.Textbox()
+        gr.Button().click(lambda value: "ok", a, out)
+    (fn,) = demo.fns.values()
+    middleware = HeavyRunMiddleware(app=None, blocks=demo)
+    data = [{"values": [], gathered_inputs.SENT: 4}]
+    assert middleware._event("/gradio_api/queue/join", _join(demo, fn, data))[2] is None

@@ -1,4 +1,4 @@
-"""A session's page events start in the order they reached the server (ui.session_order).
+"""A session's page events start in the order they were sent (ui.session_order).
 
 Through ``ui.launch.in_lane``, the lane every page event passes: an older event whose handler
 Gradio starts after a newer one's still runs first; an event that never starts holds the
@@ -8,6 +8,7 @@ others up at most WAIT seconds; another session is never held up.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
@@ -155,3 +156,22 @@ def test_events_the_page_did_not_number_are_never_skipped_as_superseded():
 
     _run(arrivals())
     assert ran == [8, 6]
+
+
+def test_the_pages_numbers_and_the_servers_never_order_each_other(monkeypatch):
+    # A commit numbered by the page (its box's number) that has not started yet does not hold
+    # up an event numbered by its arrival (a chart's), nor the other way round: the two counts
+    # start from different origins.
+    monkeypatch.setattr(session_order, "WAIT", AN_HOUR)
+    monkeypatch.setattr(session_order, "_counter", itertools.count(1000))  # a server that ran
+    session_order.arrived("p4", 6, sent=1)  # never starts
+    session_order.arrived("p4", 3)  # 1000
+    ran: list[int] = []
+    _run(_events([("p4", 3, 0.0)], ran))
+    session_order.take("p4", 6)
+    session_order.arrived("p4", 5)  # 1001, never starts
+    session_order.arrived("p4", 8, sent=2000)
+    _run(_events([("p4", 8, 0.0)], ran))
+    assert ran == [3, 8]
+    session_order.take("p4", 5)
+    session_order.started("p4")
