@@ -11,16 +11,12 @@ stop whose arrow keys move between them), names the upload button by its visible
 text, and dresses every chart: its text alternative (the figure's ``layout.meta.description``,
 computed from its data by ``views.chart_text``) as the chart's accessible name, and
 in the dark theme (Gradio's ``body.dark``, from ``?__theme=dark`` or the system's preference) the
-light palette swapped for ``views.plotly.DARK_PALETTE``. And it preloads Gradio's Plotly
-chunk as the page mounts (``PLOTLY_CHUNKS``), not when the first chart's data arrives.
+light palette swapped for ``views.plotly.DARK_PALETTE``.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-import gradio as gr
 
 from playground.views.plotly import DARK_PALETTE
 
@@ -30,22 +26,6 @@ from playground.views.plotly import DARK_PALETTE
 SCROLL_TO_NAMED_JS = (
     "(named) => { const e = named && named.elem_id && document.getElementById(named.elem_id);"
     " if (e) e.scrollIntoView({behavior: 'smooth', block: 'start'}); }"
-)
-
-
-# Gradio's front end asks for its Plotly chunk (several MB of JS) only once a chart's data has
-# arrived, so a first visit would wait for the page's first events, then for the chunk's
-# download and compile, then for its run and the drawing. The page preloads it as it mounts
-# instead (``modulepreload``: fetched and compiled off the main thread while those events go
-# to the server, not run), from the folder Gradio's own chunks were loaded from, so Gradio's
-# import finds that module (one request). Its run still waits for the first chart's data:
-# importing it as the page mounts draws the chart no sooner, and its run would hold back the
-# events that fetch the results, so the new loss would show later.
-PLOTLY_CHUNKS = sorted(
-    path.name
-    for path in (Path(gr.__file__).parent / "templates" / "frontend" / "assets").glob(
-        "PlotlyPlot-*.js"
-    )
 )
 
 
@@ -209,16 +189,7 @@ LOST_TOASTS = ("Connection to the server was lost", "Connection errored out")
 # key on the track counts as a pointer-up, so every control commits from the keyboard too.
 
 JS = (
-    f"() => {{\n  const plotlyChunks = {json.dumps(PLOTLY_CHUNKS)};\n"
-    """  const gradioScript = document.querySelector('script[type=module][src*="/assets/index-"]');
-  if (gradioScript) plotlyChunks.forEach((name) => {
-    const preload = document.createElement("link");
-    preload.rel = "modulepreload";  // fetched and compiled now; run when Gradio imports it
-    preload.crossOrigin = "";  // as Gradio's own script tag: the same module, fetched once
-    preload.href = new URL(name, gradioScript.src).href;
-    document.head.appendChild(preload);
-  });
-"""
+    "() => {\n"
     f"  const lostId = {json.dumps(LOST_ID)}, lostText = {json.dumps(LOST_TEXT)};\n"
     f"  const lostToasts = {json.dumps(LOST_TOASTS)};\n"
     f"  const darkPalette = {json.dumps({k.lower(): v for k, v in DARK_PALETTE.items()})};\n"
