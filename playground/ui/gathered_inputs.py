@@ -8,13 +8,13 @@ control's value as the browser held it at the commit (raw, as an event with
 ``preprocess=False`` receives it). The box also holds the page's number for the gathering
 (``SENT``: 1, 2, ... in the order the page sent them), read where the event joins the queue
 (``sent_number``): the server starts a session's commits in that order (``ui.session_order``).
-A handler with a parameter annotated ``gr.EventData`` (one
-chain for several triggers: ``gr.on``) gets the server event's own, by that name: Gradio's
-front end passes the trigger's id along a chain, so its ``target`` is the component clicked.
-A box whose list does not match the controls is refused, naming the box, before the handler
-runs. The checks that go by component (whose upload a file
-is, ``ui.public``; a request's work and a commit's order, ``ui.launch``) read the controls
-inside the box (``expanded``), so a gathered commit is checked as one that sent them.
+A handler with a parameter annotated ``gr.EventData`` (one chain for several triggers:
+``gr.on``) gets the server event's own, by that name: Gradio's front end passes the trigger's
+id along a chain, so its ``target`` is the component clicked. A box whose list does not match
+the controls is refused, naming the box, before the handler runs. The checks that go by
+component (whose upload a file is, ``ui.public``; a request's work and a commit's order,
+``ui.launch``) read the controls inside the box (``expanded``), so a gathered commit is
+checked as one that sent them.
 
 Why: Gradio's front end (6.31) puts the inputs of an event the server answered into its table
 of loading statuses and, at every status change of any later event, finds each entry by a walk
